@@ -68,6 +68,10 @@ class Message(models.Model):
     agent = models.ForeignKey(
         "agents.AgentProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The session that spoke (kind=agent) or that a steer was delivered to.
+    session = models.ForeignKey(
+        "agents.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
     # When a steer reached a running session at a step boundary.
