@@ -1,0 +1,80 @@
+"""The token budget of one session and the per-model calibration of estimates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CALIBRATION_MIN = 1.0
+CALIBRATION_MAX = 2.5
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Window arithmetic. All figures are tokens.
+
+    trigger: a fold is due above it. ceiling: a fold is mandatory above it; the lower
+    of 90% of the window and what is left after the requested output and a reserve.
+    target: where a fold brings the projection back to. min_freed: a fold that frees
+    less is not worth breaking the provider's prefix cache for.
+    """
+
+    window: int
+    output_budget: int
+    reserve: int = 1_024
+    trigger_ratio: float = 0.80
+    ceiling_ratio: float = 0.90
+    target_ratio: float = 0.60
+    min_freed_tokens: int = 16_000
+    max_postponements: int = 2
+
+    def __post_init__(self) -> None:
+        if self.window <= 0 or self.output_budget < 0 or self.reserve < 0:
+            raise ValueError("window must be positive; output budget and reserve not negative")
+        if not 0 < self.target_ratio <= self.trigger_ratio <= 1:
+            raise ValueError("need 0 < target_ratio <= trigger_ratio <= 1")
+        if self.max_postponements < 0:
+            raise ValueError("max_postponements must be 0 or more")
+
+    @property
+    def trigger(self) -> int:
+        # A large output budget can push the ceiling below 80%: the ceiling wins.
+        return min(int(self.window * self.trigger_ratio), self.ceiling)
+
+    @property
+    def ceiling(self) -> int:
+        return max(0, min(int(self.window * self.ceiling_ratio), self.window - self.output_budget - self.reserve))
+
+    @property
+    def target(self) -> int:
+        return min(int(self.window * self.target_ratio), self.trigger)
+
+    @property
+    def min_freed(self) -> int:
+        # 16k suits a 128k window; a small window scales it down (12.5% of the window).
+        return min(self.min_freed_tokens, self.window // 8)
+
+
+@dataclass(slots=True)
+class Calibration:
+    """Ratio of provider-reported input tokens to our estimate, for one model.
+
+    Learned on the first reported call after each fold (and at session start), the
+    only calls whose request was projected without an anchor; kept within 1.0–2.5 so a
+    bad sample can neither make the projection optimistic nor absurd.
+    """
+
+    model: str
+    ratio: float = 1.0
+    samples: int = 0
+
+    # Later samples weigh 1/(n+1), capped so the ratio can still follow a model change.
+    MAX_WEIGHT_SAMPLES = 10
+
+    def learn(self, reported: int, estimated: int) -> float:
+        if reported <= 0 or estimated <= 0:
+            return self.ratio
+        sample = min(CALIBRATION_MAX, max(CALIBRATION_MIN, reported / estimated))
+        n = min(self.samples, self.MAX_WEIGHT_SAMPLES)
+        self.ratio = (self.ratio * n + sample) / (n + 1)
+        self.samples += 1
+        return self.ratio

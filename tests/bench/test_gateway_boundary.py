@@ -1,0 +1,67 @@
+"""Benchmark: one step boundary's decision vs session length.
+
+Run: .venv/bin/pytest -m bench tests/bench/test_gateway_boundary.py -s
+Prints median and p95 per size and the growth factor against the 100-observation
+baseline measured in the same run. The window is sized so the session sits in its
+steady state (folding every so often), which is where the decision costs most.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from tests.gateway.factories import call, make_context, shell_input
+
+SIZES = (100, 1_000, 10_000)
+SAMPLES = 300
+
+
+def session_with(observations: int):
+    # ~530 tokens per result, ~100 per step that no fold removes (assistant turn and
+    # receipt): the window holds those for the whole run and folds the rest now and then.
+    window = max(660 * observations, 400 * (observations + SAMPLES))
+    ctx = make_context(window=window, output_budget=4_000, min_freed_tokens=window // 8)
+    for n in range(observations):
+        ctx.prepare()
+        ctx.add_assistant(f"step {n}", (call(f"c{n}", "shell"),))
+        ctx.add_tool_result(shell_input(f"c{n}", f"cat log{n}", f"line {n} of the build output\n" * 80))
+    return ctx
+
+
+def measure(ctx, samples: int) -> tuple[list[float], list[float]]:
+    decide, prepare = [], []
+    for n in range(samples):
+        start = time.perf_counter()
+        ctx.policy.plan(ctx, person_waiting=False, overflow=False)
+        decide.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        ctx.prepare()
+        prepare.append(time.perf_counter() - start)
+        ctx.add_assistant(f"more {n}", (call(f"m{n}", "shell"),))
+        ctx.add_tool_result(shell_input(f"m{n}", "cat more", f"line {n} of more build output\n" * 80))
+    return decide, prepare
+
+
+def p95(values: list[float]) -> float:
+    return sorted(values)[int(len(values) * 0.95) - 1]
+
+
+@pytest.mark.bench
+def test_boundary_decision_scales_linearly_or_better():
+    rows = {}
+    for size in SIZES:
+        ctx = session_with(size)
+        decide, prepare = measure(ctx, SAMPLES)
+        rows[size] = (statistics.median(decide), p95(decide), statistics.median(prepare), p95(prepare), len(ctx.folds))
+    base = rows[SIZES[0]]
+    print("\nobservations | decide median | decide p95 | prepare median | prepare p95 | folds | prepare growth vs 100")
+    for size, (dm, dp, pm, pp, folds) in rows.items():
+        print(f"{size:>12,} | {dm * 1e6:>10.1f} µs | {dp * 1e6:>7.1f} µs | {pm * 1e6:>11.1f} µs | {pp * 1e6:>8.1f} µs"
+              f" | {folds:>5} | ×{pm / base[2]:.1f}")
+    growth = rows[SIZES[-1]][2] / base[2]
+    size_ratio = SIZES[-1] / SIZES[0]
+    print(f"100× more observations → prepare ×{growth:.1f} (quadratic would be ×{size_ratio ** 2:,.0f})")
+    assert growth < size_ratio * 3, "boundary cost grows faster than linearly"

@@ -1,0 +1,73 @@
+"""The eviction deadlock of ARCHITECTURE.md, reproduced and shown impossible.
+
+The old gateway evicted every tool result older than a few calls ("eager") and
+answered reads from a room-wide "already read" set. An agent that needed a file
+again got a receipt for text it no longer had, every time it asked.
+"""
+
+from __future__ import annotations
+
+from observations.gateway.transcript import ObsState
+from tests.gateway.factories import call, file_text, make_context, read_input
+
+CONFIG = file_text("src/config.py", 1, 120)
+
+
+def agent_rereads_config(ctx, *, attempts: int) -> list[str]:
+    """Read config, read four other files, then keep asking for config again."""
+    ctx.add_user("Fix the config loader.", kind="task")
+    answers = []
+    reads = [("src/config.py", CONFIG)] + [(f"src/other{n}.py", file_text(f"src/other{n}.py", 1, 120)) for n in range(4)]
+    reads += [("src/config.py", CONFIG)] * attempts
+    for n, (path, text) in enumerate(reads):
+        ctx.prepare()
+        ctx.add_assistant(f"reading {path}", (call(f"c{n}", path=path),))
+        obs = ctx.add_tool_result(read_input(f"c{n}", path, text))
+        if n >= 5:
+            answers.append(ctx._rendered[obs.entry_index].text)
+    ctx.prepare()
+    return answers
+
+
+def test_eager_with_room_dedup_denies_every_reread():
+    room_seen: set = set()
+    ctx = make_context(window=128_000, output_budget=8_000, policy="eager")
+    ctx.room_seen = room_seen
+    answers = agent_rereads_config(ctx, attempts=5)
+    first = ctx.observations[0]
+    assert first.state is ObsState.RECEIPTED  # evicted by the eager rule
+    assert all(CONFIG not in answer for answer in answers)
+    assert all(answer.startswith("[already read]") for answer in answers)
+    # Nothing anywhere in the request holds the text: the agent is stuck.
+    assert not any(CONFIG in message.text for message in ctx.prepare().request.messages)
+
+
+def test_on_demand_with_the_session_ledger_serves_the_text():
+    ctx = make_context(window=128_000, output_budget=8_000, policy="on_demand")
+    answers = agent_rereads_config(ctx, attempts=5)
+    request = ctx.prepare().request
+    # Nothing was folded (far under the trigger): the first read is still in the
+    # request, so the re-reads are short notes pointing at text that is really there.
+    assert ctx.folds == []
+    assert any(message.text == CONFIG for message in request.messages)
+    assert all(answer.startswith("[unchanged] src/config.py") for answer in answers)
+
+
+def test_on_demand_serves_the_full_text_again_once_it_was_folded_out():
+    ctx = make_context(window=12_000, output_budget=1_000, policy="on_demand")
+    answers = agent_rereads_config(ctx, attempts=8)
+    assert ctx.folds, "the small window forces folds"
+    first = ctx.observations[0]
+    assert first.state is ObsState.RECEIPTED
+    entry = ctx.ledger.lookup(first.source.read)
+    assert entry is not None
+    # After a fold the next re-read got the whole text, never a receipt.
+    assert CONFIG in answers
+    assert not any(answer.startswith("[already read]") for answer in answers)
+    assert any(message.text == CONFIG for message in ctx.prepare().request.messages)
+
+
+def test_eager_alone_with_the_session_ledger_does_not_deadlock_either():
+    ctx = make_context(window=128_000, output_budget=8_000, policy="eager")
+    answers = agent_rereads_config(ctx, attempts=3)
+    assert answers[0] == CONFIG  # evicted by eager, so served whole again
