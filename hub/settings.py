@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "channels",
     "django_htmx",
     "hub",
@@ -126,7 +127,8 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"
+# The Docker image collects static files at build time, outside the data volume.
+STATIC_ROOT = Path(env("STATIC_ROOT", str(DATA_DIR / "static")))
 # WhiteNoise serves static files in every process shape; in DEBUG straight from the
 # apps (no collectstatic needed), in production from STATIC_ROOT (the image collects).
 WHITENOISE_USE_FINDERS = DEBUG
@@ -139,6 +141,9 @@ CSRF_COOKIE_SECURE = not DEBUG
 REPOS_DIR = DATA_DIR / "repos"
 WORKTREES_DIR = DATA_DIR / "worktrees"
 JOBS_DIR = DATA_DIR / "jobs"
+BLOBS_DIR = DATA_DIR / "blobs"
+# Tool results larger than this go to files under BLOBS_DIR instead of the database.
+BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
 ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")

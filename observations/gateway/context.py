@@ -109,6 +109,9 @@ class SessionContext:
         self._learn_on_next_usage = False
         self._consumed_upto = 0  # observations before this index are no longer fresh
         self._candidate_floor = 0  # observations before this index are all receipted
+        self._receipted_gain = 0  # tokens the standing receipts keep out of each request
+        self.sent_tokens_total = 0  # projected input tokens of every request assembled
+        self.saved_tokens_total = 0  # what the receipts kept out of those requests
         if intent_text:
             self._append(Entry("intent", receipts.render_intent_block(intent_text, intent_path), pinned=True))
 
@@ -221,6 +224,8 @@ class SessionContext:
         if not anchored:
             self._learn_on_next_usage = True
         self._sent_estimate = self.estimate
+        self.sent_tokens_total += projection
+        self.saved_tokens_total += round(self._receipted_gain * self.calibration.ratio)
         request = Request(
             model=self.model,
             system=self.system_prompt,
@@ -242,6 +247,7 @@ class SessionContext:
         for obs in plan.evict:
             if obs.state is ObsState.CONSUMED:
                 self._evictable_gain -= obs.gain
+                self._receipted_gain += obs.gain
             obs.state, obs.fold = ObsState.RECEIPTED, number
         self.ledger.evicted(evicted, number)
         evicted_set = set(evicted)

@@ -47,6 +47,10 @@ class ReadLedger:
         self._by_obs[obs_id] = rng.key
         return entry
 
+    def restore(self, entry: LedgerEntry) -> None:
+        self._entries[entry.range.key] = entry
+        self._by_obs[entry.obs_id] = entry.range.key
+
     def evicted(self, obs_ids: list[int], fold: int) -> list[FileRange]:
         """A fold removed these observations: their ranges left the context."""
         left = []

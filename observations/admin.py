@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation
+
+
+@admin.register(Blob)
+class BlobAdmin(admin.ModelAdmin):
+    list_display = ("sha256", "size", "token_estimate", "in_file", "first_line", "created_at")
+    list_filter = ("in_file",)
+    search_fields = ("sha256", "first_line")
+    exclude = ("data",)
+    readonly_fields = ("sha256", "size", "token_estimate", "first_line", "in_file", "created_at")
+
+
+@admin.register(Observation)
+class ObservationAdmin(admin.ModelAdmin):
+    list_display = ("session", "seq", "step", "tool", "purpose", "path", "line_start", "line_end",
+                    "token_estimate", "state", "served", "fold_number")
+    list_filter = ("state", "served", "tool", "room")
+    search_fields = ("call_id", "path", "purpose", "blob__sha256")
+    raw_id_fields = ("room", "session", "blob")
+    list_select_related = ("session",)
+
+
+@admin.register(LedgerEntry)
+class LedgerEntryAdmin(admin.ModelAdmin):
+    list_display = ("session", "path", "line_start", "line_end", "observation_seq", "received_step",
+                    "in_context", "evicted_by_fold", "times_served")
+    list_filter = ("in_context",)
+    search_fields = ("path", "content_hash")
+    raw_id_fields = ("session",)
+
+
+@admin.register(Fold)
+class FoldAdmin(admin.ModelAdmin):
+    list_display = ("session", "number", "step", "epoch", "reason", "postponements",
+                    "projection_before", "projection_after", "tokens_freed")
+    list_filter = ("reason",)
+    raw_id_fields = ("session",)
+
+
+@admin.register(Calibration)
+class CalibrationAdmin(admin.ModelAdmin):
+    list_display = ("model", "ratio", "samples", "updated_at")
+    search_fields = ("model",)

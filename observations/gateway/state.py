@@ -1,0 +1,136 @@
+"""SessionContext to and from plain JSON, so another worker can resume a session.
+
+Tool result texts are not in the state: they live in the blob store, keyed by
+SHA-256, and come back through ``texts``. Rendering is a pure function of the state,
+so a restored context sends byte-for-byte the request the original would have sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from observations.gateway.budget import Budget, Calibration
+from observations.gateway.context import FoldRecord, SessionContext
+from observations.gateway.ledger import LedgerEntry
+from observations.gateway.messages import ToolCall, ToolSchema
+from observations.gateway.policies import FoldReason, Policy
+from observations.gateway.receipts import INTENT_UPDATE_FOLDED
+from observations.gateway.tokens import estimate_message_tokens
+from observations.gateway.transcript import Entry, FileRange, Observation, ObservationInput, ObsState
+
+STATE_VERSION = 1
+
+_SCALARS = (
+    "step", "epoch", "postponements", "intent_path", "intent_text", "intent_file_text",
+    "_stable_prefix_end", "_anchor_reported", "_anchor_estimate", "_sent_estimate",
+    "_learn_on_next_usage", "_consumed_upto", "_candidate_floor", "_receipted_gain",
+    "sent_tokens_total", "saved_tokens_total",
+)
+
+
+def _range(rng: FileRange | None) -> list | None:
+    return None if rng is None else [rng.path, rng.start, rng.end, rng.content_hash]
+
+
+def dump_state(ctx: SessionContext) -> dict[str, Any]:
+    observations = []
+    for obs in ctx.observations:
+        src = obs.source
+        observations.append({
+            "obs_id": obs.obs_id, "step": obs.step, "state": obs.state.value, "fold": obs.fold,
+            "alias_of": obs.alias_of, "reread_of": obs.reread_of, "denied": obs.denied,
+            "entry_index": obs.entry_index, "gain": obs.gain,
+            "source": {
+                "call_id": src.call_id, "tool": src.tool, "arguments": src.arguments,
+                "sha256": src.sha256, "size": src.size, "tokens": src.tokens, "purpose": src.purpose,
+                "read": _range(src.read), "file_fingerprint": src.file_fingerprint,
+                "first_line": src.first_line,
+            },
+        })
+    entries = [
+        {
+            "kind": e.kind, "text": e.text, "step": e.step, "pinned": e.pinned, "tool_name": e.tool_name,
+            "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls],
+            "obs": e.observation.obs_id if e.observation is not None else None,
+        }
+        for e in ctx.entries
+    ]
+    ledger = [
+        {"range": _range(e.range), "obs_id": e.obs_id, "received_step": e.received_step,
+         "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served}
+        for e in ctx.ledger
+    ]
+    folds = [{**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted)} for f in ctx.folds]
+    return {
+        "version": STATE_VERSION,
+        "scalars": {name: getattr(ctx, name) for name in _SCALARS},
+        "entries": entries,
+        "observations": observations,
+        "ledger": ledger,
+        "folds": folds,
+    }
+
+
+def load_state(
+    state: Mapping[str, Any],
+    *,
+    texts: Mapping[str, str],
+    model: str,
+    system_prompt: str,
+    tools: tuple[ToolSchema, ...],
+    budget: Budget,
+    policy: str | Policy = "on_demand",
+    calibration: Calibration | None = None,
+    notes: bool = True,
+) -> SessionContext:
+    """Rebuild a context; ``texts`` maps each observation's sha256 to its text."""
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"unsupported gateway state version {state.get('version')!r}")
+    ctx = SessionContext(
+        model=model, system_prompt=system_prompt, tools=tools, budget=budget,
+        policy=policy, calibration=calibration, notes=notes,
+    )
+    for name, value in state["scalars"].items():
+        if name in _SCALARS:
+            setattr(ctx, name, value)
+    for raw in state["observations"]:
+        src = raw["source"]
+        if src["sha256"] not in texts:
+            raise KeyError(f"blob {src['sha256']} of call {src['call_id']} is missing")
+        read = FileRange(*src["read"]) if src["read"] is not None else None
+        source = ObservationInput(
+            call_id=src["call_id"], tool=src["tool"], arguments=src["arguments"], text=texts[src["sha256"]],
+            sha256=src["sha256"], size=src["size"], tokens=src["tokens"], purpose=src["purpose"],
+            read=read, file_fingerprint=src["file_fingerprint"], first_line=src["first_line"],
+        )
+        ctx.observations.append(Observation(
+            obs_id=raw["obs_id"], step=raw["step"], source=source, state=ObsState(raw["state"]),
+            fold=raw["fold"], alias_of=raw["alias_of"], reread_of=raw["reread_of"], denied=raw["denied"],
+            entry_index=raw["entry_index"], gain=raw["gain"],
+        ))
+    for index, raw in enumerate(state["entries"]):
+        entry = Entry(
+            raw["kind"], raw["text"], step=raw["step"], pinned=raw["pinned"], tool_name=raw["tool_name"],
+            tool_calls=tuple(ToolCall(*c) for c in raw["tool_calls"]),
+            observation=ctx.observations[raw["obs"]] if raw["obs"] is not None else None,
+        )
+        entry.meta["index"] = index
+        message = ctx._render(entry)
+        ctx.entries.append(entry)
+        ctx._rendered.append(message)
+        ctx._tokens.append(estimate_message_tokens(message.text))
+        if entry.kind == "intent_update" and entry.text != INTENT_UPDATE_FOLDED:
+            ctx._intent_updates.append(entry)
+    for raw in state["ledger"]:
+        ctx.ledger.restore(LedgerEntry(
+            FileRange(*raw["range"]), raw["obs_id"], raw["received_step"], raw["in_context"],
+            raw["evicted_by_fold"], raw["times_served"],
+        ))
+    for raw in state["folds"]:
+        ctx.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"])}))
+    ctx.estimate = ctx.header_tokens + sum(ctx._tokens)
+    ctx._evictable_gain = sum(o.gain for o in ctx.observations if o.state is ObsState.CONSUMED)
+    return ctx
+

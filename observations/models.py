@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class Blob(models.Model):
+    """The exact bytes of a tool result, stored once however many sessions produce it.
+
+    Small blobs live in the row; larger ones in a file under DATA_DIR/blobs named by
+    their hash (written before the row, so a row never points at a missing file).
+    """
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    size = models.PositiveBigIntegerField()
+    token_estimate = models.PositiveIntegerField()
+    first_line = models.CharField(max_length=300, blank=True)
+    data = models.BinaryField(null=True, blank=True)
+    in_file = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.size} bytes)"
+
+
+class Observation(models.Model):
+    class State(models.TextChoices):
+        FRESH = "fresh"
+        CONSUMED = "consumed"
+        RECEIPTED = "receipted"
+
+    class Served(models.TextChoices):
+        TEXT = "text", "full text"
+        NOTE = "note", "note (same range still in context)"
+        REREAD = "reread", "full text again (re-read after a fold)"
+
+    room = models.ForeignKey("rooms.Room", on_delete=models.CASCADE, related_name="observations")
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="observations")
+    seq = models.PositiveIntegerField(help_text="Position among the session's observations, from 0.")
+    step = models.PositiveIntegerField()
+    call_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=60)
+    arguments = models.JSONField(default=dict)
+    args_key = models.CharField(max_length=64, help_text="sha256 of the normalized arguments.")
+    purpose = models.CharField(max_length=300, blank=True)
+    path = models.CharField(max_length=500, blank=True)
+    line_start = models.PositiveIntegerField(null=True, blank=True)
+    line_end = models.PositiveIntegerField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True)
+    file_fingerprint = models.CharField(max_length=64, blank=True)
+    blob = models.ForeignKey(Blob, on_delete=models.PROTECT, related_name="observations")
+    size = models.PositiveBigIntegerField()
+    token_estimate = models.PositiveIntegerField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.FRESH)
+    served = models.CharField(max_length=10, choices=Served.choices, default=Served.TEXT)
+    fold_number = models.PositiveIntegerField(null=True, blank=True)
+    alias_of_seq = models.PositiveIntegerField(null=True, blank=True)
+    reread_of_seq = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="one_observation_per_seq"),
+            models.UniqueConstraint(fields=["session", "call_id"], name="one_observation_per_call"),
+        ]
+        indexes = [
+            models.Index(fields=["room", "tool", "args_key", "file_fingerprint"], name="room_cache"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:{self.seq} {self.tool}"
+
+
+class LedgerEntry(models.Model):
+    """Per session: a file range the model received, and whether it is still in context."""
+
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="ledger_entries")
+    range_key = models.CharField(max_length=64, help_text="sha256 of path, lines and content hash.")
+    path = models.CharField(max_length=500)
+    line_start = models.PositiveIntegerField(null=True, blank=True)
+    line_end = models.PositiveIntegerField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64)
+    observation_seq = models.PositiveIntegerField()
+    received_step = models.PositiveIntegerField()
+    in_context = models.BooleanField(default=True)
+    evicted_by_fold = models.PositiveIntegerField(null=True, blank=True)
+    times_served = models.PositiveIntegerField(default=1)
+
+    class Meta:
+        ordering = ["session", "path", "line_start"]
+        constraints = [models.UniqueConstraint(fields=["session", "range_key"], name="one_ledger_entry_per_range")]
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_start}-{self.line_end}"
+
+
+class Fold(models.Model):
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="folds")
+    number = models.PositiveIntegerField()
+    step = models.PositiveIntegerField()
+    epoch = models.PositiveIntegerField()
+    reason = models.CharField(max_length=20)
+    postponements = models.PositiveIntegerField(default=0)
+    projection_before = models.PositiveIntegerField()
+    projection_after = models.PositiveIntegerField()
+    tokens_freed = models.IntegerField()
+    evicted = models.JSONField(default=list, help_text="Observation seqs folded out.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [models.UniqueConstraint(fields=["session", "number"], name="one_fold_per_number")]
+
+    def __str__(self) -> str:
+        return f"fold {self.number} of session {self.session_id}"
+
+
+class Calibration(models.Model):
+    """Reported ÷ estimated input tokens, per model; never shared across models."""
+
+    model = models.CharField(max_length=200, unique=True)
+    ratio = models.FloatField(default=1.0)
+    samples = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.model}: ×{self.ratio:.3f} ({self.samples} samples)"

@@ -1,0 +1,75 @@
+"""Reads for the observation ledger review page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, Sum
+
+from observations.models import Fold, Observation
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    observation: Observation
+
+    @property
+    def range_label(self) -> str:
+        o = self.observation
+        if not o.path:
+            return ""
+        if o.line_start is None and o.line_end is None:
+            return o.path
+        return f"{o.path}:{o.line_start or 1}-{o.line_end if o.line_end is not None else 'end'}"
+
+    @property
+    def state_label(self) -> str:
+        o = self.observation
+        if o.state == Observation.State.RECEIPTED:
+            label = f"receipted at fold {o.fold_number}" if o.fold_number else "receipted"
+        elif o.served == Observation.Served.NOTE:
+            label = f"note → #{o.alias_of_seq}"
+        else:
+            label = "in context"
+        if o.served == Observation.Served.REREAD:
+            label += f" · re-served (was #{o.reread_of_seq})"
+        return label
+
+
+@dataclass(frozen=True)
+class LedgerTotals:
+    observations: int
+    tokens_observed: int
+    tokens_sent: int
+    tokens_saved: int
+    receipts: int
+    rereads: int
+    notes: int
+    folds: int
+
+
+def session_ledger(session) -> tuple[list[LedgerRow], list[Fold], LedgerTotals]:
+    observations = Observation.objects.filter(session=session).only(
+        "seq", "step", "call_id", "tool", "purpose", "path", "line_start", "line_end", "size",
+        "token_estimate", "blob_id", "state", "served", "fold_number", "alias_of_seq", "reread_of_seq",
+    )
+    folds = list(Fold.objects.filter(session=session))
+    agg = Observation.objects.filter(session=session).aggregate(
+        n=Count("id"),
+        tokens=Sum("token_estimate"),
+        receipts=Count("id", filter=Q(state=Observation.State.RECEIPTED)),
+        rereads=Count("id", filter=Q(served=Observation.Served.REREAD)),
+        notes=Count("id", filter=Q(served=Observation.Served.NOTE)),
+    )
+    scalars = (session.gateway_state or {}).get("scalars", {})
+    totals = LedgerTotals(
+        observations=agg["n"],
+        tokens_observed=agg["tokens"] or 0,
+        tokens_sent=scalars.get("sent_tokens_total", 0),
+        tokens_saved=scalars.get("saved_tokens_total", 0),
+        receipts=agg["receipts"],
+        rereads=agg["rereads"],
+        notes=agg["notes"],
+        folds=len(folds),
+    )
+    return [LedgerRow(o) for o in observations], folds, totals

@@ -1,0 +1,128 @@
+"""Persisting a session's gateway state: observations, ledger entries, folds, calibration.
+
+Called by the runtime after every step inside the step's transaction, so what the
+database holds always matches a committed step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import transaction
+
+from observations.blobs import blob_put
+from observations.gateway.budget import Calibration as CalibrationState
+from observations.gateway.context import SessionContext
+from observations.gateway.transcript import ObservationInput
+from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation
+
+
+def args_key(tool: str, arguments: dict) -> str:
+    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def range_key(path: str, start: int | None, end: int | None, content_hash: str) -> str:
+    return hashlib.sha256(json.dumps([path, start, end, content_hash]).encode()).hexdigest()
+
+
+def room_cache_lookup(*, room_id: int, source: ObservationInput) -> Blob | None:
+    """A blob some session of this room already stored for the same call on the same
+    file content. It saves storing and re-running; whether the model gets text or a
+    receipt is never decided here, only by the session's ledger."""
+    if not source.file_fingerprint:
+        return None
+    row = (
+        Observation.objects.filter(
+            room_id=room_id,
+            tool=source.tool,
+            args_key=args_key(source.tool, source.arguments),
+            file_fingerprint=source.file_fingerprint,
+        )
+        .select_related("blob")
+        .first()
+    )
+    return row.blob if row else None
+
+
+@transaction.atomic
+def observations_sync(*, session, ctx: SessionContext) -> None:
+    """Bring the session's observation, ledger and fold rows up to date with ``ctx``."""
+    room_id = session.task.room_id
+    rows = {o.seq: o for o in Observation.objects.filter(session=session).exclude(state=Observation.State.RECEIPTED)}
+    known = Observation.objects.filter(session=session).count()
+    new_rows, changed = [], []
+    for obs in ctx.observations[known:]:
+        src = obs.source
+        new_rows.append(Observation(
+            room_id=room_id, session=session, seq=obs.obs_id, step=obs.step, call_id=src.call_id,
+            tool=src.tool, arguments=src.arguments, args_key=args_key(src.tool, src.arguments),
+            purpose=src.purpose[:300], path=src.read.path if src.read else "",
+            line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
+            content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
+            blob=blob_put(src.text, sha256=src.sha256), size=src.size, token_estimate=src.tokens,
+            state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
+            served=_served(obs),
+        ))
+    for obs in ctx.observations[:known]:
+        row = rows.get(obs.obs_id)
+        if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
+            row.state, row.fold_number = obs.state.value, obs.fold
+            changed.append(row)
+    Observation.objects.bulk_create(new_rows)
+    Observation.objects.bulk_update(changed, ["state", "fold_number"])
+    _sync_ledger(session, ctx)
+    _sync_folds(session, ctx)
+
+
+def _served(obs) -> str:
+    if obs.alias_of is not None:
+        return Observation.Served.NOTE
+    if obs.reread_of is not None:
+        return Observation.Served.REREAD
+    return Observation.Served.TEXT
+
+
+def _sync_ledger(session, ctx: SessionContext) -> None:
+    existing = {e.range_key: e for e in LedgerEntry.objects.filter(session=session)}
+    new, changed = [], []
+    fields = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served")
+    for entry in ctx.ledger:
+        rng = entry.range
+        key = range_key(rng.path, rng.start, rng.end, rng.content_hash)
+        values = dict(zip(fields, (entry.obs_id, entry.received_step, entry.in_context,
+                                   entry.evicted_by_fold, entry.times_served), strict=True))
+        row = existing.get(key)
+        if row is None:
+            new.append(LedgerEntry(session=session, range_key=key, path=rng.path, line_start=rng.start,
+                                   line_end=rng.end, content_hash=rng.content_hash, **values))
+        elif any(getattr(row, f) != v for f, v in values.items()):
+            for f, v in values.items():
+                setattr(row, f, v)
+            changed.append(row)
+    LedgerEntry.objects.bulk_create(new)
+    LedgerEntry.objects.bulk_update(changed, list(fields))
+
+
+def _sync_folds(session, ctx: SessionContext) -> None:
+    recorded = Fold.objects.filter(session=session).count()
+    Fold.objects.bulk_create(
+        Fold(
+            session=session, number=f.number, step=f.step, epoch=f.epoch, reason=f.reason.value,
+            postponements=f.postponements, projection_before=f.projection_before,
+            projection_after=f.projection_after, tokens_freed=f.tokens_freed, evicted=list(f.evicted),
+        )
+        for f in ctx.folds[recorded:]
+    )
+
+
+def calibration_load(model: str) -> CalibrationState:
+    row = Calibration.objects.filter(model=model).first()
+    if row is None:
+        return CalibrationState(model)
+    return CalibrationState(model, ratio=row.ratio, samples=row.samples)
+
+
+def calibration_save(state: CalibrationState) -> None:
+    Calibration.objects.update_or_create(model=state.model, defaults={"ratio": state.ratio, "samples": state.samples})

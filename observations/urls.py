@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from observations import views
+
+app_name = "observations"
+
+urlpatterns = [
+    path("sessions/<int:session_id>/ledger/", views.ledger, name="ledger"),
+]

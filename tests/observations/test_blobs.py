@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+
+from observations.blobs import blob_path, blob_put, blob_text, sha256_text
+from observations.models import Blob
+
+
+@pytest.mark.django_db
+def test_the_same_bytes_are_stored_once():
+    first = blob_put("hello\nworld\n")
+    second = blob_put("hello\nworld\n")
+    assert first.sha256 == second.sha256 == sha256_text("hello\nworld\n")
+    assert Blob.objects.count() == 1
+    assert first.first_line == "hello" and first.size == 12 and first.token_estimate > 0
+
+
+@pytest.mark.django_db
+def test_large_results_go_to_a_file_named_by_their_hash(settings, tmp_path):
+    settings.BLOBS_DIR = tmp_path / "blobs"
+    settings.BLOB_INLINE_MAX = 1_000
+    text = "x = 1\n" * 1_000
+    blob = blob_put(text)
+    assert blob.in_file and blob.data is None
+    assert blob_path(blob.sha256).read_text() == text
+    assert blob_text(Blob.objects.get(pk=blob.pk)) == text
+    assert not list((tmp_path / "blobs").rglob(".tmp-*"))
+
+
+@pytest.mark.django_db
+def test_text_round_trips_exactly_including_odd_characters():
+    text = "naïve — ☃\r\n\ttab\x00nul"
+    assert blob_text(Blob.objects.get(pk=blob_put(text).pk)) == text
