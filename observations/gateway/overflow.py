@@ -49,7 +49,8 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("prompt too long", r"\bprompt (?:is )?too long\b"),  # Anthropic, Ollama, Bedrock
         ("input too long", r"\binput is too long\b"),  # Bedrock
         ("context length exceeded", r"\bcontext[ _-]?(?:length|window)[ _-]?exceeded"),
-        ("maximum context length", r"\bmaximum context length\b"),  # OpenAI, DeepSeek, vLLM, Mistral
+        # OpenAI, DeepSeek, vLLM, Mistral, OpenRouter ("This endpoint's maximum ...").
+        ("maximum context length", r"\bmaximum context length\b"),
         (
             "exceeds the context",
             # OpenAI "exceeds the context window", llama.cpp "exceeds the available context
@@ -71,7 +72,10 @@ _TEXT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("exceeded model token limit", r"\bexceeded model token limit\b"),  # Kimi
         ("configured context size", r"\bbut the configured context size is\b"),
         ("input length range", r"\brange of input length should be\b"),  # DashScope / Qwen
-        ("request exceeds the maximum size", r"\brequest exceeds the maximum (?:allowed )?(?:size|number of bytes)\b"),
+        (
+            "request exceeds the maximum size",
+            r"\brequest exceeds the maximum (?:allowed )?(?:size|number of bytes)\b",
+        ),
     )
 )
 
@@ -81,14 +85,20 @@ _MAX_DEPTH = 4
 
 
 def is_context_overflow(
-    *, status: int | None = None, code: str | None = None, body: str | Mapping[str, Any] | None = None
+    *,
+    status: int | None = None,
+    code: str | None = None,
+    body: str | Mapping[str, Any] | None = None,
 ) -> bool:
     """Whether an error response says the request does not fit the model's context."""
     return overflow_reason(status=status, code=code, body=body) is not None
 
 
 def overflow_reason(
-    *, status: int | None = None, code: str | None = None, body: str | Mapping[str, Any] | None = None
+    *,
+    status: int | None = None,
+    code: str | None = None,
+    body: str | Mapping[str, Any] | None = None,
 ) -> str | None:
     """The rule that recognised an overflow (for logs and fold records), or None."""
     if status == 429:
@@ -163,7 +173,7 @@ def _walk(value: Any, *, depth: int, key: str | None = None) -> Iterator[tuple[s
 def _embedded_json(text: str) -> Any:
     """The JSON value a string holds, if it is one (a body a proxy encoded again)."""
     candidate = text.strip()
-    if not candidate or candidate[0] not in "{[\"":
+    if not candidate or candidate[0] not in '{["':
         return None
     try:
         parsed = json.loads(candidate)

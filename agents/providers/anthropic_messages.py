@@ -1,0 +1,204 @@
+"""`anthropic:<model>`: the Messages API through the official SDK.
+
+Translation rules the API enforces: the system prompt is a block list; tool results
+are ``tool_result`` blocks in a user message, consecutive ones merged into one message
+(roles must alternate); a ``tool_use`` input is always an object (``{}``, never null);
+text blocks are never empty. Cache breakpoints mark the stable prefix: the end of
+system+tools, the message at ``stable_prefix_end`` and the last message (the API
+allows four; three are used).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anthropic
+
+from agents.providers.errors import (
+    ConnectionFailed,
+    ProviderError,
+    Transient,
+    display_url,
+    error_from_status,
+    redact,
+)
+from agents.providers.toolcalls import parse_arguments
+from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, Usage
+
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+MAX_CACHE_BREAKPOINTS = 4
+EMPTY_TEXT = "(empty)"  # the API refuses empty text blocks
+
+_CACHE = {"type": "ephemeral"}
+_STOP_REASONS = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "end_turn",
+    "refusal": "refusal",
+}
+
+
+class AnthropicProvider:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
+        timeout: float = 600.0,
+    ) -> None:
+        self.model = model
+        self.spec = f"anthropic:{model}"
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
+        # An explicit timeout also stops the SDK from refusing large non-streaming
+        # max_tokens values ("streaming is required ..."): the bound is ours to set.
+        self._client = anthropic.Anthropic(
+            api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def complete(self, request: Request) -> ModelTurn:
+        params = to_messages_params(request, model=self.model)
+        started = time.monotonic()
+        try:
+            message = self._client.messages.create(**params)
+        except anthropic.APITimeoutError:
+            raise Transient(
+                f"{self.spec}: no answer within {self._timeout:g} s", spec=self.spec
+            ) from None
+        except anthropic.APIConnectionError as exc:
+            cause = redact(str(exc.__cause__ or exc), [self._api_key])
+            raise ConnectionFailed(
+                f"{self.spec}: cannot reach {display_url(self.base_url)}: {cause}", spec=self.spec
+            ) from None
+        except anthropic.APIStatusError as exc:
+            raise error_from_status(
+                spec=self.spec,
+                status=exc.status_code,
+                headers=exc.response.headers,
+                body_text=exc.response.text,
+                code=exc.error_code or exc.type,
+                secrets=[self._api_key],
+            ) from None
+        except anthropic.AnthropicError as exc:
+            raise ProviderError(
+                f"{self.spec}: {redact(str(exc), [self._api_key])}", spec=self.spec
+            ) from None
+        latency_ms = int((time.monotonic() - started) * 1000)
+        return from_message(message, latency_ms=latency_ms)
+
+
+def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens}
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    system = [{"type": "text", "text": request.system}] if request.system else []
+    # Tools precede the system prompt in the cached prefix, so one breakpoint on the
+    # last system block (or the last tool without one) covers both.
+    prefix_owner = system[-1] if system else (tools[-1] if tools else None)
+    if prefix_owner is not None:
+        prefix_owner["cache_control"] = dict(_CACHE)
+    if tools:
+        params["tools"] = tools
+    if system:
+        params["system"] = system
+
+    wire, last_block = _wire_messages(request.messages)
+    marks = []
+    if 0 <= request.stable_prefix_end < len(request.messages):
+        marks.append(last_block[request.stable_prefix_end])
+    if request.messages:
+        marks.append(last_block[-1])
+    budget = MAX_CACHE_BREAKPOINTS - (1 if prefix_owner is not None else 0)
+    for wire_index, block_index in list(dict.fromkeys(marks))[:budget]:
+        wire[wire_index]["content"][block_index]["cache_control"] = dict(_CACHE)
+    params["messages"] = wire
+    return params
+
+
+def _wire_messages(
+    messages: tuple[Message, ...],
+) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    """Wire messages, and for each neutral message where its last block ended up."""
+    wire: list[dict[str, Any]] = []
+    last_block: list[tuple[int, int]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if wire and wire[-1]["role"] == role:
+            # Consecutive tool results (and a steer after them) share one user message;
+            # tool_result blocks stay first because tool messages precede the steer.
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+        last_block.append((len(wire) - 1, len(wire[-1]["content"]) - 1))
+    return wire, last_block
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+        if message.text:
+            block["content"] = message.text
+        return [block]
+    if message.role == "user":
+        return [{"type": "text", "text": message.text or EMPTY_TEXT}]
+    blocks: list[dict[str, Any]] = []
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": dict(call.arguments or {}),
+            }
+        )
+    return blocks or [{"type": "text", "text": EMPTY_TEXT}]
+
+
+def from_message(message: Any, *, latency_ms: int) -> ModelTurn:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(
+                ToolCall(id=block.id, name=block.name, arguments=parse_arguments(block.input))
+            )
+    stop = _STOP_REASONS.get(message.stop_reason or "", message.stop_reason or "")
+    return ModelTurn(
+        text="\n".join(t for t in texts if t),
+        tool_calls=tuple(calls),
+        usage=_usage(message.usage),
+        model=message.model or "",
+        stop_reason=stop,
+        latency_ms=latency_ms,
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
+    details = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        # Anthropic's input_tokens counts only the uncached tail after the last breakpoint.
+        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+        cached_input_tokens=cache_read,
+        cache_write_tokens=cache_write,
+        output_tokens=usage.output_tokens or 0,
+        reasoning_tokens=(details.thinking_tokens if details else 0) or 0,
+    )

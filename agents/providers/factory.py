@@ -1,0 +1,139 @@
+"""Model specs (``openai:<model>``, ``anthropic:<model>``, ``replay:<file>``) to providers.
+
+Settings come as arguments or from the environment (``OPENAI_API_KEY``,
+``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); an argument wins
+over the environment, and an empty string counts as absent (blank profile fields).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.providers.anthropic_messages import ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider
+from agents.providers.base import Provider
+from agents.providers.errors import InvalidModelSpec
+from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
+from agents.providers.replay import ReplayProvider
+from agents.providers.resilience import ResilientProvider, RetryPolicy
+
+KINDS = ("openai", "anthropic", "replay")
+DEFAULT_TIMEOUT = 600.0
+# Local OpenAI-compatible servers (Ollama, llama.cpp, vLLM) need no key, but the SDK
+# refuses to start without one.
+NO_KEY = "no-key"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    kind: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEndpoint:
+    """A fallback with its own settings; ``None`` fields come from the environment."""
+
+    spec: str
+    api_key: str | None = None
+    base_url: str | None = None
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    kind, sep, name = spec.strip().partition(":")
+    if not sep or kind not in KINDS:
+        raise InvalidModelSpec(
+            f"unknown model spec {spec!r}: expected openai:<model>, anthropic:<model> or replay:<file>"
+        )
+    if not name.strip():
+        raise InvalidModelSpec(f"model spec {spec!r} names no model")
+    return ModelSpec(kind, name.strip())
+
+
+def parse_fallbacks(text: str) -> tuple[str, ...]:
+    """Comma-separated specs, as an agent profile stores them."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def build_provider(
+    spec: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    replay_dir: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+) -> Provider:
+    """One endpoint, no retries: the building block of ``provider_for``."""
+    env = os.environ if env is None else env
+    parsed = parse_spec(spec)
+    if parsed.kind == "replay":
+        return ReplayProvider.from_spec(parsed.name, replay_dir=replay_dir)
+    if parsed.kind == "openai":
+        url = base_url or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+        key = api_key or env.get("OPENAI_API_KEY")
+        if not key:
+            if url.rstrip("/") == OPENAI_DEFAULT_BASE_URL:
+                raise InvalidModelSpec(
+                    f"{parsed} needs an API key: set OPENAI_API_KEY or the agent's API key"
+                )
+            key = NO_KEY
+        return OpenAIProvider(parsed.name, api_key=key, base_url=url, timeout=timeout)
+    url = base_url or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE_URL
+    key = api_key or env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise InvalidModelSpec(
+            f"{parsed} needs an API key: set ANTHROPIC_API_KEY or the agent's API key"
+        )
+    return AnthropicProvider(parsed.name, api_key=key, base_url=url, timeout=timeout)
+
+
+def provider_for(
+    spec: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    fallbacks: Iterable[str | ModelEndpoint] = (),
+    replay_dir: Path | str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    policy: RetryPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: Callable[[], float] = random.random,
+    env: Mapping[str, str] | None = None,
+) -> ResilientProvider:
+    """The provider the step loop calls: the primary endpoint, then its fallbacks.
+
+    ``api_key`` and ``base_url`` belong to the primary alone. A fallback given as a
+    plain spec takes its key and base URL from the environment, so a per-agent key is
+    never sent to an endpoint it was not made for; a ``ModelEndpoint`` brings its own.
+    """
+    chain = [
+        build_provider(
+            spec,
+            api_key=api_key,
+            base_url=base_url,
+            replay_dir=replay_dir,
+            timeout=timeout,
+            env=env,
+        )
+    ]
+    for fallback in fallbacks:
+        endpoint = fallback if isinstance(fallback, ModelEndpoint) else ModelEndpoint(fallback)
+        chain.append(
+            build_provider(
+                endpoint.spec,
+                api_key=endpoint.api_key,
+                base_url=endpoint.base_url,
+                replay_dir=replay_dir,
+                timeout=timeout,
+                env=env,
+            )
+        )
+    return ResilientProvider(chain, policy=policy, sleep=sleep, rng=rng)

@@ -1,0 +1,211 @@
+"""`openai:<model>`: Chat Completions through the official SDK.
+
+Works with OpenAI and with servers that speak the same wire protocol (DeepSeek, vLLM,
+Ollama, llama.cpp, OpenRouter) through a configurable base URL. The SDK's own retries
+are off: ResilientProvider owns the retry policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+import openai
+
+from agents.providers.errors import (
+    ConnectionFailed,
+    ProviderError,
+    Rejected,
+    Transient,
+    display_url,
+    error_from_status,
+    redact,
+)
+from agents.providers.toolcalls import MALFORMED_ARGUMENTS_KEY, parse_arguments
+from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage, serialize_request
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+class OpenAIProvider:
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str = OPENAI_DEFAULT_BASE_URL,
+        timeout: float = 600.0,
+        token_limit_field: str | None = None,
+    ) -> None:
+        self.model = model
+        self.spec = f"openai:{model}"
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._timeout = timeout
+        # OpenAI's own API deprecated `max_tokens` for `max_completion_tokens` (reasoning
+        # models refuse the old name); compatible servers mostly know only `max_tokens`.
+        self.token_limit_field = token_limit_field or (
+            "max_completion_tokens" if self.base_url == OPENAI_DEFAULT_BASE_URL else "max_tokens"
+        )
+        self._client = openai.OpenAI(
+            api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=0
+        )
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def complete(self, request: Request) -> ModelTurn:
+        params = to_chat_params(request, model=self.model, token_limit_field=self.token_limit_field)
+        started = time.monotonic()
+        try:
+            completion = self._client.chat.completions.create(**params)
+        except openai.APITimeoutError:
+            raise Transient(
+                f"{self.spec}: no answer within {self._timeout:g} s", spec=self.spec
+            ) from None
+        except openai.APIConnectionError as exc:
+            cause = redact(str(exc.__cause__ or exc), [self._api_key])
+            raise ConnectionFailed(
+                f"{self.spec}: cannot reach {display_url(self.base_url)}: {cause}", spec=self.spec
+            ) from None
+        except openai.APIStatusError as exc:
+            raise error_from_status(
+                spec=self.spec,
+                status=exc.status_code,
+                headers=exc.response.headers,
+                body_text=exc.response.text,
+                code=exc.code,
+                secrets=[self._api_key],
+            ) from None
+        except openai.OpenAIError as exc:
+            raise ProviderError(
+                f"{self.spec}: {redact(str(exc), [self._api_key])}", spec=self.spec
+            ) from None
+        latency_ms = int((time.monotonic() - started) * 1000)
+        return from_chat_completion(
+            completion, request=request, spec=self.spec, latency_ms=latency_ms
+        )
+
+
+def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "user":
+            messages.append({"role": "user", "content": message.text})
+        elif message.role == "tool":
+            messages.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+            )
+        else:
+            wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            if message.tool_calls:
+                wire["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": _wire_arguments(call.arguments),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+            elif not message.text:
+                wire["content"] = ""
+            messages.append(wire)
+    params: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        token_limit_field: request.max_tokens,
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    return params
+
+
+def from_chat_completion(
+    completion: Any, *, request: Request, spec: str, latency_ms: int
+) -> ModelTurn:
+    if not completion.choices:
+        raise Rejected(f"{spec}: the response holds no choices", spec=spec)
+    choice = completion.choices[0]
+    message = choice.message
+    calls: list[ToolCall] = []
+    for index, call in enumerate(message.tool_calls or ()):
+        function = getattr(call, "function", None)
+        if function is None:  # a custom (non-function) tool call: none were offered
+            continue
+        calls.append(
+            ToolCall(
+                id=call.id or _minted_call_id(request, index),
+                name=function.name,
+                arguments=parse_arguments(function.arguments),
+            )
+        )
+    stop = _STOP_REASONS.get(choice.finish_reason or "", choice.finish_reason or "")
+    if calls:
+        # Some compatible servers answer "stop" even when they called tools.
+        stop = "tool_use"
+    return ModelTurn(
+        text=message.content or "",
+        tool_calls=tuple(calls),
+        usage=_usage(completion.usage),
+        model=completion.model or "",
+        stop_reason=stop,
+        latency_ms=latency_ms,
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()
+    prompt_details = usage.prompt_tokens_details
+    completion_details = usage.completion_tokens_details
+    cached = (prompt_details.cached_tokens if prompt_details else None) or 0
+    if not cached:
+        # DeepSeek reports its prefix cache outside prompt_tokens_details.
+        cached = (usage.model_extra or {}).get("prompt_cache_hit_tokens") or 0
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        cached_input_tokens=int(cached),
+        cache_write_tokens=(prompt_details.cache_write_tokens if prompt_details else None) or 0,
+        output_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=(completion_details.reasoning_tokens if completion_details else None) or 0,
+    )
+
+
+def _wire_arguments(arguments: dict[str, Any]) -> str:
+    raw = arguments.get(MALFORMED_ARGUMENTS_KEY)
+    if isinstance(raw, str) and len(arguments) == 1:
+        return raw  # send back exactly what the model wrote
+    # Deterministic bytes keep the cached prefix stable.
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _minted_call_id(request: Request, index: int) -> str:
+    """A stable id for servers that omit one: same request, same id (idempotent resume)."""
+    digest = hashlib.sha256(f"{serialize_request(request)}\0{index}".encode()).hexdigest()
+    return f"call_{digest[:24]}"

@@ -1,0 +1,64 @@
+"""What the runtime persists about every model call, successful or not."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from observations.gateway.messages import ModelTurn, Request, serialize_message, serialize_request
+
+
+def stable_prefix(request: Request) -> str:
+    """Serialized system, tools and messages up to ``stable_prefix_end`` (inclusive).
+
+    A negative index means no message belongs to the prefix yet. The result is a byte
+    prefix of ``serialize_request(request)``, so equal hashes across calls mean the
+    provider could serve the prefix from its cache.
+    """
+    head = serialize_request(
+        Request(
+            model=request.model,
+            system=request.system,
+            tools=request.tools,
+            messages=(),
+            max_tokens=request.max_tokens,
+        )
+    )
+    end = min(request.stable_prefix_end, len(request.messages) - 1)
+    return head + "".join(serialize_message(m) for m in request.messages[: end + 1])
+
+
+def prefix_hash(request: Request) -> str:
+    return hashlib.sha256(stable_prefix(request).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One logical model call: every retry and fallback it took, and how it ended."""
+
+    model: str  # spec of the endpoint that answered (or was tried last)
+    requested_model: str  # spec of the primary endpoint
+    prefix_hash: str
+    input_tokens: int = 0  # provider-counted input, cached included
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    usage_reported: bool = False  # False: the provider sent no usage; counts are 0, not measured
+    latency_ms: int = 0  # the answering request alone
+    elapsed_ms: int = 0  # the whole call: attempts, backoff sleeps, fallbacks
+    attempts: int = 0  # HTTP requests made across all endpoints
+    fallback_used: bool = False
+    stop_reason: str = ""
+    error: str | None = None  # redacted message of the final error
+    error_kind: str | None = None  # ProviderError.kind of the final error
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    turn: ModelTurn
+    record: CallRecord

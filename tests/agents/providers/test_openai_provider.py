@@ -1,0 +1,374 @@
+"""`openai:` provider against a local server speaking the Chat Completions protocol."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.providers import (
+    MALFORMED_ARGUMENTS_KEY,
+    ConnectionFailed,
+    ContextOverflow,
+    ModelEndpoint,
+    Rejected,
+    RetryPolicy,
+    Transient,
+    provider_for,
+)
+from agents.providers.openai_chat import OpenAIProvider
+from observations.gateway.messages import Message, Request, ToolCall
+from tests.agents.providers.requests import first_request, session_request
+from tests.agents.providers.wire_server import load_fixture
+
+CHAT = "/v1/chat/completions"
+KEY = "sk-test-0123456789abcdef"
+
+
+def openai_for(wire, sleep, **kwargs):
+    kwargs.setdefault("policy", RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4.0))
+    return provider_for(
+        "openai:gpt-4.1",
+        api_key=KEY,
+        base_url=f"{wire.url}/v1",
+        env={},
+        timeout=5,
+        sleep=sleep,
+        rng=lambda: 0.5,
+        **kwargs,
+    )
+
+
+def overflow_cases(*providers):
+    cases = load_fixture("error_bodies.json")["cases"]
+    return [
+        pytest.param(c, id=c["name"])
+        for c in cases
+        if c["overflow"] and c["provider"] in providers and c["status"] is not None
+    ]
+
+
+def test_a_turn_with_tool_calls_maps_text_calls_usage_and_stop_reason(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("openai_chat_tool_calls.json"))
+
+    completion = openai_for(wire, sleep).call(session_request())
+
+    turn, record = completion.turn, completion.record
+    assert turn.text == "I'll read the failing test and list the package first."
+    assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [
+        ("call_read_0001", "read_file", {"path": "tests/test_calc.py", "start": 1, "end": 40}),
+        ("call_list_0002", "list_files", {}),
+    ]
+    assert turn.stop_reason == "tool_use"
+    assert turn.model == "gpt-4.1-2025-04-14"
+    assert (turn.usage.input_tokens, turn.usage.cached_input_tokens) == (2048, 1536)
+    assert (turn.usage.output_tokens, turn.usage.reasoning_tokens) == (310, 192)
+    assert record.model == "openai:gpt-4.1"
+    assert (record.input_tokens, record.cached_input_tokens, record.reasoning_tokens) == (
+        2048,
+        1536,
+        192,
+    )
+    assert record.usage_reported and record.attempts == 1 and record.error is None
+    assert len(record.prefix_hash) == 64
+
+
+def test_the_wire_request_uses_chat_format_for_tool_calls_and_results(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("openai_chat_tool_calls.json"))
+
+    openai_for(wire, sleep).call(session_request(max_tokens=2222))
+
+    (sent,) = wire.requests_to(CHAT)
+    body = sent.json
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert body["model"] == "gpt-4.1"
+    assert body["max_tokens"] == 2222  # compatible servers know max_tokens
+    assert [m["role"] for m in body["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+    ]
+    assistant = body["messages"][2]
+    assert assistant["content"] == "Reading the test and listing files."
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "tests/test_calc.py"}'},
+        },
+        {"id": "call_b", "type": "function", "function": {"name": "list_files", "arguments": "{}"}},
+    ]
+    assert body["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": "def test_add():\n    assert add(2, 2) == 4\n",
+    }
+    assert body["messages"][4]["tool_call_id"] == "call_b"
+    assert body["tools"][0]["type"] == "function"
+    assert body["tools"][0]["function"]["name"] == "read_file"
+    assert body["tools"][0]["function"]["parameters"]["required"] == ["path"]
+
+
+def test_openai_itself_gets_max_completion_tokens():
+    assert OpenAIProvider("o4-mini", api_key="k").token_limit_field == "max_completion_tokens"
+    assert (
+        OpenAIProvider("qwen", api_key="k", base_url="http://vllm:8000/v1").token_limit_field
+        == "max_tokens"
+    )
+
+
+def test_deepseek_cache_hits_outside_prompt_details_count_as_cached(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+
+    turn = openai_for(wire, sleep).complete(first_request())
+
+    assert turn.usage.input_tokens == 1800
+    assert turn.usage.cached_input_tokens == 1280
+    assert turn.stop_reason == "end_turn"
+    assert turn.tool_calls == ()
+
+
+def test_a_server_without_call_ids_or_with_broken_arguments_still_yields_usable_calls(wire, sleep):
+    body = load_fixture("openai_chat_tool_calls.json")
+    calls = body["choices"][0]["message"]["tool_calls"]
+    calls[0]["id"] = ""
+    calls[1]["function"]["arguments"] = '{"path": "calc.py"'  # cut off mid-object
+    body["choices"][0]["finish_reason"] = "stop"  # as some local servers answer
+    wire.reply(CHAT, json_body=body)
+    wire.reply(CHAT, json_body=body)
+    provider = openai_for(wire, sleep)
+
+    first = provider.complete(first_request())
+    again = provider.complete(first_request())
+
+    assert first.tool_calls[0].id.startswith("call_")
+    assert first.tool_calls[0].id == again.tool_calls[0].id  # same request, same id
+    assert first.tool_calls[1].arguments == {MALFORMED_ARGUMENTS_KEY: '{"path": "calc.py"'}
+    assert first.stop_reason == "tool_use"
+
+
+def test_malformed_arguments_go_back_to_the_server_exactly_as_the_model_wrote_them(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+    request = Request(
+        model="any",
+        system="",
+        tools=(),
+        messages=(
+            Message("user", "go"),
+            Message(
+                "assistant",
+                "",
+                tool_calls=(ToolCall("c1", "shell", {MALFORMED_ARGUMENTS_KEY: '{"cmd": '}),),
+            ),
+            Message(
+                "tool", "error: arguments are not valid JSON", tool_call_id="c1", tool_name="shell"
+            ),
+        ),
+        max_tokens=64,
+    )
+
+    openai_for(wire, sleep).complete(request)
+
+    sent = wire.requests_to(CHAT)[0].json
+    assert sent["messages"][0]["role"] == "user"  # no system message when there is no system text
+    assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"cmd": '
+    assert "tools" not in sent
+
+
+def test_a_429_is_retried_after_exactly_the_retry_after_the_server_asked_for(wire, sleep):
+    wire.reply(
+        CHAT,
+        status=429,
+        headers={"Retry-After": "7"},
+        json_body={
+            "error": {
+                "message": "Rate limit reached for gpt-4.1 on requests per min (RPM): Limit 3.",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        },
+    )
+    wire.reply(CHAT, json_body=load_fixture("openai_chat_tool_calls.json"))
+
+    completion = openai_for(wire, sleep).call(first_request())
+
+    assert sleep.delays == [7.0]
+    assert len(wire.requests_to(CHAT)) == 2
+    assert completion.record.attempts == 2
+    assert completion.turn.tool_calls
+
+
+def test_5xx_without_retry_after_backs_off_exponentially_then_gives_up_as_transient(wire, sleep):
+    for status in (500, 503, 502):
+        wire.reply(
+            CHAT,
+            status=status,
+            json_body={
+                "error": {
+                    "message": "The server had an error processing your request.",
+                    "type": "server_error",
+                }
+            },
+        )
+
+    with pytest.raises(Transient) as caught:
+        openai_for(wire, sleep).call(first_request())
+
+    assert len(wire.requests_to(CHAT)) == 3
+    # rng fixed at 0.5: half the ceiling plus a quarter; ceilings 0.5 s then 1 s.
+    assert sleep.delays == [0.375, 0.75]
+    assert caught.value.status == 502
+    assert caught.value.record.attempts == 3
+    assert caught.value.record.error_kind == "transient"
+
+
+def test_a_retry_after_beyond_the_bound_ends_the_call_instead_of_sleeping(wire, sleep):
+    wire.reply(
+        CHAT,
+        status=429,
+        headers={"Retry-After": "3600"},
+        json_body={"error": {"message": "Rate limit", "code": "rate_limit_exceeded"}},
+    )
+
+    with pytest.raises(Transient) as caught:
+        openai_for(wire, sleep).call(first_request())
+
+    assert caught.value.retry_after == 3600
+    assert sleep.delays == []
+    assert len(wire.requests_to(CHAT)) == 1
+
+
+def test_a_timeout_is_transient_and_retried(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"), delay=1.5)
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+    provider = provider_for(
+        "openai:deepseek-chat",
+        api_key=KEY,
+        base_url=f"{wire.url}/v1",
+        env={},
+        timeout=0.3,
+        sleep=sleep,
+        rng=lambda: 0.0,
+    )
+
+    turn = provider.complete(first_request())
+
+    assert turn.text.startswith("The tests pass")
+    assert len(wire.requests_to(CHAT)) == 2
+    assert len(sleep.delays) == 1
+
+
+@pytest.mark.parametrize(
+    "case",
+    overflow_cases(
+        "openai",
+        "deepseek",
+        "vllm",
+        "llama.cpp",
+        "ollama",
+        "openrouter",
+        "litellm",
+        "gemini",
+        "mistral",
+        "together",
+        "github-copilot",
+        "cliproxyapi",
+    ),
+)
+def test_overflow_bodies_of_compatible_servers_raise_context_overflow_and_are_never_retried(
+    wire, sleep, case
+):
+    wire.reply(CHAT, status=case["status"], text=case["body"])
+
+    with pytest.raises(ContextOverflow) as caught:
+        openai_for(wire, sleep).call(session_request())
+
+    assert len(wire.requests_to(CHAT)) == 1
+    assert sleep.delays == []
+    assert caught.value.record.error_kind == "context_overflow"
+    assert caught.value.record.attempts == 1
+
+
+def test_a_bad_key_is_rejected_without_the_key_in_any_message(wire, sleep):
+    # Short keys come back verbatim in OpenAI's answer; longer ones partly masked.
+    wire.reply(
+        CHAT,
+        status=401,
+        json_body={
+            "error": {
+                "message": f"Incorrect API key provided: {KEY}. You can find your API key at https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        },
+    )
+
+    with pytest.raises(Rejected) as caught:
+        openai_for(wire, sleep).call(first_request())
+
+    error = caught.value
+    assert "Incorrect API key provided" in str(error)
+    for text in (str(error), error.message, error.record.error, json.dumps(error.record.to_dict())):
+        assert KEY not in text
+        assert KEY[:12] not in text
+    assert len(wire.requests_to(CHAT)) == 1
+
+
+def test_connection_refused_on_the_primary_falls_back_to_the_next_model(wire, refusing, sleep):
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+    provider = provider_for(
+        "openai:gpt-4.1",
+        api_key=KEY,
+        base_url=f"{refusing.url}/v1",
+        fallbacks=["openai:deepseek-chat"],
+        env={"OPENAI_BASE_URL": f"{wire.url}/v1", "OPENAI_API_KEY": "sk-fallback-key-000"},
+        timeout=5,
+        sleep=sleep,
+    )
+
+    completion = provider.call(first_request())
+
+    (sent,) = wire.requests_to(CHAT)
+    assert sent.json["model"] == "deepseek-chat"
+    # The per-agent key stays with the primary; the fallback uses the environment's.
+    assert sent.headers["authorization"] == "Bearer sk-fallback-key-000"
+    assert completion.record.fallback_used
+    assert completion.record.model == "openai:deepseek-chat"
+    assert completion.record.requested_model == "openai:gpt-4.1"
+    assert completion.record.attempts == 2
+    assert sleep.delays == []  # falling back needs no wait
+
+
+def test_connection_refused_with_nowhere_to_fall_back_is_retried_then_reported(refusing, sleep):
+    provider = provider_for(
+        "openai:gpt-4.1",
+        api_key=KEY,
+        base_url=f"{refusing.url}/v1",
+        env={},
+        timeout=5,
+        sleep=sleep,
+        rng=lambda: 0.5,
+        policy=RetryPolicy(max_attempts=2, base_delay=1.0),
+    )
+
+    with pytest.raises(ConnectionFailed) as caught:
+        provider.call(first_request())
+
+    assert "Connection refused" in str(caught.value)
+    assert sleep.delays == [0.75]
+    assert caught.value.record.attempts == 2
+    assert caught.value.record.error_kind == "connection_failed"
+
+
+def test_closing_the_provider_releases_every_endpoints_connection_pool(wire, sleep):
+    wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+    provider = openai_for(wire, sleep, fallbacks=[ModelEndpoint("openai:other", api_key="k2")])
+    provider.complete(first_request())
+
+    provider.close()
+
+    assert all(endpoint._client.is_closed() for endpoint in provider.chain)

@@ -1,0 +1,154 @@
+"""A local HTTP server that speaks the providers' wire protocols from scripted replies.
+
+Tests enqueue replies per path (``/v1/chat/completions`` for OpenAI-compatible
+servers, ``/v1/messages`` for Anthropic) and read back every request the SDKs sent,
+so they assert the exact wire shape without patching SDK internals.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "providers"
+
+
+def load_fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    raw: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.raw)
+
+
+class WireServer:
+    def __init__(self) -> None:
+        self._replies: dict[str, deque[Reply]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        self.requests: list[Received] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def reply(
+        self,
+        path: str,
+        *,
+        status: int = 200,
+        json_body: Any = None,
+        text: str | None = None,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        if text is not None:
+            body = text.encode("utf-8")
+            content_type = "application/json" if text.lstrip()[:1] in ("{", "[") else "text/html"
+        else:
+            body = json.dumps(json_body).encode("utf-8")
+            content_type = "application/json"
+        all_headers = {"Content-Type": content_type, **(headers or {})}
+        with self._lock:
+            self._replies[path].append(Reply(status, body, all_headers, delay))
+
+    def requests_to(self, path: str) -> list[Received]:
+        with self._lock:
+            return [r for r in self.requests if r.path == path]
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _next(self, received: Received) -> Reply:
+        with self._lock:
+            self.requests.append(received)
+            queue = self._replies.get(received.path)
+            if queue:
+                return queue.popleft()
+        message = f"wire server: no scripted reply for {received.method} {received.path}"
+        # 418: a permanent error, so an unscripted request fails the test loudly
+        # instead of being retried as a transient one.
+        return Reply(
+            418,
+            json.dumps({"error": {"message": message}}).encode(),
+            {"Content-Type": "application/json"},
+        )
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                received = Received(
+                    method="POST",
+                    path=self.path.split("?", 1)[0],
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    raw=raw,
+                )
+                reply = server._next(received)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                try:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+class RefusingEndpoint:
+    """A bound port with no listener: every connection is refused, immediately."""
+
+    def __init__(self) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+
+    @property
+    def url(self) -> str:
+        host, port = self._socket.getsockname()
+        return f"http://{host}:{port}"
+
+    def close(self) -> None:
+        self._socket.close()
