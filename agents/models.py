@@ -1,7 +1,28 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
+
+MODEL_PROVIDERS = ("openai", "anthropic", "replay")
+
+
+def validate_model_spec(value: str) -> None:
+    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces."""
+    provider, colon, name = value.partition(":")
+    if not colon or provider not in MODEL_PROVIDERS or not name or any(c.isspace() for c in value):
+        raise ValidationError(
+            "%(value)r is not a model spec: write openai:<model>, anthropic:<model> or replay:<file>.",
+            params={"value": value},
+            code="model_spec",
+        )
+
+
+def validate_model_spec_list(value: str) -> None:
+    for spec in (part.strip() for part in value.split(",")):
+        if spec:
+            validate_model_spec(spec)
 
 
 class EvictionPolicy(models.TextChoices):
@@ -13,10 +34,17 @@ class EvictionPolicy(models.TextChoices):
 class AgentProfile(models.Model):
     name = models.CharField(max_length=80, unique=True)
     role_prompt = models.TextField(blank=True)
-    # `openai:<model>`, `anthropic:<model>` or `replay:<file>`.
-    model = models.CharField(max_length=200)
-    context_window = models.PositiveIntegerField(default=128_000)
-    output_budget = models.PositiveIntegerField(default=8_000)
+    model = models.CharField(
+        max_length=200,
+        validators=[validate_model_spec],
+        help_text="openai:<model>, anthropic:<model> or replay:<file>, e.g. anthropic:claude-sonnet-4-5.",
+    )
+    context_window = models.PositiveIntegerField(
+        default=128_000, validators=[MinValueValidator(1024)], help_text="Tokens the model accepts per request."
+    )
+    output_budget = models.PositiveIntegerField(
+        default=8_000, validators=[MinValueValidator(1)], help_text="Tokens reserved for each reply."
+    )
     eviction_policy = models.CharField(
         max_length=20, choices=EvictionPolicy.choices, default=EvictionPolicy.ON_DEMAND
     )
@@ -25,7 +53,9 @@ class AgentProfile(models.Model):
     # Optional per-agent provider settings; keys fall back to the environment.
     base_url = models.CharField(max_length=300, blank=True)
     api_key = models.CharField(max_length=300, blank=True)
-    fallback_models = models.CharField(max_length=500, blank=True, help_text="Comma-separated model specs.")
+    fallback_models = models.CharField(
+        max_length=500, blank=True, validators=[validate_model_spec_list], help_text="Comma-separated model specs."
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -36,6 +66,10 @@ class AgentProfile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.context_window and self.output_budget and self.output_budget >= self.context_window:
+            raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
 
 
 class RoomAgent(models.Model):
@@ -115,8 +149,12 @@ class Session(models.Model):
     tokens_input = models.PositiveBigIntegerField(default=0)
     tokens_cached = models.PositiveBigIntegerField(default=0)
     tokens_output = models.PositiveBigIntegerField(default=0)
-    # The gateway's scalar state (epoch, anchor, postponements, intent copy, ...).
+    # The context gateway's state (observations/gateway/state.py), saved after every step.
     gateway_state = models.JSONField(default=dict, blank=True)
+    # The step loop's own state (agents/runtime/state.py): phase, pending calls, waits.
+    runtime_state = models.JSONField(default=dict, blank=True)
+    # A waiting or awaiting_approval session is looked at again at this time by beat.
+    wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -150,3 +188,82 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.kind}"
+
+
+class ProviderCall(models.Model):
+    """One model request of a session, as the provider reported it."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="provider_calls")
+    step = models.PositiveIntegerField()
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveIntegerField(default=0)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    prefix_hash = models.CharField(max_length=64, blank=True)
+    projected_tokens = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.model} step {self.step}: {self.input_tokens} in / {self.output_tokens} out"
+
+
+class Decision(models.TextChoices):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class ApprovalRule(models.Model):
+    """Per room: what a tool call may do without a person. The strictest match wins."""
+
+    room = models.ForeignKey("rooms.Room", on_delete=models.CASCADE, related_name="approval_rules")
+    tool = models.CharField(max_length=60, default="*", help_text="Tool name, or * for every tool.")
+    path_glob = models.CharField(max_length=300, blank=True, help_text="e.g. src/**/*.py; empty matches any.")
+    command_prefix = models.CharField(max_length=300, blank=True, help_text="For shell, e.g. `python -m pytest`.")
+    decision = models.CharField(max_length=5, choices=Decision.choices)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["room", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.tool} {self.path_glob or self.command_prefix}".strip()
+
+
+class Approval(models.Model):
+    """A tool call waiting for a person; the decision is the only path to execution."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        DENIED = "denied"
+        EXPIRED = "expired"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="approvals")
+    call_id = models.CharField(max_length=100)
+    tool = models.CharField(max_length=60)
+    arguments = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    always = models.BooleanField(default=False, help_text="Approved for the rest of this session.")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["session", "call_id"], name="one_approval_per_call")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ({self.state})"

@@ -147,7 +147,21 @@ BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
 ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
+# A job with no output for this long is reported dead (and its processes killed).
+ATRIUM_JOB_SILENCE_SECONDS = envfloat("ATRIUM_JOB_SILENCE_SECONDS", "900")
 ATRIUM_APPROVAL_TIMEOUT_SECONDS = envint("ATRIUM_APPROVAL_TIMEOUT_SECONDS", "900")
+ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", "3600")
+# A check command (verify) that runs longer than this counts as failed.
+ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
+# How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
+ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "5")
+REPLAYS_DIR = BASE_DIR / "agents" / "replays"
+# Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
+ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
+ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")
+CELERY_BEAT_SCHEDULE = {
+    "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

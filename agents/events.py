@@ -1,0 +1,57 @@
+"""Session events: an append-only log per session, broadcast after commit.
+
+The session's websocket is a view of this table: it replays rows after a client's
+last seq, then forwards live ones. The room's group gets a short summary so room
+pages can update badges and the session list.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from agents.models import Session, SessionEvent
+
+log = logging.getLogger(__name__)
+
+SESSION_EVENT = "session.event"  # consumer method session_event
+ROOM_SESSION_CHANGED = "room.session_changed"  # consumer method room_session_changed
+
+
+def session_group(session_id: int) -> str:
+    return f"session.{session_id}"
+
+
+def event_frame(event: SessionEvent) -> dict[str, Any]:
+    return {"type": "event", "seq": event.seq, "kind": event.kind, "payload": event.payload,
+            "at": event.created_at.isoformat()}
+
+
+def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -> SessionEvent:
+    """Append one event (caller holds a transaction); broadcast once it commits."""
+    Session.objects.filter(pk=session.pk).update(last_event_seq=F("last_event_seq") + 1)
+    seq = Session.objects.values_list("last_event_seq", flat=True).get(pk=session.pk)
+    event = SessionEvent.objects.create(session=session, seq=seq, kind=kind, payload=payload)
+    frame = event_frame(event)
+    transaction.on_commit(lambda: _send(session_group(session.pk), {"type": SESSION_EVENT, "frame": frame}),
+                          robust=True)
+    if kind == "session.state_changed":
+        room_id = session.task.room_id
+        summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk, "state": payload.get("state")}
+        transaction.on_commit(lambda: _send(f"room.{room_id}", summary), robust=True)
+    return event
+
+
+def _send(group: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:  # pragma: no cover - settings always configure one
+        return
+    try:
+        async_to_sync(layer.group_send)(group, event)
+    except Exception:  # the rows are committed; clients catch up on reconnect
+        log.exception("broadcast to %s failed", group)

@@ -1,0 +1,142 @@
+"""The step loop's view of the world, backed by the database, the worktree and the room.
+
+Reads happen at any time; writes are collected and committed by `commit_unit` in one
+transaction together with the session's state, under the worker's lease.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+
+from agents.models import Approval as ApprovalRow
+from agents.models import ApprovalRule, Session
+from agents.providers import Completion
+from agents.runtime.approvals import Rule
+from agents.runtime.loop import Approval, CheckResult, Input
+from agents.tools.box import ToolBox
+from agents.tools.outcome import ToolOutcome
+from agents.tools.shell import JobReport, command_environment
+from agents.worktrees import Worktree, worktree_commit, worktree_merge
+from observations.gateway.messages import Request, ToolCall
+from observations.intent import intent_read
+from rooms.models import Message
+
+CHECK_OUTPUT_MAX = 12_000
+
+
+class DjangoHost:
+    def __init__(self, *, session: Session, toolbox: ToolBox, provider, worktree: Worktree) -> None:
+        self.session = session
+        self.room = session.task.room
+        self.toolbox = toolbox
+        self.provider = provider
+        self.worktree = worktree
+        self.check_command = self.room.check_command
+        self.events: list[tuple[str, dict[str, Any]]] = []
+
+    # -------------------------------------------------------------- inputs
+    def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
+        return self.toolbox.settle_jobs(token)
+
+    def _inputs_query(self):
+        # Steers for this session, or for its agent in this room that no session took yet.
+        return Message.objects.filter(
+            room=self.room, kind=Message.Kind.STEER, delivered_at__isnull=True
+        ).filter(Q(session=self.session) | Q(session__isnull=True, agent=self.session.agent))
+
+    def pending_inputs(self) -> list[Input]:
+        return [
+            Input(id=m.pk, kind="steer", author=m.author.get_username() if m.author else "someone", text=m.text)
+            for m in self._inputs_query().select_related("author").order_by("seq")
+        ]
+
+    def has_pending_input(self) -> bool:
+        return self._inputs_query().exists()
+
+    def read_intent(self) -> str | None:
+        return intent_read(repo_path=self.room.repo_path, task_id=self.session.task_id)
+
+    # -------------------------------------------------------------- approvals
+    def approval_rules(self) -> list[Rule]:
+        return [
+            Rule(r.decision, r.tool or "*", r.path_glob, r.command_prefix)
+            for r in ApprovalRule.objects.filter(room=self.room)
+        ]
+
+    def approval(self, call_id: str) -> Approval | None:
+        row = ApprovalRow.objects.filter(session=self.session, call_id=call_id).select_related("decided_by").first()
+        if row is None or row.state == ApprovalRow.State.PENDING:
+            return None
+        return Approval(state=row.state, by=row.decided_by.get_username() if row.decided_by else "", always=row.always)
+
+    def approval_pending(self, call_id: str) -> bool:
+        return ApprovalRow.objects.filter(session=self.session, call_id=call_id).exists()
+
+    # -------------------------------------------------------------- effects
+    def execute(self, call: ToolCall) -> ToolOutcome:
+        return self.toolbox.execute(call)
+
+    def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
+        return self.toolbox.skip(call, reason)
+
+    def await_ready(self, call: ToolCall) -> bool:
+        """Would `await` return at once? Jobs all ended, a person wrote, or nothing to wait for."""
+        if self.has_pending_input():
+            return True
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        statuses = {s.handle: s for s in self.toolbox.job_statuses()}
+        targets = arguments.get("handles") or [h for h in statuses if not self.toolbox.jobs.delivered(h)]
+        if not targets:
+            return arguments.get("seconds") is None  # a plain timer waits for its deadline
+        # Unknown handles are "ready": the await then fails at once with a useful error.
+        return all(h not in statuses or statuses[h].done for h in targets)
+
+    def run_check(self) -> CheckResult:
+        started = time.monotonic()
+        try:
+            completed = subprocess.run(
+                ["bash", "-c", self.check_command], cwd=self.worktree.path, env=command_environment(),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=settings.ATRIUM_CHECK_TIMEOUT_SECONDS,
+                start_new_session=True,
+            )
+            code, output = completed.returncode, completed.stdout.decode(errors="replace")
+        except subprocess.TimeoutExpired as exc:
+            code = 124
+            output = (exc.stdout or b"").decode(errors="replace")
+            output += f"\n[the check was stopped after {settings.ATRIUM_CHECK_TIMEOUT_SECONDS} s]"
+        if len(output) > CHECK_OUTPUT_MAX:
+            half = CHECK_OUTPUT_MAX // 2
+            output = output[:half] + f"\n[… {len(output) - CHECK_OUTPUT_MAX} characters elided …]\n" + output[-half:]
+        return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
+
+    def finish(self) -> tuple[bool, str]:
+        session = self.session
+        agent = session.agent
+        commit = worktree_commit(
+            worktree=self.worktree,
+            message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",
+            author=f"{agent.name} <agent-{agent.pk}@atrium.local>",
+        )
+        result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
+                                message=f"Merge {self.worktree.branch}: {session.task.title}")
+        if result.status == "conflict":
+            return False, "merge conflict in " + ", ".join(result.conflicts or ("the repository",))
+        if commit is None and result.status == "up_to_date":
+            return True, "no changes to merge"
+        return True, f"merged {self.worktree.branch} into main ({result.main_after[:10]})"
+
+    def call_model(self, request: Request) -> Completion:
+        return self.provider.call(request)
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self.events.append((kind, payload))
+
+    def take_events(self) -> list[tuple[str, dict[str, Any]]]:
+        events, self.events = self.events, []
+        return events

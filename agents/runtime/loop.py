@@ -1,0 +1,318 @@
+"""The step loop, one unit of work at a time, over plain data.
+
+A unit is either a step boundary (settle finished jobs, read people's messages,
+re-read the intent file, let the gateway project and fold, send the request) or the
+settling of one tool call. After every unit the caller commits the state, so a worker
+that dies loses at most the unit in flight. Nothing here touches the database: the
+`Host` does (see agents/runtime/host.py), which keeps this testable in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from agents.providers import CallRecord, ContextOverflow, ProviderError
+from agents.runtime import nudges
+from agents.runtime.approvals import ASK, DENY, Rule, decide
+from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
+from agents.tools.outcome import ToolOutcome
+from agents.tools.shell import JobReport
+from observations.gateway.context import ContextTooLarge, SessionContext
+from observations.gateway.messages import ToolCall
+from observations.gateway.tokens import estimate_tokens
+from observations.gateway.transcript import FileRange, ObservationInput
+
+MAX_VERIFY_ROUNDS = 2
+AWAIT_POLL_SECONDS = 5.0
+WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
+
+
+class Outcome(StrEnum):
+    CONTINUE = "continue"
+    AWAIT_APPROVAL = "awaiting_approval"
+    WAIT = "waiting"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    NEEDS_MERGE = "needs_merge"
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A person's message for this session, read at a step boundary."""
+
+    id: int
+    kind: str  # "steer" or "chat"
+    author: str
+    text: str
+
+    def render(self) -> str:
+        if self.kind == "steer":
+            return f"[steer from {self.author}] {self.text}"
+        return f"[{self.author} in the room] {self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    command: str
+    exit_code: int
+    output: str
+    duration_ms: int
+
+    @property
+    def line(self) -> str:
+        return f"{self.command} → exit {self.exit_code} ({self.duration_ms} ms)"
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    state: str  # "approved", "denied" or "expired"
+    by: str = ""
+    always: bool = False
+
+
+@dataclass
+class UnitResult:
+    outcome: Outcome
+    reason: str = ""
+    wake_at: float | None = None
+    delivered: tuple[int, ...] = ()  # Input ids to mark delivered when this unit commits
+    call_records: list[CallRecord] = field(default_factory=list)
+    approval_request: ToolCall | None = None
+
+
+class Host(Protocol):
+    check_command: str
+
+    def settle_jobs(self, token: str) -> tuple[JobReport, ...]: ...
+    def pending_inputs(self) -> list[Input]: ...
+    def read_intent(self) -> str | None: ...
+    def approval_rules(self) -> list[Rule]: ...
+    def approval(self, call_id: str) -> Approval | None: ...
+    def execute(self, call: ToolCall) -> ToolOutcome: ...
+    def skip(self, call: ToolCall, reason: str) -> ToolOutcome: ...
+    def await_ready(self, call: ToolCall) -> bool: ...
+    def run_check(self) -> CheckResult: ...
+    def finish(self) -> tuple[bool, str]: ...
+    def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
+    def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
+
+
+class StepLoop:
+    def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time) -> None:
+        self.ctx, self.state, self.host, self.clock = ctx, state, host, clock
+
+    def advance(self) -> UnitResult:
+        if self.state.phase == CALLS:
+            return self._settle_next_call()
+        return self._boundary()
+
+    # ------------------------------------------------------------- boundary
+    def _boundary(self) -> UnitResult:
+        ctx, state, host = self.ctx, self.state, self.host
+        for report in host.settle_jobs(f"step-{ctx.step}"):
+            ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
+            host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
+        inputs = host.pending_inputs()
+        for item in inputs:
+            ctx.add_user(item.render(), kind=item.kind)
+            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author})
+        if inputs:
+            state.person_waiting = True
+        intent = host.read_intent()
+        if intent is not None and (event := ctx.refresh_intent(intent)):
+            host.emit(event, {"step": ctx.step})
+        delivered = tuple(item.id for item in inputs)
+        try:
+            boundary = ctx.prepare(person_waiting=state.person_waiting)
+        except ContextTooLarge as exc:
+            return UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered)
+        self._emit_boundary(boundary)
+        records: list[CallRecord] = []
+        try:
+            completion = self._call(boundary, records)
+        except ContextTooLarge as exc:
+            return UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered, call_records=records)
+        except ProviderError as exc:
+            return UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}", delivered=delivered,
+                              call_records=records)
+        turn = completion.turn
+        if completion.record.usage_reported:
+            ctx.record_usage(completion.record.input_tokens)
+        ctx.add_assistant(turn.text, turn.tool_calls)
+        state.person_waiting = False
+        state.last_reply = turn.text
+        host.emit("model.reply", {
+            "step": ctx.step, "text": turn.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
+            "input_tokens": completion.record.input_tokens, "cached_input_tokens": completion.record.cached_input_tokens,
+            "output_tokens": completion.record.output_tokens, "model": completion.record.model,
+        })
+        if turn.tool_calls:
+            state.phase, state.next_call, state.yielded_job = CALLS, 0, None
+            state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
+            return UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records)
+        result = self._finish_turn(turn.text)
+        result.delivered, result.call_records = delivered, records
+        return result
+
+    def _call(self, boundary, records: list[CallRecord]):
+        """Send the request; an overflow folds (mandatory) and retries once, never as-is."""
+        try:
+            completion = self.host.call_model(boundary.request)
+        except ContextOverflow as exc:
+            if exc.record is not None:
+                records.append(exc.record)
+            self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
+            boundary = self.ctx.after_overflow()
+            self._emit_boundary(boundary)
+            try:
+                completion = self.host.call_model(boundary.request)
+            except ContextOverflow as again:
+                if again.record is not None:
+                    records.append(again.record)
+                raise ContextTooLarge(
+                    "the provider still rejected the request as too long after a mandatory fold"
+                ) from again
+        except ProviderError as exc:
+            if exc.record is not None:
+                records.append(exc.record)
+            raise
+        records.append(completion.record)
+        return completion
+
+    def _emit_boundary(self, boundary) -> None:
+        budget = self.ctx.budget
+        self.host.emit("step.started", {
+            "step": self.ctx.step + 1, "projection": boundary.projection, "anchored": boundary.anchored,
+            "trigger": budget.trigger, "ceiling": budget.ceiling, "window": budget.window,
+            "postponed": boundary.postponed, "note": boundary.plan.note,
+        })
+        if boundary.fold is not None:
+            fold = boundary.fold
+            self.host.emit("fold", {
+                "number": fold.number, "step": fold.step, "epoch": fold.epoch, "reason": fold.reason.value,
+                "postponements": fold.postponements, "projection_before": fold.projection_before,
+                "projection_after": fold.projection_after, "evicted": list(fold.evicted),
+                "tokens_freed": fold.tokens_freed,
+            })
+
+    # ------------------------------------------------------------- tool calls
+    def _settle_next_call(self) -> UnitResult:
+        state, host = self.state, self.host
+        raw = state.calls[state.next_call]
+        call = ToolCall(raw["id"], raw["name"], raw["arguments"])
+        suffix = ""
+        if state.yielded_job:
+            outcome = host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}")
+        else:
+            decision = decide(call.name, call.arguments if isinstance(call.arguments, dict) else {},
+                              host.approval_rules(), session_allowed=frozenset(state.session_allowed))
+            if decision == DENY:
+                outcome = host.skip(call, "the room's approval rules deny this call")
+            elif decision == ASK:
+                approval = host.approval(call.id)
+                if approval is None:
+                    return UnitResult(Outcome.AWAIT_APPROVAL, approval_request=call)
+                if approval.state == "approved":
+                    if approval.always and call.name not in state.session_allowed:
+                        state.session_allowed.append(call.name)
+                    outcome = host.execute(call)
+                    suffix = f"\n[A person ({approval.by}) approved this call.]"
+                elif approval.state == "denied":
+                    outcome = host.skip(call, f"a person ({approval.by}) denied it")
+                else:
+                    outcome = host.skip(call, "nobody approved it in time, so it was denied")
+            elif call.name == "await":
+                now = self.clock()
+                if state.await_deadline is None:
+                    state.await_deadline = now + _await_seconds(call)
+                if now < state.await_deadline and not host.await_ready(call):
+                    return UnitResult(Outcome.WAIT, wake_at=min(state.await_deadline, now + AWAIT_POLL_SECONDS))
+                if now >= state.await_deadline:
+                    # The wait already happened while parked: report, don't block again.
+                    call = ToolCall(call.id, call.name, {**call.arguments, "seconds": 0})
+                outcome = host.execute(call)
+            else:
+                outcome = host.execute(call)
+        state.await_deadline = None
+        self._record(call, outcome, suffix)
+        state.next_call += 1
+        if state.next_call >= len(state.calls):
+            state.phase, state.calls, state.next_call, state.yielded_job = BOUNDARY, [], 0, None
+        return UnitResult(Outcome.CONTINUE)
+
+    def _record(self, call: ToolCall, outcome: ToolOutcome, suffix: str) -> None:
+        state = self.state
+        if outcome.yielded:
+            state.yielded_job = outcome.job_handle
+        if call.name in WRITING_TOOLS and not outcome.is_error:
+            state.wrote_files = True
+        elif call.name == "shell":
+            state.wrote_files = False
+        text = outcome.text + suffix
+        obs = self.ctx.add_tool_result(observation_input(outcome, text))
+        self.host.emit("tool.result", {
+            "step": self.ctx.step, "call_id": call.id, "tool": call.name, "purpose": outcome.purpose,
+            "is_error": outcome.is_error, "job": outcome.job_handle, "unknown": outcome.outcome_unknown,
+            "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
+            "preview": text[:400],
+        })
+
+    # ------------------------------------------------------------- end of a turn
+    def _finish_turn(self, reply: str) -> UnitResult:
+        ctx, state, host = self.ctx, self.state, self.host
+        nudge = nudges.nudge_for(reply=reply, wrote_files=state.wrote_files, nudged=state.nudged)
+        if nudge:
+            state.nudged.append(nudge)
+            ctx.add_user(nudges.NUDGE_TEXT[nudge], kind="nudge")
+            host.emit("nudge", {"kind": nudge})
+            return UnitResult(Outcome.CONTINUE)
+        if host.check_command:
+            check = host.run_check()
+            state.verifies += 1
+            line = f"verify #{state.verifies}: {check.line}"
+            host.emit("verify", {"number": state.verifies, "line": line, "exit_code": check.exit_code,
+                                 "output": check.output[-4000:]})
+            if check.exit_code != 0:
+                if state.verify_rounds >= MAX_VERIFY_ROUNDS:
+                    return UnitResult(Outcome.FAILED, reason=f"{line}; the check still fails after "
+                                                             f"{MAX_VERIFY_ROUNDS} rounds")
+                state.verify_rounds += 1
+                ctx.add_user(f"{line}\n{check.output}\nThe check failed. Fix the cause, then finish again.",
+                             kind="verify")
+                return UnitResult(Outcome.CONTINUE)
+        merged, detail = host.finish()
+        host.emit("merge", {"merged": merged, "detail": detail})
+        if not merged:
+            return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
+        return UnitResult(Outcome.SUCCEEDED, reason=detail)
+
+
+def _await_seconds(call: ToolCall) -> float:
+    """How long a parked await may wait: its `seconds`, or an hour for "until a job ends"."""
+    seconds = call.arguments.get("seconds") if isinstance(call.arguments, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else 3600.0
+
+
+def observation_input(outcome: ToolOutcome, text: str) -> ObservationInput:
+    read = None
+    if outcome.tool == "read_file" and not outcome.is_error and outcome.path and outcome.range_sha256:
+        read = FileRange(outcome.path, outcome.line_start, outcome.line_end, outcome.range_sha256)
+    data = text.encode("utf-8", "surrogatepass")
+    return ObservationInput(
+        call_id=outcome.call_id,
+        tool=outcome.tool,
+        arguments=outcome.arguments,
+        text=text,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        tokens=estimate_tokens(text),
+        purpose=outcome.purpose,
+        read=read,
+        file_fingerprint=outcome.file_sha256 or "",
+        first_line=text.split("\n", 1)[0][:300],
+    )

@@ -1,0 +1,38 @@
+"""The step loop's own state, saved with every unit of work (Session.runtime_state)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+BOUNDARY = "boundary"  # next: settle jobs, read inputs, re-read intent, send a request
+CALLS = "calls"  # next: settle calls[next_call] of the current step
+
+
+@dataclass
+class RuntimeState:
+    phase: str = BOUNDARY
+    calls: list[dict[str, Any]] = field(default_factory=list)  # [{id, name, arguments}]
+    next_call: int = 0
+    # A call of this step runs on as a job: the calls after it are not run.
+    yielded_job: str | None = None
+    # A parked `await` gives up at this time (epoch seconds).
+    await_deadline: float | None = None
+    # Tools a person approved "always for this session".
+    session_allowed: list[str] = field(default_factory=list)
+    verify_rounds: int = 0  # failed checks sent back to the model
+    verifies: int = 0  # checks run
+    nudged: list[str] = field(default_factory=list)
+    wrote_files: bool = False  # since the last check command ran
+    person_waiting: bool = False  # a person's message was delivered and not yet answered
+    last_reply: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> RuntimeState:
+        if not data:
+            return cls()
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)

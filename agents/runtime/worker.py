@@ -1,0 +1,248 @@
+"""Running one session on a worker: claim it, run units of work, commit each one.
+
+A session is claimed with a compare-and-swap on its lease; a heartbeat thread renews
+the lease while units run, and every commit checks the lease again under the row
+lock, so two workers never both commit a step of the same session. A worker that
+dies leaves an expiring lease; beat re-enqueues the session and the next worker
+resumes from the last committed unit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.events import session_event_append
+from agents.models import ProviderCall, Session
+from agents.providers import RetryPolicy, provider_for
+from agents.providers.factory import parse_fallbacks
+from agents.runtime import states
+from agents.runtime.host import DjangoHost
+from agents.runtime.loop import Outcome, StepLoop, UnitResult
+from agents.runtime.prompts import system_prompt
+from agents.runtime.state import RuntimeState
+from agents.services import approval_request, session_transition, task_write_intent
+from agents.tools.box import ToolBox
+from agents.worktrees import worktree_create
+from observations.blobs import blob_texts
+from observations.gateway.budget import Budget
+from observations.gateway.context import SessionContext
+from observations.gateway.state import dump_state, load_state
+from observations.intent import intent_read, intent_relpath
+from observations.services import calibration_load, calibration_save, observations_sync
+from rooms.models import Message
+from rooms.services import message_mark_delivered, message_post
+
+log = logging.getLogger(__name__)
+
+
+class LeaseLost(Exception):
+    """Another worker (or a person: cancel, time-out) took the session away."""
+
+
+def worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def session_claim(session_id: int, owner: str) -> bool:
+    """Take the session if it is queued, or running under an expired lease."""
+    now = timezone.now()
+    claimable = Q(state=states.QUEUED) | Q(state=states.RUNNING, lease_expires_at__lt=now) | Q(
+        state=states.RUNNING, lease_expires_at__isnull=True
+    )
+    with transaction.atomic():
+        updated = Session.objects.filter(claimable, pk=session_id).update(
+            state=states.RUNNING, lease_owner=owner,
+            lease_expires_at=now + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS),
+        )
+        if updated != 1:
+            return False
+        session = Session.objects.select_related("task").get(pk=session_id)
+        if session.started_at is None:
+            Session.objects.filter(pk=session_id).update(started_at=now)
+        session_event_append(session, "session.state_changed", {"state": states.RUNNING, "worker": owner})
+    return True
+
+
+def lease_renew(session_id: int, owner: str) -> bool:
+    expires = timezone.now() + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS)
+    return Session.objects.filter(pk=session_id, lease_owner=owner, state=states.RUNNING).update(
+        lease_expires_at=expires) == 1
+
+
+class LeaseKeeper(threading.Thread):
+    """Renews the lease every third of its length; `lost` is set when renewal fails."""
+
+    def __init__(self, session_id: int, owner: str) -> None:
+        super().__init__(daemon=True, name=f"lease-{session_id}")
+        self.session_id, self.owner = session_id, owner
+        self.lost = threading.Event()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self._halt.wait(settings.ATRIUM_LEASE_SECONDS / 3):
+                if not lease_renew(self.session_id, self.owner):
+                    self.lost.set()
+                    return
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._halt.set()
+
+
+class SessionRunner:
+    def __init__(self, session: Session, owner: str, keeper: LeaseKeeper) -> None:
+        self.session, self.owner, self.keeper = session, owner, keeper
+        task, agent = session.task, session.agent
+        room = task.room
+        self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
+                                        session_id=session.pk, base=room.default_branch)
+        if not session.branch:
+            Session.objects.filter(pk=session.pk).update(branch=self.worktree.branch,
+                                                         worktree_path=str(self.worktree.path))
+        self.toolbox = ToolBox(
+            worktree=self.worktree.path,
+            state_dir=Path(settings.JOBS_DIR) / str(session.pk),
+            yield_seconds=settings.ATRIUM_SHELL_YIELD_SECONDS,
+            post_message=self._post_message,
+            interrupted=self._interrupted,
+            allowed_tools=agent.allowed_tools or None,
+            silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
+        )
+        provider = provider_for(
+            agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
+            fallbacks=parse_fallbacks(agent.fallback_models), replay_dir=settings.REPLAYS_DIR,
+            policy=RetryPolicy(max_attempts=settings.ATRIUM_PROVIDER_MAX_ATTEMPTS,
+                               base_delay=settings.ATRIUM_PROVIDER_RETRY_BASE_SECONDS),
+        )
+        self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
+        self.ctx, self.state = self._load_or_start()
+        self.loop = StepLoop(self.ctx, self.state, self.host)
+
+    # ---------------------------------------------------------------- setup
+    def _load_or_start(self) -> tuple[SessionContext, RuntimeState]:
+        session, agent = self.session, self.session.agent
+        room = session.task.room
+        common = {
+            "model": agent.model,
+            "system_prompt": system_prompt(agent_name=agent.name, role_prompt=agent.role_prompt,
+                                           check_command=room.check_command),
+            "tools": self.toolbox.schemas(),
+            "budget": Budget(window=agent.context_window, output_budget=agent.output_budget),
+            "policy": agent.eviction_policy,
+            "calibration": calibration_load(agent.model),
+        }
+        if session.gateway_state:
+            shas = {o["source"]["sha256"] for o in session.gateway_state["observations"]}
+            ctx = load_state(session.gateway_state, texts=blob_texts(shas), **common)
+            return ctx, RuntimeState.from_dict(session.runtime_state)
+        # The intent is in the repository before the first tool call: write it if the
+        # task's file is missing (e.g. created before a restore), then read it back.
+        intent = intent_read(repo_path=room.repo_path, task_id=session.task_id)
+        if intent is None:
+            task_write_intent(task=session.task)
+            intent = intent_read(repo_path=room.repo_path, task_id=session.task_id) or ""
+        ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
+        ctx.add_user(f"Task: {session.task.title}\nWork in your worktree on branch {self.worktree.branch}. "
+                     "Begin.", kind="task")
+        return ctx, RuntimeState()
+
+    # ---------------------------------------------------------------- callbacks
+    def _interrupted(self) -> bool:
+        return self.keeper.lost.is_set() or self.host.has_pending_input()
+
+    def _post_message(self, text: str) -> None:
+        message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,
+                     agent=self.session.agent, session=self.session)
+
+    # ---------------------------------------------------------------- running
+    def run(self) -> None:
+        while True:
+            if self.keeper.lost.is_set():
+                raise LeaseLost
+            result = self.loop.advance()
+            self.commit(result)
+            if result.outcome is not Outcome.CONTINUE:
+                return
+
+    @transaction.atomic
+    def commit(self, result: UnitResult) -> None:
+        session = Session.objects.select_for_update().select_related("task", "task__room", "agent").get(
+            pk=self.session.pk)
+        if session.state != states.RUNNING or session.lease_owner != self.owner:
+            raise LeaseLost
+        ctx = self.ctx
+        session.gateway_state = dump_state(ctx)
+        session.runtime_state = self.state.to_dict()
+        session.step = ctx.step
+        for record in result.call_records:
+            session.tokens_input += record.input_tokens
+            session.tokens_cached += record.cached_input_tokens
+            session.tokens_output += record.output_tokens
+            ProviderCall.objects.create(
+                session=session, step=ctx.step, model=record.model, input_tokens=record.input_tokens,
+                cached_input_tokens=record.cached_input_tokens, output_tokens=record.output_tokens,
+                reasoning_tokens=record.reasoning_tokens, latency_ms=record.latency_ms,
+                prefix_hash=record.prefix_hash, error=record.error or "",
+            )
+        session.save(update_fields=["gateway_state", "runtime_state", "step", "tokens_input", "tokens_cached",
+                                    "tokens_output"])
+        observations_sync(session=session, ctx=ctx)
+        calibration_save(ctx.calibration)
+        for message in Message.objects.filter(pk__in=result.delivered):
+            message_mark_delivered(message=message, session=session)
+        for kind, payload in self.host.take_events():
+            session_event_append(session, kind, payload)
+        if result.approval_request is not None:
+            call = result.approval_request
+            approval = approval_request(session=session, call_id=call.id, tool=call.name,
+                                        arguments=call.arguments if isinstance(call.arguments, dict) else {})
+            session_transition(session, states.AWAITING_APPROVAL, expected=states.RUNNING)
+            Session.objects.filter(pk=session.pk).update(wake_at=approval.expires_at)
+        elif result.outcome is Outcome.WAIT:
+            session_transition(session, states.WAITING, expected=states.RUNNING)
+            wake = datetime.fromtimestamp(result.wake_at, tz=UTC)
+            Session.objects.filter(pk=session.pk).update(wake_at=wake)
+        elif result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
+            session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
+
+
+def run_session(session_id: int) -> str:
+    """Run ``session_id`` until it parks or ends; what happened, for the task's log."""
+    owner = worker_id()
+    if not session_claim(session_id, owner):
+        return "not claimable"
+    keeper = LeaseKeeper(session_id, owner)
+    keeper.start()
+    try:
+        session = Session.objects.select_related("task", "task__room", "agent").get(pk=session_id)
+        SessionRunner(session, owner, keeper).run()
+        return "ran"
+    except LeaseLost:
+        return "lease lost"
+    except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
+        log.exception("session %s failed", session_id)
+        _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
+        return "failed"
+    finally:
+        keeper.stop()
+        close_old_connections()
+
+
+@transaction.atomic
+def _fail(session_id: int, owner: str, reason: str) -> None:
+    session = Session.objects.select_for_update().select_related("task").get(pk=session_id)
+    if session.state == states.RUNNING and session.lease_owner == owner:
+        session_transition(session, states.FAILED, reason=reason[:2000], expected=states.RUNNING)

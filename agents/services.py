@@ -1,0 +1,240 @@
+"""Writes for tasks, sessions, steers and approvals. Views, consumers, admin actions
+and Celery tasks call these; each is one transaction, and its side effects (task
+enqueues, broadcasts) leave the process only after commit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from agents.events import session_event_append
+from agents.models import AgentProfile, Approval, RoomAgent, Session, Task
+from agents.runtime import states
+from observations.intent import intent_write, render_intent
+from rooms.errors import RoomError, RoomPermissionError
+from rooms.models import Membership, Message, Room
+from rooms.services import message_post
+
+TITLE_MAX = 200
+
+
+def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
+    membership = Membership.objects.filter(room=room, user=user).first()
+    if membership is None or not membership.can_post:
+        raise RoomPermissionError("Only owners and members of this room can do that; viewers only look.")
+
+
+def _enqueue(session_id: int) -> None:
+    from agents.tasks import run_session
+
+    transaction.on_commit(lambda: run_session.delay(session_id), robust=True)
+
+
+def session_transition(session: Session, target: str, *, reason: str = "", expected: str | None = None) -> bool:
+    """Move ``session`` to ``target`` if it is still in ``expected`` (compare-and-swap).
+
+    Returns False when someone else changed the state first; raises InvalidTransition
+    for a transition the state machine forbids.
+    """
+    current = expected or session.state
+    states.check_transition(current, target)
+    now = timezone.now()
+    fields: dict = {"state": target}
+    if reason:
+        fields["reason"] = reason
+    if target in states.TERMINAL or target == states.NEEDS_MERGE:
+        fields.update(finished_at=now, lease_owner="", lease_expires_at=None, wake_at=None)
+    if target in states.PARKED:
+        fields.update(lease_owner="", lease_expires_at=None)
+    if target == states.QUEUED:
+        fields.update(wake_at=None)
+    updated = Session.objects.filter(pk=session.pk, state=current).update(**fields)
+    if updated != 1:
+        return False
+    for name, value in fields.items():
+        setattr(session, name, value)
+    session_event_append(session, "session.state_changed", {"state": target, "reason": reason})
+    return True
+
+
+# --- tasks --------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def task_create(*, room: Room, actor: AbstractBaseUser, title: str, objective: str,
+                definition_of_done: str = "", prerequisites: str = "", constraints: str = "") -> Task:
+    """Create a task and commit its intent file to the room repository."""
+    _check_can_act(room, actor)
+    title, objective = title.strip(), objective.strip()
+    if not title or not objective:
+        raise RoomError("A task needs a title and an objective.", code="invalid")
+    if len(title) > TITLE_MAX:
+        raise RoomError(f"Keep the title under {TITLE_MAX} characters.", code="invalid")
+    task = Task.objects.create(room=room, title=title, objective=objective, definition_of_done=definition_of_done,
+                               prerequisites=prerequisites, constraints=constraints, created_by=actor)
+    task_write_intent(task=task, author=actor.get_username())
+    return task
+
+
+def task_write_intent(*, task: Task, author: str = "") -> bool:
+    text = render_intent(task_id=task.pk, title=task.title, objective=task.objective,
+                         prerequisites=task.prerequisites, definition_of_done=task.definition_of_done,
+                         constraints=task.constraints)
+    return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=text, author=author)
+
+
+@transaction.atomic
+def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, definition_of_done: str,
+                       prerequisites: str, constraints: str) -> bool:
+    """A person edits the intent mid-flight; running sessions see it at their next boundary."""
+    _check_can_act(task.room, actor)
+    if not objective.strip():
+        raise RoomError("The objective cannot be empty.", code="invalid")
+    task.objective, task.definition_of_done = objective.strip(), definition_of_done
+    task.prerequisites, task.constraints = prerequisites, constraints
+    task.save(update_fields=["objective", "definition_of_done", "prerequisites", "constraints"])
+    return task_write_intent(task=task, author=actor.get_username())
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | None,
+                  previous: Session | None = None) -> Session:
+    """A new attempt of ``agent`` at ``task``, queued for a worker once committed."""
+    if actor is not None:
+        _check_can_act(task.room, actor)
+    if not RoomAgent.objects.filter(room_id=task.room_id, agent=agent).exists():
+        raise RoomError(f"{agent.name} is not assigned to this room.", code="unknown_agent")
+    Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise attempt numbers
+    last = Session.objects.filter(task=task, agent=agent).aggregate(n=Max("attempt"))["n"] or 0
+    session = Session.objects.create(
+        task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor,
+        time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS,
+    )
+    session_event_append(session, "session.state_changed", {"state": session.state, "attempt": session.attempt,
+                                                            "retry_of": previous.pk if previous else None})
+    _enqueue(session.pk)
+    return session
+
+
+def session_retry(*, session: Session, actor: AbstractBaseUser | None) -> Session:
+    """Dispatch a retry: attempt N+1 of the same task and agent, fresh ledger, room cache kept."""
+    return session_start(task=session.task, agent=session.agent, actor=actor, previous=session)
+
+
+@transaction.atomic
+def session_cancel(*, session: Session, actor: AbstractBaseUser | None, reason: str = "") -> bool:
+    if actor is not None:
+        _check_can_act(session.task.room, actor)
+    session.refresh_from_db(fields=["state"])
+    if session.state in states.TERMINAL:
+        raise RoomError(f"The session already ended ({session.state}).", code="ended")
+    who = actor.get_username() if actor is not None else "the hub"
+    if not session_transition(session, states.CANCELLED, reason=reason or f"cancelled by {who}"):
+        raise RoomError("The session changed state just now; look again.", code="conflict")
+    from agents.tasks import stop_session_jobs
+
+    transaction.on_commit(lambda: stop_session_jobs.delay(session.pk), robust=True)
+    return True
+
+
+def session_wake(session: Session) -> bool:
+    """A parked session has something to look at (a steer, a decision): queue it."""
+    if session.state not in states.PARKED:
+        return False
+    if session_transition(session, states.QUEUED, expected=session.state):
+        _enqueue(session.pk)
+        return True
+    return False
+
+
+@transaction.atomic
+def session_steer(*, session: Session, actor: AbstractBaseUser, text: str) -> Message:
+    """Steer one session: stored and shown now, delivered at its next step boundary."""
+    if session.state in states.TERMINAL:
+        raise RoomError("This session has ended; steer a running one or start a retry.", code="ended")
+    message = message_post(room=session.task.room, author=actor, kind=Message.Kind.STEER, text=text,
+                           agent=session.agent, session=session)
+    session_wake(session)
+    return message
+
+
+def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
+    """A steer to an agent (from the room chat) wakes that agent's parked sessions there."""
+    for session in Session.objects.filter(task__room=room, agent=agent, state__in=states.PARKED):
+        session_wake(session)
+
+
+# --- approvals ----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def approval_request(*, session: Session, call_id: str, tool: str, arguments: dict) -> Approval:
+    timeout = timedelta(seconds=settings.ATRIUM_APPROVAL_TIMEOUT_SECONDS)
+    approval, created = Approval.objects.get_or_create(
+        session=session, call_id=call_id,
+        defaults={"tool": tool, "arguments": arguments, "expires_at": timezone.now() + timeout},
+    )
+    if created:
+        session_event_append(session, "approval.requested", {
+            "approval": approval.pk, "call_id": call_id, "tool": tool, "arguments": arguments,
+            "expires_at": approval.expires_at.isoformat(),
+        })
+    return approval
+
+
+@transaction.atomic
+def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str) -> Approval:
+    """approve / deny / always (approve, and the same tool for the rest of the session).
+
+    Compare-and-swap on the pending state: a second click, or a decision racing the
+    timeout, changes nothing. The decision is the only path to execution.
+    """
+    if decision not in {"approve", "deny", "always"}:
+        raise RoomError("Decide approve, deny or always.", code="invalid")
+    session = approval.session
+    _check_can_act(session.task.room, actor)
+    state = Approval.State.DENIED if decision == "deny" else Approval.State.APPROVED
+    updated = Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
+        state=state, always=decision == "always", decided_by=actor, decided_at=timezone.now()
+    )
+    if updated != 1:
+        raise RoomError("This call was already decided.", code="decided")
+    approval.refresh_from_db()
+    session_event_append(session, "approval.decided", {
+        "approval": approval.pk, "call_id": approval.call_id, "state": state, "always": approval.always,
+        "by": actor.get_username(),
+    })
+    session.refresh_from_db(fields=["state"])
+    session_wake(session)
+    return approval
+
+
+@transaction.atomic
+def approvals_expire(now=None) -> int:
+    """Deny every request nobody answered in time, and wake their sessions."""
+    now = now or timezone.now()
+    expired = 0
+    for approval in Approval.objects.select_related("session", "session__task").filter(
+        state=Approval.State.PENDING, expires_at__lte=now
+    ):
+        if Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
+            state=Approval.State.EXPIRED, decided_at=now
+        ):
+            expired += 1
+            session_event_append(approval.session, "approval.decided", {
+                "approval": approval.pk, "call_id": approval.call_id, "state": "expired", "by": "",
+            })
+            session_wake(approval.session)
+    return expired
+
+
+def active_sessions(room: Room):
+    return Session.objects.filter(task__room=room).filter(~Q(state__in=states.TERMINAL))

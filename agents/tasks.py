@@ -1,0 +1,74 @@
+"""Celery tasks: adapters that load by id and call one service."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.models import Session
+from agents.runtime import states
+from agents.services import approvals_expire, session_transition, session_wake
+
+REQUEUE_AFTER = timedelta(seconds=60)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_session(session_id: int) -> str:
+    from agents.runtime.worker import run_session as run
+
+    return run(session_id)
+
+
+@shared_task(ignore_result=True)
+def stop_session_jobs(session_id: int) -> int:
+    """Stop the jobs of a session that ended (cancel, time-out)."""
+    from agents.tools.jobs import JobRegistry
+
+    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs")
+    stopped = 0
+    for handle in registry.handles():
+        if not registry.status(handle).done:
+            registry.cancel(handle, "the session ended")
+            stopped += 1
+    return stopped
+
+
+@shared_task(ignore_result=True)
+def sweep_sessions() -> dict[str, int]:
+    """Beat's pass over sessions nobody is looking after."""
+    now = timezone.now()
+    counts = {"requeued": 0, "woken": 0, "expired_approvals": approvals_expire(now), "timed_out": 0}
+
+    # Leases that ran out (the worker died) and queued sessions whose message got lost:
+    # enqueue again; the claim's compare-and-swap makes duplicates harmless.
+    stale = Session.objects.filter(
+        Q(state=states.RUNNING, lease_expires_at__lt=now)
+        | Q(state=states.QUEUED, created_at__lt=now - REQUEUE_AFTER) & (Q(wake_at__isnull=True) | Q(wake_at__lte=now))
+    )
+    for session_id in stale.values_list("pk", flat=True):
+        Session.objects.filter(pk=session_id, state=states.QUEUED).update(wake_at=now + REQUEUE_AFTER)
+        run_session.delay(session_id)
+        counts["requeued"] += 1
+
+    for session in Session.objects.select_related("task").filter(state=states.WAITING, wake_at__lte=now):
+        with transaction.atomic():
+            counts["woken"] += session_wake(session)
+
+    active = Session.objects.select_related("task").filter(
+        ~Q(state__in=states.TERMINAL | {states.NEEDS_MERGE}), started_at__isnull=False
+    )
+    for session in active:
+        if session.started_at + timedelta(seconds=session.time_limit_seconds) > now:
+            continue
+        with transaction.atomic():
+            reason = f"timed out: ran longer than its limit of {session.time_limit_seconds} s"
+            if session_transition(session, states.TIMED_OUT, reason=reason, expected=session.state):
+                counts["timed_out"] += 1
+                transaction.on_commit(lambda sid=session.pk: stop_session_jobs.delay(sid))
+    return counts

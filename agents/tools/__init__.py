@@ -1,0 +1,27 @@
+"""The tools an agent calls, confined to its session's worktree.
+
+The step loop builds one ``ToolBox`` per session run and calls ``execute`` for each
+tool call; nothing here imports Django, so settings arrive as arguments.
+"""
+
+from __future__ import annotations
+
+from .box import ToolBox
+from .jobs import JobRegistry, JobStatus
+from .outcome import ToolOutcome
+from .paths import PathRefused, resolve_path
+from .schemas import TOOL_SCHEMAS
+from .shell import JobReport, command_environment, job_handle
+
+__all__ = [
+    "TOOL_SCHEMAS",
+    "JobRegistry",
+    "JobReport",
+    "JobStatus",
+    "PathRefused",
+    "ToolBox",
+    "ToolOutcome",
+    "command_environment",
+    "job_handle",
+    "resolve_path",
+]

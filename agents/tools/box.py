@@ -1,0 +1,204 @@
+"""ToolBox: runs a session's tool calls in its worktree, each call id at most once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from observations.gateway.messages import ToolCall, ToolSchema
+
+from . import edits, files, search, shell
+from .jobs import JobRegistry, JobStatus
+from .outcome import Result, ToolError, ToolOutcome
+from .paths import PathRefused
+from .records import CallRecords
+from .schemas import TOOL_SCHEMAS, ArgumentError, check_arguments
+from .shell import JobReport, ShellConfig, command_environment
+from .snapshots import SnapshotStore
+from .text import one_line
+
+# Calls without side effects: after a crash mid-call they are simply run again.
+SIDE_EFFECT_FREE = frozenset({"read_file", "list_files", "search", "await"})
+PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
+
+
+def _default_purpose(tool: str, values: Mapping[str, Any]) -> str:
+    if tool == "shell":
+        return f"shell: {one_line(str(values.get('command', '')))}"
+    if tool == "search":
+        return f"search /{one_line(str(values.get('pattern', '')), 60)}/"
+    if tool == "undo_edit":
+        return f"undo {values.get('call_id', '')}"
+    if "path" in values:
+        return f"{tool} {values['path']}"
+    return tool
+
+
+class ToolBox:
+    """The tools of one session.
+
+    ``state_dir`` (e.g. ``JOBS_DIR/<session id>``) holds the session's jobs, call
+    records and undo snapshots; give the same directory to every process that runs
+    the session. ``interrupted`` is polled while shell and await wait, and returns
+    True when a steer or chat message for the session has arrived. ``allowed_tools``:
+    the agent profile's tool permissions (empty or None: every tool).
+    """
+
+    def __init__(
+        self,
+        *,
+        worktree: Path,
+        state_dir: Path,
+        yield_seconds: float = 45.0,
+        post_message: Callable[[str], None] | None = None,
+        interrupted: Callable[[], bool] | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        silence_limit_seconds: float = 900.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.worktree = Path(worktree).resolve()
+        self.state_dir = Path(state_dir).resolve()
+        self.post_message = post_message
+        self.interrupted = interrupted
+        allowed = set(allowed_tools or ())
+        self.allowed = frozenset(allowed) if allowed else frozenset(s.name for s in TOOL_SCHEMAS)
+        self.jobs = JobRegistry(self.state_dir / "jobs",
+                                silence_limit_seconds=silence_limit_seconds)
+        self.records = CallRecords(self.state_dir / "calls")
+        self.snapshots = SnapshotStore(self.state_dir / "snapshots")
+        self.shell_config = ShellConfig(cwd=self.worktree, env=command_environment(env),
+                                        yield_seconds=yield_seconds)
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return tuple(s for s in TOOL_SCHEMAS if s.name in self.allowed)
+
+    def execute(self, call: ToolCall) -> ToolOutcome:
+        """Run ``call`` once; a call id seen before returns its recorded outcome instead."""
+        if not call.id:
+            raise ValueError("a tool call needs an id: it is what makes execution idempotent")
+        recorded = self.records.outcome(call.id)
+        if recorded is not None:
+            return _replayed(recorded)
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if call.name not in self.allowed:
+            known = call.name in {s.name for s in TOOL_SCHEMAS}
+            reason = "is not available to this agent" if known else "does not exist"
+            return self._settle(call.id, call.name, arguments, Result(
+                text=f"Tool {call.name!r} {reason}. Available tools: "
+                     f"{', '.join(sorted(self.allowed))}.", is_error=True, purpose=call.name))
+        try:
+            checked = check_arguments(call.name, call.arguments)
+        except ArgumentError as exc:
+            return self._settle(call.id, call.name, arguments, Result(
+                text=f"Invalid arguments: {exc}.", is_error=True, purpose=call.name))
+        values = checked.values
+        if self.records.started(call.id) and call.name not in SIDE_EFFECT_FREE:
+            return self._settle(call.id, call.name, values, self._unknown(call.id, call.name,
+                                                                          values),
+                                unknown=True)
+        self.records.begin(call.id, call.name)
+        started = time.monotonic()
+        try:
+            result = self._dispatch(call.id, call.name, values)
+        except (ToolError, PathRefused) as exc:
+            result = Result(text=str(exc), is_error=True)
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            result = Result(text=f"{call.name} failed: {exc.strerror or exc}{where}",
+                            is_error=True)
+        if not result.purpose:
+            result = _with_purpose(result, _default_purpose(call.name, values))
+        if call.name in PATH_TOOLS and result.path is not None:
+            values = dict(values, path=result.path)
+        return self._settle(call.id, call.name, values, result,
+                            duration_ms=int((time.monotonic() - started) * 1000))
+
+    def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
+        """Settle ``call`` as not run (e.g. it came after a yielded shell in the same step)."""
+        recorded = self.records.outcome(call.id)
+        if recorded is not None:
+            return _replayed(recorded)
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        return self._settle(call.id, call.name, arguments, Result(
+            text=f"Not run: {reason}. Issue it again if it is still needed.", is_error=True,
+            purpose=f"{call.name} (not run)"))
+
+    def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
+        """Results of jobs that ended and were never delivered, claimed for ``token``.
+
+        Call at the step boundary with a token unique to the step (e.g. ``"step-12"``);
+        calling again with the same token (after a crash) returns the same reports.
+        """
+        return shell.settle_jobs(self.jobs, self.shell_config, token=token)
+
+    def job_statuses(self) -> tuple[JobStatus, ...]:
+        return tuple(self.jobs.status(h) for h in self.jobs.handles())
+
+    def cancel_jobs(self, reason: str = "the session was cancelled") -> tuple[JobStatus, ...]:
+        """Stop every running job of the session (on cancel, time-out or the end)."""
+        return tuple(self.jobs.cancel(s.handle, reason)
+                     for s in self.job_statuses() if not s.done)
+
+    def _settle(self, call_id: str, tool: str, arguments: Mapping[str, Any], result: Result,
+                *, unknown: bool = False, duration_ms: int = 0) -> ToolOutcome:
+        outcome = ToolOutcome.from_result(
+            call_id=call_id, tool=tool, arguments=dict(sorted(arguments.items())),
+            result=result, duration_ms=duration_ms)
+        if unknown:
+            outcome = replace(outcome, outcome_unknown=True)
+        self.records.finish(outcome)
+        return outcome
+
+    def _unknown(self, call_id: str, tool: str, values: Mapping[str, Any]) -> Result:
+        if tool == "shell":
+            return shell.shell_outcome_unknown(self.jobs, self.shell_config, call_id=call_id,
+                                               command=values["command"])
+        return Result(
+            text="The outcome of this call is unknown: it started before the worker stopped "
+                 "and left no record. It was not run again; check the current state (e.g. "
+                 "read the file) before repeating it.",
+            is_error=True, purpose=_default_purpose(tool, values),
+            modified_files=tool != "post_message")
+
+    def _dispatch(self, call_id: str, tool: str, v: Mapping[str, Any]) -> Result:
+        root = self.worktree
+        if tool == "read_file":
+            return files.read_file(root, path=v["path"], start=v["start"], end=v["end"])
+        if tool == "list_files":
+            return files.list_files(root, path=v["path"], pattern=v["pattern"])
+        if tool == "search":
+            return search.search(root, pattern=v["pattern"], path=v["path"], glob=v["glob"])
+        if tool == "write_file":
+            return edits.write_file(root, self.snapshots, call_id=call_id, path=v["path"],
+                                    content=v["content"])
+        if tool == "edit_file":
+            return edits.edit_file(root, self.snapshots, call_id=call_id, path=v["path"],
+                                   old=v["old"], new=v["new"], replace_all=v["replace_all"])
+        if tool == "undo_edit":
+            return edits.undo_edit(root, self.snapshots, call_id=call_id,
+                                   target_call_id=v["call_id"])
+        if tool == "shell":
+            return shell.run_shell(self.jobs, self.shell_config, call_id=call_id,
+                                   command=v["command"], timeout=v["timeout"],
+                                   interrupted=self.interrupted)
+        if tool == "await":
+            return shell.run_await(self.jobs, self.shell_config, call_id=call_id,
+                                   handles=v["handles"], seconds=v["seconds"],
+                                   interrupted=self.interrupted)
+        if tool == "post_message":
+            if self.post_message is None:
+                raise ToolError("post_message: this session has no room chat to post to")
+            self.post_message(v["text"])
+            return Result(text="Posted to the room chat.", purpose="post message")
+        raise AssertionError(f"no implementation for tool {tool!r}")
+
+
+def _with_purpose(result: Result, purpose: str) -> Result:
+    return replace(result, purpose=purpose)
+
+
+def _replayed(outcome: ToolOutcome) -> ToolOutcome:
+    return replace(outcome, replayed=True)

@@ -1,0 +1,205 @@
+"""read_file and list_files: looking at the worktree without changing it."""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from .outcome import Result, ToolError
+from .paths import resolve_path
+from .text import BINARY_SNIFF_BYTES, human_bytes, looks_binary
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    max_lines: int = 2000
+    max_bytes: int = 100 * 1024
+    max_line_chars: int = 2000  # longer lines are cut, with a note on the line
+
+
+@dataclass(frozen=True, slots=True)
+class ListLimits:
+    max_entries: int = 500
+    max_scanned: int = 100_000
+
+
+# A line is read from disk in pieces of at most this size, so a single gigantic
+# line (minified code, a data dump) never has to fit in memory.
+_CHUNK = 1024 * 1024
+
+
+def _regular_file(root: Path, path: str) -> tuple[Path, str, os.stat_result]:
+    resolved = resolve_path(root, path)
+    try:
+        info = resolved.absolute.stat()
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such file (use list_files to see what exists)") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{resolved.relative}: is a directory; use list_files to see inside it")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{resolved.relative}: not a regular file (device, socket or pipe)")
+    return resolved.absolute, resolved.relative, info
+
+
+def read_file(root: Path, *, path: str, start: int, end: int | None,
+              limits: ReadLimits = ReadLimits()) -> Result:
+    absolute, relative, info = _regular_file(root, path)
+    if end is not None and end < start:
+        raise ToolError(f"read_file: end ({end}) is before start ({start})")
+    purpose = f"read {relative}"
+    whole = hashlib.sha256()
+    in_range = hashlib.sha256()
+    shown: list[tuple[int, str]] = []
+    shown_bytes = 0
+    first = last = None  # the lines actually returned
+    stopped_by_cap = False
+    total = 0
+    crlf = False
+    with absolute.open("rb") as handle:
+        if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
+            return Result(
+                text=f"{relative}: binary file, {info.st_size} bytes, not shown.",
+                purpose=purpose, path=relative,
+            )
+        handle.seek(0)
+        line_no = 0
+        collecting = False
+        line_parts: list[bytes] = []  # the part of the current line kept for display
+        kept = 0
+        line_len = 0
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        while chunk := handle.readline(_CHUNK):
+            whole.update(chunk)
+            if line_len == 0:  # a new line begins
+                line_no += 1
+                collecting = (
+                    not stopped_by_cap and line_no >= start and (end is None or line_no <= end)
+                )
+                line_parts, kept = [], 0
+            line_len += len(chunk)
+            if collecting:
+                in_range.update(chunk)
+                room = limits.max_line_chars * 4 - kept
+                if room > 0:
+                    line_parts.append(chunk[:room])
+                    kept += min(len(chunk), room)
+            if not chunk.endswith(b"\n"):
+                continue  # the line goes on in the next chunk (or the file ends)
+            if collecting:
+                text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
+                crlf = crlf or text.endswith("\r\n")
+                text = text.rstrip("\n").removesuffix("\r")
+                shown_bytes += _append(shown, text, line_no, line_len, limits)
+                first = first or line_no
+                last = line_no
+                if len(shown) >= limits.max_lines or shown_bytes >= limits.max_bytes:
+                    stopped_by_cap = True
+            line_len = 0
+        if line_len and collecting:  # last line without a newline
+            text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
+            shown_bytes += _append(shown, text.removesuffix("\r"), line_no, line_len, limits)
+            first = first or line_no
+            last = line_no
+        total = line_no
+    fingerprint = whole.hexdigest()
+    if total == 0:
+        return Result(text=f"{relative}: empty file (0 lines).", purpose=purpose,
+                      path=relative, file_sha256=fingerprint)
+    if first is None or last is None:
+        raise ToolError(f"read_file: start={start} is past the end: {relative} has {total} lines")
+    width = len(str(last))
+    header = f"{relative}: lines {first}-{last} of {total}"
+    if crlf:
+        header += " (CRLF line endings)"
+    body = "\n".join(f"{number:>{width}}\t{text}" for number, text in shown)
+    notes = []
+    if last < total and (end is None or last < end):
+        notes.append(
+            f"[{total - last} more lines not shown (per-call cap: {limits.max_lines} lines or "
+            f"{human_bytes(limits.max_bytes)}); continue with start={last + 1}]"
+        )
+    if end is not None and end > total:
+        notes.append(f"[end={end} is past the end of the file; it has {total} lines]")
+    text = header + "\n" + body + ("\n" + "\n".join(notes) if notes else "")
+    return Result(
+        text=text,
+        purpose=f"{purpose} lines {first}-{last}",
+        path=relative,
+        line_start=first,
+        line_end=last,
+        file_sha256=fingerprint,
+        range_sha256=in_range.hexdigest(),
+    )
+
+
+def _decode_line(decoder: codecs.IncrementalDecoder, raw: bytes, relative: str, number: int) -> str:
+    decoder.reset()
+    try:
+        # final=False: a multi-byte character cut by the display cap is not an error.
+        return decoder.decode(raw, final=False)
+    except UnicodeDecodeError:
+        raise ToolError(
+            f"{relative}: line {number} is not UTF-8 text; the file is shown only as text "
+            "(use shell, e.g. `file` or `xxd`, to inspect it)"
+        ) from None
+
+
+def _append(shown: list[tuple[int, str]], text: str, number: int, line_bytes: int,
+            limits: ReadLimits) -> int:
+    if len(text) > limits.max_line_chars:
+        text = (text[: limits.max_line_chars]
+                + f" [... line cut: {human_bytes(line_bytes)} in total]")
+    shown.append((number, text))
+    return len(text.encode()) + 8
+
+
+def list_files(root: Path, *, path: str, pattern: str | None,
+               limits: ListLimits = ListLimits()) -> Result:
+    resolved = resolve_path(root, path)
+    base = resolved.absolute
+    if not base.exists():
+        raise ToolError(f"{path}: no such directory")
+    if not base.is_dir():
+        raise ToolError(f"{resolved.relative}: is a file, not a directory; use read_file")
+    real_root = Path(os.path.realpath(root))
+    matches: list[str] = []
+    total = scanned = 0
+    truncated_scan = False
+    for directory, dirnames, filenames in os.walk(base):
+        # Sorted in place so the walk (and the output) is deterministic.
+        dirnames[:] = sorted(d for d in dirnames if d != ".git")
+        here = Path(directory)
+        entries = [(name, False) for name in filenames if name != ".git"]
+        # os.walk reports symlinks to directories as directories but does not follow them.
+        entries += [(name, True) for name in dirnames if (here / name).is_symlink()]
+        for name, is_dir_link in sorted(entries):
+            scanned += 1
+            if scanned > limits.max_scanned:
+                truncated_scan = True
+                break
+            full = here / name
+            below = full.relative_to(base).as_posix()
+            if pattern and not fnmatch.fnmatch(below if "/" in pattern else name, pattern):
+                continue
+            total += 1
+            if len(matches) < limits.max_entries:
+                shown = full.relative_to(real_root).as_posix()
+                matches.append(shown + ("/ (symlink, not followed)" if is_dir_link else ""))
+        if truncated_scan:
+            break
+    where = resolved.relative
+    what = f"files matching {pattern!r}" if pattern else "files"
+    if not matches:
+        return Result(text=f"No {what} under {where}.", purpose=f"list {where}", path=where)
+    lines = [f"{total} {what} under {where}" + (":" if total == len(matches) else
+             f" (first {len(matches)} shown; narrow with path or pattern):")]
+    lines += matches
+    if truncated_scan:
+        lines.append(f"[stopped after scanning {limits.max_scanned} entries; narrow the path]")
+    return Result(text="\n".join(lines), purpose=f"list {where}" + (f" {pattern}" if pattern else ""),
+                  path=where)

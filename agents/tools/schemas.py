@@ -1,0 +1,188 @@
+"""The tool schemas the model sees, and the checking of the arguments it sends back.
+
+Every byte here is sent with every request, so descriptions are short and the
+validation (not the schema) carries the strictness: unknown keys are refused even
+though the schemas do not spell out ``additionalProperties``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from observations.gateway.messages import ToolSchema
+
+
+class ArgumentError(ValueError):
+    """The model's arguments do not fit the tool; the message says how to fix them."""
+
+
+def _object(properties: dict[str, dict[str, Any]], *required: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_S = {"type": "string"}
+_I = {"type": "integer"}
+
+TOOL_SCHEMAS: tuple[ToolSchema, ...] = (
+    ToolSchema(
+        "read_file",
+        "Read a text file with line numbers; start/end: 1-based inclusive lines "
+        "(max 2000 lines or 100 KB per call).",
+        _object({"path": _S, "start": _I, "end": _I}, "path"),
+    ),
+    ToolSchema(
+        "list_files",
+        "List files under a directory (default: worktree root); pattern: glob, e.g. *.py.",
+        _object({"path": _S, "pattern": _S}),
+    ),
+    ToolSchema(
+        "search",
+        "Grep file contents for a Python regex; glob filters files, e.g. *.py.",
+        _object({"pattern": _S, "path": _S, "glob": _S}, "pattern"),
+    ),
+    ToolSchema(
+        "write_file",
+        "Create or overwrite a file with content.",
+        _object({"path": _S, "content": _S}, "path", "content"),
+    ),
+    ToolSchema(
+        "edit_file",
+        "Replace exact text old with new; old must match once unless replace_all.",
+        _object(
+            {"path": _S, "old": _S, "new": _S, "replace_all": {"type": "boolean"}},
+            "path",
+            "old",
+            "new",
+        ),
+    ),
+    ToolSchema(
+        "undo_edit",
+        "Restore a file to how it was before write_file/edit_file call call_id.",
+        _object({"call_id": _S}, "call_id"),
+    ),
+    ToolSchema(
+        "shell",
+        "Run a bash command in the worktree. A long one continues as a job (you get its "
+        "handle; collect it with await). timeout: kill after N s.",
+        _object({"command": _S, "timeout": {"type": "number"}}, "command"),
+    ),
+    ToolSchema(
+        "await",
+        "Wait for jobs (default: all unfinished) or for seconds; returns early if a "
+        "person writes.",
+        _object({"handles": {"type": "array", "items": _S}, "seconds": {"type": "number"}}),
+    ),
+    ToolSchema(
+        "post_message",
+        "Post a message to the room chat.",
+        _object({"text": _S}, "text"),
+    ),
+)
+
+SCHEMAS_BY_NAME = {schema.name: schema for schema in TOOL_SCHEMAS}
+
+# Optional arguments and the value they take when absent (None: "not given").
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "read_file": {"start": 1, "end": None},
+    "list_files": {"path": ".", "pattern": None},
+    "search": {"path": ".", "glob": None},
+    "write_file": {},
+    "edit_file": {"replace_all": False},
+    "undo_edit": {},
+    "shell": {"timeout": None},
+    "await": {"handles": None, "seconds": None},
+    "post_message": {},
+}
+
+# Constraints the schemas leave out to stay short.
+_MINIMUMS: dict[tuple[str, str], float] = {
+    ("read_file", "start"): 1,
+    ("read_file", "end"): 1,
+    ("shell", "timeout"): 0.001,
+    ("await", "seconds"): 0,
+}
+_NON_BLANK = {("read_file", "path"), ("search", "pattern"), ("shell", "command"),
+              ("undo_edit", "call_id"), ("post_message", "text"), ("write_file", "path"),
+              ("edit_file", "path")}
+# Whitespace is a legitimate thing to replace, but nothing is not.
+_NON_EMPTY = {("edit_file", "old")}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedArguments:
+    tool: str
+    values: dict[str, Any]  # sorted keys, defaults filled
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string",
+            list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
+    expected = spec["type"]
+    where = f"{tool}: argument {key!r}"
+    if expected == "string":
+        if not isinstance(value, str):
+            raise ArgumentError(f"{where} must be a string, got {_type_name(value)}")
+        if ((tool, key) in _NON_BLANK and not value.strip()) or (
+                (tool, key) in _NON_EMPTY and not value):
+            raise ArgumentError(f"{where} must not be empty")
+        return value
+    if expected == "boolean":
+        if not isinstance(value, bool):
+            raise ArgumentError(f"{where} must be true or false, got {_type_name(value)}")
+        return value
+    if expected in ("integer", "number"):
+        is_number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not is_number or (isinstance(value, float) and not math.isfinite(value)):
+            raise ArgumentError(f"{where} must be a number, got {_type_name(value)} {value!r}")
+        if expected == "integer":
+            if isinstance(value, float) and not value.is_integer():
+                raise ArgumentError(f"{where} must be a whole number, got {value!r}")
+            value = int(value)
+        minimum = _MINIMUMS.get((tool, key))
+        if minimum is not None and value < minimum:
+            raise ArgumentError(f"{where} must be at least {minimum:g}, got {value!r}")
+        return value
+    if expected == "array":
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise ArgumentError(f"{where} must be a list of strings, got {_type_name(value)}")
+        return list(value)
+    raise AssertionError(f"unsupported schema type {expected!r}")
+
+
+def check_arguments(tool: str, arguments: Any) -> CheckedArguments:
+    """Validate ``arguments`` for ``tool``; return them normalized or raise ArgumentError."""
+    schema = SCHEMAS_BY_NAME.get(tool)
+    if schema is None:
+        raise ArgumentError(f"unknown tool {tool!r}")
+    if not isinstance(arguments, dict):
+        raise ArgumentError(
+            f"{tool}: arguments must be a JSON object, got {_type_name(arguments)}"
+        )
+    properties: dict[str, dict[str, Any]] = schema.parameters["properties"]
+    unknown = sorted(set(arguments) - set(properties))
+    if unknown:
+        raise ArgumentError(
+            f"{tool}: unknown argument(s) {', '.join(map(repr, unknown))}; "
+            f"accepted: {', '.join(properties)}"
+        )
+    required = schema.parameters.get("required", [])
+    missing = [key for key in required if arguments.get(key) is None]
+    if missing:
+        raise ArgumentError(f"{tool}: missing required argument(s) {', '.join(map(repr, missing))}")
+    values: dict[str, Any] = dict(DEFAULTS[tool])
+    for key, value in arguments.items():
+        # An explicit null means "not given", which is how several models spell it.
+        if value is None:
+            continue
+        values[key] = _check_value(tool, key, properties[key], value)
+    return CheckedArguments(tool=tool, values=dict(sorted(values.items())))

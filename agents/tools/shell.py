@@ -1,0 +1,184 @@
+"""shell and await: commands that give control back within a bound, and waiting on them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .jobs import JobRegistry, JobStatus
+from .outcome import Result, ToolError
+from .text import one_line
+
+# Names of variables a model-run command never sees: the worker's credentials and
+# service addresses are not the agent's business.
+_SECRET_NAME = re.compile(
+    r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(DATABASE_URL|REDIS_URL|"
+    r"CELERY_|DJANGO_|ATRIUM_)", re.IGNORECASE)
+
+RUNNING_TAIL_CHARS = 2000
+
+
+def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment commands run with: the worker's, minus secrets, non-interactive."""
+    source = os.environ if base is None else base
+    env = {name: value for name, value in source.items() if not _SECRET_NAME.search(name)}
+    env.update({
+        "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
+        "PYTHONUNBUFFERED": "1",  # output reaches the log (and the model) as it happens
+    })
+    return env
+
+
+def job_handle(call_id: str) -> str:
+    """The handle of the job a shell call starts: derived from the call id, so a crash
+    between starting the job and recording the outcome can still find it."""
+    return "job-" + hashlib.sha256(call_id.encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True, slots=True)
+class ShellConfig:
+    cwd: Path
+    env: Mapping[str, str]
+    yield_seconds: float
+    max_output_chars: int = 16_000
+    shell: str = shutil.which("bash") or "/bin/sh"
+
+
+@dataclass(frozen=True, slots=True)
+class JobReport:
+    """A job's final result, handed to the model once (by await or at a step boundary)."""
+
+    handle: str
+    state: str
+    exit_code: int | None
+    text: str
+
+
+def finished_text(registry: JobRegistry, status: JobStatus, max_chars: int) -> str:
+    output = registry.output(status.handle, max_chars).rstrip("\n")
+    return (f"job {status.handle} `{one_line(status.command, 120)}` {status.describe()}\n"
+            + (output if output else "(no output)"))
+
+
+def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, command: str,
+              timeout: float | None, interrupted: Callable[[], bool] | None) -> Result:
+    handle = job_handle(call_id)
+    purpose = f"shell: {one_line(command)}"
+    registry.spawn(handle=handle, call_id=call_id, command=command, cwd=config.cwd,
+                   env=config.env, timeout=timeout, shell=config.shell)
+    (status,), was_interrupted = registry.wait(
+        [handle], seconds=config.yield_seconds, interrupted=interrupted)
+    if status.done:
+        registry.claim(handle, call_id)
+        output = registry.output(handle, config.max_output_chars).rstrip("\n")
+        head = status.describe()
+        if status.state == "finished":
+            head = f"exit {status.exit_code} after {status.elapsed()}" + (
+                f" (killed at its {timeout:g} s timeout)" if status.timed_out else "")
+        return Result(text=head + "\n" + (output or "(no output)"), purpose=purpose,
+                      modified_files=True)
+    why = ("a message for you arrived" if was_interrupted
+           else f"it outlasted the {config.yield_seconds:g} s wait bound")
+    so_far = registry.output(handle, config.max_output_chars).rstrip("\n")
+    text = (f"Still running ({why}); it continues as job {handle}. Collect its result with "
+            f"await(handles=[\"{handle}\"]); if you do not, it is delivered when it finishes.\n"
+            f"Output so far:\n{so_far or '(none yet)'}")
+    return Result(text=text, purpose=purpose, job_handle=handle, pending_jobs=(handle,),
+                  modified_files=True)
+
+
+def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id: str,
+                          command: str) -> Result:
+    """Report, without re-running it, a shell call that started before a crash."""
+    handle = job_handle(call_id)
+    lead = ("The outcome of this call was not recorded (the worker stopped while it ran); "
+            "the command was not run again. ")
+    purpose = f"shell: {one_line(command)}"
+    if not registry.exists(handle):
+        return Result(text=lead + "It may not have started; check before running it again.",
+                      is_error=True, purpose=purpose, modified_files=True)
+    status = registry.status(handle)
+    if status.done and registry.claim(handle, call_id):
+        return Result(text=lead + "Its job had ended:\n" + finished_text(
+            registry, status, config.max_output_chars), purpose=purpose, modified_files=True)
+    if status.done:
+        return Result(text=lead + f"Its job {handle} {status.describe()}; that result was "
+                      "already delivered.", purpose=purpose, modified_files=True)
+    return Result(text=lead + f"It runs on as job {handle} ({status.describe()}); collect it "
+                  "with await.", purpose=purpose, job_handle=handle, pending_jobs=(handle,),
+                  modified_files=True)
+
+
+def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
+              handles: list[str] | None, seconds: float | None,
+              interrupted: Callable[[], bool] | None) -> Result:
+    known = registry.handles()
+    if handles is None:
+        targets = [h for h in known if not registry.delivered(h)]
+    else:
+        unknown = [h for h in handles if h not in known]
+        if unknown:
+            listed = ", ".join(known[-10:]) or "none"
+            raise ToolError(f"await: unknown job handle(s) {', '.join(unknown)}; "
+                            f"this session's jobs: {listed}")
+        targets = list(dict.fromkeys(handles))
+    bound = config.yield_seconds if seconds is None else min(seconds, config.yield_seconds)
+    capped = seconds is not None and seconds > config.yield_seconds
+    purpose = "await " + (", ".join(targets) if targets else f"{bound:g} s" if seconds is not None
+                          else "(nothing to wait for)")
+    if not targets:
+        if seconds is None:
+            return Result(text="No unfinished jobs to wait for.", purpose=purpose)
+        was_interrupted = _sleep(bound, interrupted)
+        waited = "Returned early: a message for you arrived." if was_interrupted else (
+            f"Waited {bound:g} s" + (" (the most one call waits)." if capped else "."))
+        return Result(text=waited, purpose=purpose)
+    statuses, was_interrupted = registry.wait(targets, seconds=bound, interrupted=interrupted)
+    parts: list[str] = []
+    if was_interrupted:
+        parts.append("Returned early: a message for you arrived.")
+    running = [s for s in statuses if not s.done]
+    for status in statuses:
+        if not status.done:
+            tail = registry.output(status.handle, RUNNING_TAIL_CHARS).rstrip("\n")
+            parts.append(f"job {status.handle} {status.describe()}"
+                         + (f"; latest output:\n{tail}" if tail else ""))
+        elif registry.claim(status.handle, call_id):
+            parts.append(finished_text(registry, status, config.max_output_chars))
+        else:
+            parts.append(f"job {status.handle} {status.describe()}; its result was already "
+                         "delivered earlier.")
+    if running and not was_interrupted:
+        parts.append(f"{len(running)} job(s) still running after {bound:g} s; await again "
+                     "to keep waiting.")
+    return Result(text="\n\n".join(parts), purpose=purpose,
+                  pending_jobs=tuple(s.handle for s in running))
+
+
+def _sleep(seconds: float, interrupted: Callable[[], bool] | None,
+           poll_seconds: float = 0.1) -> bool:
+    deadline = time.monotonic() + seconds
+    while (remaining := deadline - time.monotonic()) > 0:
+        if interrupted is not None and interrupted():
+            return True
+        time.sleep(min(poll_seconds, remaining))
+    return False
+
+
+def settle_jobs(registry: JobRegistry, config: ShellConfig, *, token: str) -> tuple[JobReport, ...]:
+    """Claim (with ``token``) every ended job whose result nobody delivered yet."""
+    reports = []
+    for handle in registry.handles():
+        status = registry.status(handle)
+        if status.done and registry.claim(handle, token):
+            reports.append(JobReport(handle=handle, state=status.state,
+                                     exit_code=status.exit_code,
+                                     text=finished_text(registry, status,
+                                                        config.max_output_chars)))
+    return tuple(reports)

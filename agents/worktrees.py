@@ -1,0 +1,203 @@
+"""Session worktrees: one branch and checkout per session, merged into main one at a time.
+
+The room repository is a non-bare repo with ``main`` checked out. A session works in
+``<worktrees_dir>/<session id>`` on ``atrium/session-<id>``. Merging holds the room's
+repository lock (``hub.repo_lock``, shared with intent-file commits, so one writer at a
+time touches main), computes the merge with ``git merge-tree --write-tree`` without
+touching any checkout, and only if it is clean creates the merge commit and
+fast-forwards main to it. A conflict leaves main exactly as it was.
+Nothing here imports Django: paths come in as arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hub.git import GitError, git
+from hub.repo_lock import room_repo_lock
+
+MAIN_BRANCH = "main"
+
+
+class WorktreeError(RuntimeError):
+    """A worktree operation could not be carried out; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    path: Path
+    branch: str
+    repo: Path
+
+
+MergeStatus = Literal["merged", "up_to_date", "conflict"]
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    status: MergeStatus
+    branch: str
+    main_before: str
+    main_after: str  # equal to main_before unless status == "merged"
+    conflicts: tuple[str, ...] = ()
+    detail: str = ""  # git's conflict messages, for people resolving a needs_merge
+
+    @property
+    def merged(self) -> bool:
+        return self.status != "conflict"
+
+
+def session_branch(session_id: int | str) -> str:
+    return f"atrium/session-{session_id}"
+
+
+def _registered_worktrees(repo: Path) -> dict[Path, str | None]:
+    """Registered worktree paths and the branch each has checked out."""
+    found: dict[Path, str | None] = {}
+    current: Path | None = None
+    for line in git("worktree", "list", "--porcelain", cwd=repo).splitlines():
+        if line.startswith("worktree "):
+            current = Path(os.path.realpath(line.removeprefix("worktree ")))
+            found[current] = None
+        elif line.startswith("branch ") and current is not None:
+            found[current] = line.removeprefix("branch refs/heads/")
+    return found
+
+
+def _branch_exists(repo: Path, branch: str) -> bool:
+    completed = git("rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", cwd=repo,
+                    check=False)
+    return bool(completed.strip())
+
+
+def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
+                    base: str = MAIN_BRANCH) -> Worktree:
+    """The session's worktree, created on first call and found again on every later one.
+
+    The checkout is made under a temporary name and moved into place when complete, so
+    a crash mid-checkout never leaves a half-filled worktree at the final path.
+    """
+    repo = Path(os.path.realpath(repo))
+    worktrees_dir.mkdir(parents=True, exist_ok=True)
+    final = Path(os.path.realpath(worktrees_dir)) / str(session_id)
+    partial = final.with_name(f".{final.name}.partial")
+    branch = session_branch(session_id)
+    git("worktree", "prune", cwd=repo)  # forget worktrees whose directories are gone
+    registered = _registered_worktrees(repo)
+    if final in registered:
+        if registered[final] != branch:
+            raise WorktreeError(f"{final} is a worktree of {registered[final]!r}, not {branch!r}")
+        return Worktree(path=final, branch=branch, repo=repo)
+    if final.exists():
+        raise WorktreeError(f"{final} exists but is not a worktree of {repo}; move it away")
+    if partial in registered:
+        git("worktree", "remove", "--force", str(partial), cwd=repo)
+    if partial.exists():
+        shutil.rmtree(partial)
+    if _branch_exists(repo, branch):
+        git("worktree", "add", str(partial), branch, cwd=repo)
+    else:
+        git("worktree", "add", "-b", branch, str(partial), base, cwd=repo)
+    git("worktree", "move", str(partial), str(final), cwd=repo)
+    return Worktree(path=final, branch=branch, repo=repo)
+
+
+def worktree_commit(*, worktree: Worktree, message: str, author: str | None = None) -> str | None:
+    """Commit every change in the worktree on its branch; the new commit, or None if clean.
+
+    ``author`` is ``"Name <email>"`` (e.g. the agent); the committer is the hub.
+    """
+    path = worktree.path
+    git("add", "--all", cwd=path)
+    if not git("status", "--porcelain", cwd=path).strip():
+        return None
+    # A person's global git config may demand signing; the hub's commits are unsigned.
+    args = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message]
+    if author:
+        args.append(f"--author={author}")
+    git(*args, cwd=path)
+    return git("rev-parse", "HEAD", cwd=path).strip()
+
+
+def _rev(repo: Path, ref: str) -> str:
+    return git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=repo).strip()
+
+
+def _preflight(repo: Path, main: str, branch: str) -> tuple[str | None, tuple[str, ...], str]:
+    """Merge in memory: (tree, (), "") if clean, (None, conflicting paths, messages) if not."""
+    completed = git("merge-tree", "--write-tree", "--name-only", "-z", main, branch, cwd=repo,
+                    check=False)
+    # Output: tree oid NUL, then (on conflict) path NUL ... NUL, then NUL and messages.
+    head, _, rest = completed.partition("\0")
+    tree = head.strip()
+    paths_part, _, messages = rest.partition("\0\0")
+    paths = tuple(dict.fromkeys(p for p in paths_part.split("\0") if p))
+    if paths or not tree:
+        if not tree:  # git refused outright (e.g. unrelated histories)
+            raise WorktreeError(f"cannot merge {branch} into {MAIN_BRANCH}: {completed.strip()}")
+        return None, paths, messages.replace("\0", "\n").strip()
+    return tree, (), ""
+
+
+def worktree_merge(*, repo: Path, branch: str, message: str | None = None) -> MergeResult:
+    """Merge ``branch`` into main under the room lock; a conflict changes nothing.
+
+    Idempotent: merging a branch that main already contains answers ``up_to_date``
+    (so a worker that crashed after merging can safely merge again).
+    """
+    repo = Path(os.path.realpath(repo))
+    with room_repo_lock(repo):
+        main_before = _rev(repo, MAIN_BRANCH)
+        tip = _rev(repo, branch)
+        if _is_ancestor(repo, tip, main_before):
+            return MergeResult(status="up_to_date", branch=branch, main_before=main_before,
+                               main_after=main_before)
+        tree, conflicts, detail = _preflight(repo, main_before, tip)
+        if tree is None:
+            return MergeResult(status="conflict", branch=branch, main_before=main_before,
+                               main_after=main_before, conflicts=conflicts, detail=detail)
+        commit = git("-c", "commit.gpgsign=false", "commit-tree", tree, "-p", main_before, "-p", tip, "-m",
+                     message or f"Merge {branch}", cwd=repo).strip()
+        _advance_main(repo, main_before, commit)
+        return MergeResult(status="merged", branch=branch, main_before=main_before,
+                           main_after=commit)
+
+
+def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    try:
+        git("merge-base", "--is-ancestor", ancestor, descendant, cwd=repo)
+    except GitError as exc:
+        if exc.returncode == 1:
+            return False
+        raise
+    return True
+
+
+def _advance_main(repo: Path, old: str, new: str) -> None:
+    """Move main from ``old`` to its descendant ``new``, updating the checkout if it is main."""
+    head = git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False).strip()
+    if head == f"refs/heads/{MAIN_BRANCH}":
+        # A fast-forward updates ref, index and files together, and refuses (changing
+        # nothing) if a local edit in the room checkout would be overwritten.
+        try:
+            git("merge", "--ff-only", "--quiet", new, cwd=repo)
+        except GitError as exc:
+            raise WorktreeError(f"main could not be advanced in {repo}: {exc.stderr}") from exc
+    else:
+        git("update-ref", f"refs/heads/{MAIN_BRANCH}", new, old, cwd=repo)
+
+
+def worktree_remove(*, worktree: Worktree, delete_branch: bool = False) -> None:
+    """Remove the worktree (idempotent); keep the branch unless ``delete_branch``."""
+    repo = worktree.repo
+    if Path(os.path.realpath(worktree.path)) in _registered_worktrees(repo):
+        git("worktree", "remove", "--force", str(worktree.path), cwd=repo)
+    elif worktree.path.exists():
+        shutil.rmtree(worktree.path)
+    git("worktree", "prune", cwd=repo)
+    if delete_branch and _branch_exists(repo, worktree.branch):
+        git("branch", "-D", worktree.branch, cwd=repo)

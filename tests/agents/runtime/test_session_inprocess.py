@@ -1,0 +1,54 @@
+"""A whole replay session run in this process (the worker's code without Celery)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.models import Approval, ProviderCall, Session, SessionEvent
+from agents.runtime.worker import run_session
+from agents.services import approval_decide, session_start, task_create
+from hub.git import git
+from observations.models import Observation
+
+
+def test_a_replay_session_reads_tests_fixes_verifies_and_merges(person, demo_room, replay_agent, allow_demo_tools):
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass",
+                       constraints="Don't change the tests.")
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
+    assert kinds.count("model.reply") == 5 and "verify" in kinds and "merge" in kinds
+    verify = SessionEvent.objects.get(session=session, kind="verify")
+    assert verify.payload["line"].startswith("verify #1: python -m pytest -q → exit 0")
+    repo = Path(demo_room.repo_path)
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in (repo / "textstats.py").read_text()
+    assert ".atrium/tasks" in git("log", "--stat", "--format=%s", cwd=repo)
+    assert Observation.objects.filter(session=session).count() == 6
+    assert ProviderCall.objects.filter(session=session).count() == 5
+    assert session.tokens_input > 0
+
+
+def test_an_ask_parks_the_session_until_a_person_decides(person, demo_room, replay_agent):
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "awaiting_approval"
+    approval = Approval.objects.get(session=session)
+    assert approval.tool == "shell" and approval.state == "pending"
+    approval_decide(approval=approval, actor=person, decision="always")
+    session.refresh_from_db()
+    assert session.state == "queued"
+    run_session(session.pk)  # runs on to the edit, which asks again
+    session.refresh_from_db()
+    assert session.state == "awaiting_approval"
+    approval_decide(approval=Approval.objects.get(session=session, tool="edit_file"), actor=person, decision="approve")
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    shell_results = Observation.objects.filter(session=session, tool="shell")
+    assert all("[A person (pat) approved this call.]" in o.blob.data.decode() for o in shell_results[:1])

@@ -1,0 +1,63 @@
+"""The job registry's judgement of jobs it did not start, read from disk alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from agents.tools.jobs import JobRegistry
+
+
+def _recorded_job(directory: Path, handle: str, *, created_ago: float, proc: dict | None) -> None:
+    job = directory / handle
+    job.mkdir(parents=True)
+    created = time.time() - created_ago
+    (job / "spec.json").write_text(json.dumps({
+        "handle": handle, "call_id": "c1", "command": "make test", "cwd": "/", "shell": "bash",
+        "timeout": None, "created_at": created}))
+    (job / "output.log").write_text("")
+    os.utime(job / "output.log", (created, created))
+    if proc is not None:
+        (job / "proc.json").write_text(json.dumps(proc))
+
+
+def test_a_job_whose_wrapper_never_started_is_dead_after_the_start_grace(tmp_path):
+    registry = JobRegistry(tmp_path, start_grace_seconds=5)
+    _recorded_job(tmp_path, "job-new", created_ago=1, proc=None)
+    _recorded_job(tmp_path, "job-old", created_ago=60, proc=None)
+    assert registry.status("job-new").state == "running"
+    old = registry.status("job-old")
+    assert old.state == "dead" and old.reason == "its process never started"
+
+
+def test_a_job_on_another_machine_is_judged_only_by_its_silence(tmp_path):
+    registry = JobRegistry(tmp_path, silence_limit_seconds=30)
+    remote = {"pid": 2 ** 22 + 7, "start_ticks": 1, "host": "another-worker"}
+    _recorded_job(tmp_path, "job-fresh", created_ago=5, proc=remote)
+    _recorded_job(tmp_path, "job-quiet", created_ago=120, proc=remote)
+    # Its pid means nothing here, so it is not declared dead for lacking a process...
+    assert registry.status("job-fresh").state == "running"
+    # ...but a log silent for longer than the limit is.
+    quiet = registry.status("job-quiet")
+    assert quiet.state == "dead" and quiet.reason.startswith("no output for 2 min")
+
+
+def test_a_local_job_whose_pid_belongs_to_another_process_is_dead(tmp_path):
+    registry = JobRegistry(tmp_path)
+    # Our own pid, but with a start time that is not ours: the pid was reused.
+    impostor = {"pid": os.getpid(), "start_ticks": 1, "host": os.uname().nodename}
+    _recorded_job(tmp_path, "job-reused", created_ago=5, proc=impostor)
+    status = registry.status("job-reused")
+    assert status.state == "dead" and "gone without an exit code" in status.reason
+
+
+def test_a_result_is_claimed_by_exactly_one_token(tmp_path):
+    registry = JobRegistry(tmp_path)
+    _recorded_job(tmp_path, "job-1", created_ago=1, proc=None)
+    assert not registry.delivered("job-1")
+    assert registry.claim("job-1", "await-call-7")
+    assert registry.claim("job-1", "await-call-7")  # the same claimant, after a crash
+    assert not registry.claim("job-1", "step-12")
+    assert registry.delivered("job-1")

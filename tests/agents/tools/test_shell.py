@@ -1,0 +1,205 @@
+"""shell and await: bounded calls, jobs that run on, results delivered exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import call
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(predicate, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def _await_until_done(box, handle: str) -> str:
+    """Call await (each call bounded) until the job's result arrives; return that text."""
+    for _ in range(40):
+        outcome = box.execute(call("await", handles=[handle]))
+        if not outcome.pending_jobs:
+            return outcome.text
+    raise AssertionError("the job never finished")
+
+
+def test_a_quick_command_returns_exit_code_and_interleaved_output(run, worktree):
+    outcome = run("shell", command="pwd; echo err >&2; exit 3")
+    assert not outcome.is_error
+    assert outcome.job_handle is None and not outcome.yielded
+    lines = outcome.text.splitlines()
+    assert lines[0].startswith("exit 3 after ")
+    assert lines[1:] == [str(worktree.resolve()), "err"]
+    assert outcome.modified_files
+    assert outcome.purpose == "shell: pwd; echo err >&2; exit 3"
+
+
+def test_a_long_command_yields_within_the_bound_and_its_result_arrives_once(box, worktree):
+    started = time.monotonic()
+    shell = box.execute(call("shell", command="echo started; sleep 1.5; echo finished"))
+    assert time.monotonic() - started < 1.5
+    assert shell.job_handle is not None and shell.pending_jobs == (shell.job_handle,)
+    assert "continues as job " + shell.job_handle in shell.text
+    assert "Output so far:\nstarted" in shell.text
+
+    result = _await_until_done(box, shell.job_handle)
+    assert "finished: exit 0" in result
+    assert result.endswith("started\nfinished")
+    again = box.execute(call("await", handles=[shell.job_handle]))
+    assert "already delivered" in again.text and "started" not in again.text
+    assert box.settle_jobs("step-9") == ()
+
+
+def test_an_unawaited_job_is_settled_once_at_a_step_boundary(box):
+    shell = box.execute(call("shell", command="sleep 0.8; echo late"))
+    handle = shell.job_handle
+    assert handle is not None
+    assert box.settle_jobs("step-1") == ()  # still running: nothing to settle
+    _wait_for(lambda: box.jobs.status(handle).done)
+    (report,) = box.settle_jobs("step-2")
+    assert (report.handle, report.state, report.exit_code) == (handle, "finished", 0)
+    assert report.text.endswith("late")
+    # The same boundary re-run after a crash gets the same report; a later one gets none.
+    assert box.settle_jobs("step-2") == (report,)
+    assert box.settle_jobs("step-3") == ()
+    assert box.execute(call("await")).text == "No unfinished jobs to wait for."
+
+
+def test_a_timeout_kills_the_command_and_everything_it_started(run, worktree):
+    outcome = run("shell", command="sleep 30 & echo $! > bg.pid; sleep 30", timeout=0.3)
+    assert outcome.text.startswith("exit 124 after ")
+    assert "killed at its 0.3 s timeout" in outcome.text
+    background = int((worktree / "bg.pid").read_text())
+    _wait_for(lambda: not _pid_alive(background), 3)
+
+
+def test_background_processes_end_with_their_command(run, worktree):
+    outcome = run("shell", command="sleep 30 & echo $! > bg.pid")
+    assert outcome.text.startswith("exit 0")
+    background = int((worktree / "bg.pid").read_text())
+    _wait_for(lambda: not _pid_alive(background), 3)
+
+
+def test_long_output_is_bounded_to_head_and_tail(run):
+    outcome = run("shell", command="seq 1 200000")
+    assert len(outcome.text) < 17_000
+    lines = outcome.text.splitlines()
+    assert lines[1:4] == ["1", "2", "3"]
+    assert lines[-1] == "200000"
+    assert "elided from the middle" in outcome.text
+
+
+def test_commands_do_not_see_the_workers_secrets(make_box):
+    box = make_box(env={"PATH": os.environ["PATH"], "OPENAI_API_KEY": "sk-secret",
+                        "DATABASE_URL": "postgres://x", "LANG": "C.UTF-8"})
+    outcome = box.execute(call("shell", command='echo "${OPENAI_API_KEY-unset} ${DATABASE_URL-unset} $LANG"'))
+    assert outcome.text.splitlines()[1] == "unset unset C.UTF-8"
+
+
+def test_shell_and_await_return_early_when_a_message_arrives(make_box):
+    arrived = threading.Event()
+    box = make_box(yield_seconds=20, interrupted=arrived.is_set)
+    threading.Timer(0.3, arrived.set).start()
+    started = time.monotonic()
+    shell = box.execute(call("shell", command="sleep 30"))
+    assert time.monotonic() - started < 3
+    assert "a message for you arrived" in shell.text and shell.job_handle
+    waited = box.execute(call("await", handles=[shell.job_handle], seconds=20))
+    assert time.monotonic() - started < 4
+    assert waited.text.startswith("Returned early: a message for you arrived.")
+    assert waited.pending_jobs == (shell.job_handle,)
+    timer = box.execute(call("await", seconds=20))
+    assert timer.text.startswith("Returned early")
+    (cancelled,) = box.cancel_jobs()
+    assert cancelled.state == "cancelled"
+
+
+def test_await_without_jobs_is_a_timer_bounded_by_the_yield_bound(run):
+    started = time.monotonic()
+    assert run("await", seconds=0.2).text == "Waited 0.2 s."
+    capped = run("await", seconds=3600)
+    assert capped.text == "Waited 0.5 s (the most one call waits)."
+    assert 0.65 <= time.monotonic() - started < 3
+
+
+def test_await_of_an_unknown_handle_lists_the_known_ones(box):
+    shell = box.execute(call("shell", command="true"))
+    assert shell.job_handle is None
+    outcome = box.execute(call("await", handles=["job-nope"]))
+    assert outcome.is_error
+    assert "unknown job handle(s) job-nope" in outcome.text
+
+
+def test_a_silent_job_is_reported_dead_and_its_processes_are_killed(make_box, worktree):
+    box = make_box(silence_limit_seconds=0.6)
+    shell = box.execute(call("shell", command="echo $$ > shell.pid; sleep 30"))
+    handle = shell.job_handle
+    assert handle is not None
+    pid = int((worktree / "shell.pid").read_text())
+    _wait_for(lambda: box.jobs.status(handle).done, 5)
+    status = box.jobs.status(handle)
+    assert status.state == "dead"
+    assert "no output for" in status.reason
+    _wait_for(lambda: not _pid_alive(pid), 3)
+    result = box.execute(call("await", handles=[handle]))
+    assert f"job {handle}" in result.text and "dead after" in result.text
+
+
+def test_a_job_whose_process_vanished_is_reported_dead(box, state_dir):
+    shell = box.execute(call("shell", command="sleep 30"))
+    handle = shell.job_handle
+    proc = json.loads((state_dir / "jobs" / handle / "proc.json").read_text())
+    os.killpg(proc["pid"], signal.SIGKILL)  # wrapper and command die; no exit code written
+    _wait_for(lambda: box.jobs.status(handle).done, 5)
+    status = box.jobs.status(handle)
+    assert status.state == "dead"
+    assert "gone without an exit code" in status.reason
+    # Dead is final: asking again does not change the answer.
+    assert box.jobs.status(handle) == status
+
+
+def test_a_finished_job_keeps_its_result_when_cancelled_late(box):
+    shell = box.execute(call("shell", command="echo done"))
+    assert shell.job_handle is None
+    (handle,) = box.jobs.handles()
+    assert box.jobs.cancel(handle).state == "finished"
+
+
+@pytest.mark.parametrize("bad", [{"command": ""}, {"command": "ls", "timeout": 0}])
+def test_empty_commands_and_zero_timeouts_are_refused(run, bad):
+    outcome = run("shell", **bad)
+    assert outcome.is_error and outcome.text.startswith("Invalid arguments: shell:")
+
+
+def test_cancelling_jobs_stops_their_processes_and_records_why(box, worktree):
+    shell = box.execute(call("shell", command="echo $$ > shell.pid; sleep 30"))
+    pid = int((worktree / "shell.pid").read_text())
+    (cancelled,) = box.cancel_jobs("the person cancelled the session")
+    assert (cancelled.handle, cancelled.state) == (shell.job_handle, "cancelled")
+    assert cancelled.reason == "the person cancelled the session"
+    _wait_for(lambda: not _pid_alive(pid), 3)
+    assert box.cancel_jobs() == ()
+
+
+def test_a_command_that_cannot_start_is_an_error_now_and_never_settles_later(make_box, tmp_path):
+    box = make_box(worktree=tmp_path / "missing-worktree")
+    outcome = box.execute(call("shell", command="true"))
+    assert outcome.is_error and outcome.text.startswith("shell failed: ")
+    (status,) = box.job_statuses()
+    assert status.state == "dead" and "could not be started" in status.reason
+    assert box.settle_jobs("step-1") == ()
