@@ -74,6 +74,21 @@ def _branch_exists(repo: Path, branch: str) -> bool:
     return bool(completed.strip())
 
 
+# Build and test droppings that a session's commit must never carry into main, even
+# when the repository has no .gitignore (shared by all worktrees via the common dir).
+HUB_EXCLUDES = ("__pycache__/", "*.py[cod]", ".pytest_cache/", ".mypy_cache/", ".ruff_cache/", "node_modules/")
+
+
+def _ensure_excludes(repo: Path) -> None:
+    exclude = repo / ".git" / "info" / "exclude"
+    current = exclude.read_text().splitlines() if exclude.exists() else []
+    missing = [pattern for pattern in HUB_EXCLUDES if pattern not in current]
+    if missing:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a") as handle:
+            handle.write("\n# added by Atrium\n" + "\n".join(missing) + "\n")
+
+
 def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
                     base: str = MAIN_BRANCH) -> Worktree:
     """The session's worktree, created on first call and found again on every later one.
@@ -86,6 +101,7 @@ def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
     final = Path(os.path.realpath(worktrees_dir)) / str(session_id)
     partial = final.with_name(f".{final.name}.partial")
     branch = session_branch(session_id)
+    _ensure_excludes(repo)
     git("worktree", "prune", cwd=repo)  # forget worktrees whose directories are gone
     registered = _registered_worktrees(repo)
     if final in registered:

@@ -8,6 +8,7 @@ embedded Redis. With both set (CI), the tests talk to the real servers.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,12 +17,13 @@ import pytest
 from hub.embedded import EmbeddedRedis
 
 _redis: EmbeddedRedis | None = None
+_run_dir: Path | None = None
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args) -> None:
-    global _redis
-    run_dir = Path(tempfile.mkdtemp(prefix="atrium-test-"))
+    global _redis, _run_dir
+    run_dir = _run_dir = Path(tempfile.mkdtemp(prefix="atrium-test-"))
     os.environ.setdefault("ATRIUM_DATA_DIR", str(run_dir / "data"))
     if not os.environ.get("REDIS_URL"):
         _redis = EmbeddedRedis(run_dir / "redis.sock").start()
@@ -31,3 +33,5 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
 def pytest_unconfigure(config) -> None:
     if _redis is not None:
         _redis.stop()
+    if _run_dir is not None:
+        shutil.rmtree(_run_dir, ignore_errors=True)

@@ -196,3 +196,15 @@ def test_merge_moves_main_by_reference_when_the_room_checkout_is_elsewhere(repo,
     result = worktree_merge(repo=repo, branch=worktree.branch)
     assert result.status == "merged" and _main(repo) == result.main_after
     assert not (repo / "x.py").exists()  # the detached checkout was left alone
+
+
+def test_caches_a_session_leaves_behind_are_never_committed(repo, worktrees_dir):
+    tree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=77)
+    (tree.path / "__pycache__").mkdir()
+    (tree.path / "__pycache__" / "mod.cpython-312.pyc").write_bytes(b"\0")
+    (tree.path / ".pytest_cache").mkdir()
+    (tree.path / ".pytest_cache" / "README.md").write_text("cache")
+    (tree.path / "real.py").write_text("x = 1\n")
+    worktree_commit(worktree=tree, message="work")
+    files = git("show", "--name-only", "--format=", "HEAD", cwd=tree.path).split()
+    assert files == ["real.py"]

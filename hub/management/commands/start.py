@@ -31,7 +31,7 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("migrations applied")
             if not no_demo:
-                call_command("seed_demo", stdout=self.stdout)
+                call_command("seed_demo", url=f"http://{host}:{port}/", stdout=self.stdout)
             python = sys.executable
             for argv in (
                 [python, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"],

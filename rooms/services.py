@@ -1,0 +1,245 @@
+"""Writes to rooms. Each service checks permissions itself, persists, and broadcasts
+after commit, so views, consumers and admin actions stay thin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import slugify
+
+from agents.models import AgentProfile, RoomAgent, Session
+from rooms import events
+from rooms.checks import (
+    RESERVED_SLUGS,
+    check_can_assign_agents,
+    check_can_manage_members,
+    check_can_post,
+    check_message_text,
+    check_room_name,
+)
+from rooms.errors import RoomError, RoomPermissionError
+from rooms.models import Membership, Message, Room
+from rooms.repo import NewRepository, RepositorySource, create_repository, remove_repository
+
+SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
+
+
+# --- rooms -----------------------------------------------------------------------------
+
+
+def room_create(
+    *,
+    owner: AbstractBaseUser,
+    name: str,
+    source: RepositorySource | None = None,
+    check_command: str = "",
+) -> Room:
+    """Create a room, its owner's membership and its repository, all or nothing.
+
+    The repository is renamed into place inside the transaction; if anything fails
+    after that (including the commit) the folder is removed, and if git fails the
+    transaction rolls back. ``durable`` makes "the block exited" mean "committed",
+    so the cleanup promise holds: this cannot run inside a caller's transaction.
+    """
+    name = check_room_name(name)
+    source = source or NewRepository()
+    repo_path: Path | None = None  # set once this call has put a repository there
+    try:
+        with transaction.atomic(durable=True):
+            slug = _free_slug(name)
+            room = Room.objects.create(
+                name=name, slug=slug, owner=owner, repo_path=str(settings.REPOS_DIR / slug),
+                check_command=check_command.strip(),
+            )
+            Membership.objects.create(room=room, user=owner, role=Membership.Role.OWNER)
+            room.default_branch = create_repository(settings.REPOS_DIR / slug, source)
+            repo_path = settings.REPOS_DIR / slug
+            room.save(update_fields=["default_branch"])
+            _post_system(room=room, actor=owner, text=f"{owner.get_username()} created the room.")
+    except IntegrityError as exc:
+        # Only a concurrent create of the same slug gets here (the slug was free a moment ago).
+        if repo_path is not None:
+            remove_repository(repo_path)
+        raise RoomError("Another room with this name was created just now; try again.", code="exists") from exc
+    except BaseException:
+        if repo_path is not None:
+            remove_repository(repo_path)
+        raise
+    return room
+
+
+def _free_slug(name: str) -> str:
+    base = slugify(name)[:SLUG_MAX_LENGTH].strip("-") or "room"
+    candidate, n = base, 1
+    while (
+        candidate in RESERVED_SLUGS
+        or Room.objects.filter(slug=candidate).exists()
+        or (settings.REPOS_DIR / candidate).exists()
+    ):
+        n += 1
+        candidate = f"{base}-{n}"
+    return candidate
+
+
+# --- membership -------------------------------------------------------------------------
+
+
+@transaction.atomic
+def membership_add(
+    *, room: Room, actor: AbstractBaseUser, username: str, role: str = Membership.Role.MEMBER
+) -> Membership:
+    check_can_manage_members(_membership_of(room, actor))
+    if role not in Membership.Role.values:
+        raise RoomError(f"Unknown role {role!r}.", code="invalid")
+    user = get_user_model().objects.filter(username=(username or "").strip()).first()
+    if user is None:
+        raise RoomError(f"There is no user named {username!r}.", code="unknown_user")
+    if Membership.objects.filter(room=room, user=user).exists():
+        raise RoomError(f"{user.get_username()} is already in this room.", code="exists")
+    membership = Membership.objects.create(room=room, user=user, role=role)
+    _post_system(
+        room=room, actor=actor,
+        text=f"{actor.get_username()} added {user.get_username()} as {role}.",
+    )
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int) -> None:
+    check_can_manage_members(_membership_of(room, actor))
+    if user_id == room.owner_id:
+        raise RoomPermissionError("The room's owner cannot be removed.")
+    membership = Membership.objects.select_related("user").filter(room=room, user_id=user_id).first()
+    if membership is None:
+        raise RoomError("That person is not in this room.", code="not_found")
+    membership.delete()
+    _post_system(
+        room=room, actor=actor,
+        text=f"{actor.get_username()} removed {membership.user.get_username()}.",
+    )
+    # Open websockets of the removed person stop receiving the room.
+    events.broadcast_on_commit(room.pk, {"type": events.MEMBER_REMOVED, "user_id": user_id})
+
+
+# --- agents -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
+    check_can_assign_agents(_membership_of(room, actor))
+    if RoomAgent.objects.filter(room=room, agent=agent).exists():
+        raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
+    room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)
+    _post_system(room=room, actor=actor, text=f"{actor.get_username()} assigned {agent.name}.")
+    return room_agent
+
+
+@transaction.atomic
+def agent_unassign(*, room: Room, actor: AbstractBaseUser, agent_id: int) -> None:
+    check_can_assign_agents(_membership_of(room, actor))
+    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+    if room_agent is None:
+        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    room_agent.delete()
+    _post_system(
+        room=room, actor=actor, text=f"{actor.get_username()} unassigned {room_agent.agent.name}."
+    )
+
+
+# --- messages ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def message_post(
+    *,
+    room: Room,
+    author: AbstractBaseUser | None,
+    kind: str,
+    text: str,
+    agent: AgentProfile | None = None,
+    session: Session | None = None,
+) -> Message:
+    """Persist a message with the room's next seq; broadcast it after commit.
+
+    People's messages (chat, steer) are checked: the author must be a member who may
+    post, a steer must name an agent assigned to the room. System and agent messages
+    come from the hub itself.
+    """
+    if kind not in Message.Kind.values:
+        raise RoomError(f"Unknown message kind {kind!r}.", code="invalid")
+    if kind in (Message.Kind.CHAT, Message.Kind.STEER):
+        if author is None:
+            raise RoomPermissionError("A person's message needs an author.")
+        check_can_post(_membership_of(room, author))
+        text = check_message_text(text)
+    if kind == Message.Kind.STEER:
+        if agent is None or not RoomAgent.objects.filter(room=room, agent=agent).exists():
+            raise RoomError("Steer an agent that is assigned to this room.", code="unknown_agent")
+    elif kind == Message.Kind.AGENT and agent is None:
+        raise RoomError("An agent message needs its agent.", code="invalid")
+    if not text:
+        raise RoomError("The message is empty.", code="empty")
+
+    seq = _next_seq(room)
+    message = Message.objects.create(
+        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text
+    )
+    events.broadcast_on_commit(
+        room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}
+    )
+    return message
+
+
+@transaction.atomic
+def message_mark_delivered(*, message: Message, session: Session) -> bool:
+    """Record that a steer reached ``session`` at a step boundary; broadcast the change.
+
+    Compare-and-swap: only the first delivery counts, so a redelivered Celery task
+    or a resumed session cannot deliver the same steer twice. Returns whether this
+    call was the one that delivered it.
+    """
+    if message.kind != Message.Kind.STEER:
+        raise RoomError("Only steers are delivered to sessions.", code="invalid")
+    now = timezone.now()
+    updated = Message.objects.filter(pk=message.pk, delivered_at__isnull=True).update(
+        delivered_at=now, session=session
+    )
+    if updated != 1:
+        return False  # delivered before, by this or another worker
+    message.delivered_at, message.session = now, session  # the caller's copy stays truthful
+    fresh = Message.objects.select_related("author", "agent").get(pk=message.pk)
+    events.broadcast_on_commit(
+        message.room_id,
+        {"type": events.MESSAGE_UPDATED, "frame": events.message_frame(fresh, frame_type="message.updated")},
+    )
+    return True
+
+
+def _next_seq(room: Room) -> int:
+    """Allocate the room's next message seq.
+
+    The UPDATE takes the room row's write lock until the transaction ends, so seqs are
+    handed out in commit order and a rolled-back post gives its number back: per room,
+    committed seqs are dense (1, 2, 3, ...). Consumers rely on that to fill gaps.
+    """
+    Room.objects.filter(pk=room.pk).update(last_message_seq=F("last_message_seq") + 1)
+    room.last_message_seq = Room.objects.values_list("last_message_seq", flat=True).get(pk=room.pk)
+    return room.last_message_seq
+
+
+def _post_system(*, room: Room, actor: AbstractBaseUser | None, text: str) -> Message:
+    return message_post(room=room, author=actor, kind=Message.Kind.SYSTEM, text=text)
+
+
+def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
+    """The user's current membership, read fresh (a role may have changed since page load)."""
+    membership = Membership.objects.filter(room=room, user=user).first() if user.is_authenticated else None
+    if membership is None:
+        raise RoomPermissionError("You are not a member of this room.")
+    return membership

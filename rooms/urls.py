@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from rooms import views
+
+app_name = "rooms"
+
+urlpatterns = [
+    path("", views.room_list, name="list"),
+    path("rooms/new/", views.room_create, name="create"),
+    path("rooms/<slug:slug>/", views.room_detail, name="detail"),
+    path("rooms/<slug:slug>/messages/", views.room_messages, name="messages"),
+    path("rooms/<slug:slug>/members/", views.member_add, name="member_add"),
+    path("rooms/<slug:slug>/members/<int:user_id>/remove/", views.member_remove, name="member_remove"),
+    path("rooms/<slug:slug>/agents/", views.agent_assign, name="agent_assign"),
+    path("rooms/<slug:slug>/agents/<int:agent_id>/remove/", views.agent_unassign, name="agent_unassign"),
+]

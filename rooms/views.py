@@ -1,0 +1,151 @@
+"""Room pages. Thin: load through ``access_room``, call one service, render.
+
+With htmx, the member and agent forms post here and get back just the panel they
+replace (``#members``, ``#agents``); without it, a redirect to the room page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from rooms import selectors, services
+from rooms.errors import RoomError, RoomPermissionError
+from rooms.forms import AgentAssignForm, MemberAddForm, RoomCreateForm
+from rooms.selectors import RoomAccess
+
+
+@require_GET
+def room_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "rooms/list.html", {"rooms": selectors.rooms_for_user(request.user)})
+
+
+@require_http_methods(["GET", "POST"])
+def room_create(request: HttpRequest) -> HttpResponse:
+    form = RoomCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            room = services.room_create(
+                owner=request.user,
+                name=form.cleaned_data["name"],
+                source=form.repository,
+                check_command=form.cleaned_data["check_command"],
+            )
+        except RoomError as exc:
+            field = "clone_path" if exc.code == "repo" and form.cleaned_data["source"] == form.CLONE else None
+            form.add_error(field, exc.message)
+        else:
+            return redirect("rooms:detail", slug=room.slug)
+    return render(request, "rooms/create.html", {"form": form})
+
+
+@require_GET
+def room_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    access = selectors.access_room(request.user, slug)
+    history, has_older = selectors.messages_page(access.room)
+    context = {
+        **_panels(access),
+        "history": history,
+        "has_older": has_older,
+        "last_seq": history[-1].seq if history else 0,
+    }
+    return render(request, "rooms/room.html", context)
+
+
+@require_GET
+def room_messages(request: HttpRequest, slug: str) -> HttpResponse:
+    """One older page of history, for the "load older" button."""
+    access = selectors.access_room(request.user, slug)
+    try:
+        before = int(request.GET["before"])
+    except (KeyError, ValueError):
+        return HttpResponseBadRequest("before must be a message seq")
+    history, has_older = selectors.messages_page(access.room, before_seq=before)
+    return render(
+        request, "rooms/_history_page.html", {"room": access.room, "history": history, "has_older": has_older}
+    )
+
+
+@require_POST
+def member_add(request: HttpRequest, slug: str) -> HttpResponse:
+    access = selectors.access_room(request.user, slug)
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            services.membership_add(room=access.room, actor=request.user, **form.cleaned_data)
+        except RoomPermissionError as exc:
+            raise PermissionDenied(exc.message) from exc
+        except RoomError as exc:
+            form.add_error("username", exc.message)
+        else:
+            form = MemberAddForm()
+    return _panel_response(request, access, "rooms/_members.html", member_form=form)
+
+
+@require_POST
+def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
+    access = selectors.access_room(request.user, slug)
+    error = _call(services.membership_remove, room=access.room, actor=request.user, user_id=user_id)
+    return _panel_response(request, access, "rooms/_members.html", members_error=error)
+
+
+@require_POST
+def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
+    access = selectors.access_room(request.user, slug)
+    form = AgentAssignForm(request.POST, room=access.room)
+    error = None
+    if form.is_valid():
+        error = _call(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
+    else:
+        error = "; ".join(e for errors in form.errors.values() for e in errors)
+    return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
+
+
+@require_POST
+def agent_unassign(request: HttpRequest, slug: str, agent_id: int) -> HttpResponse:
+    access = selectors.access_room(request.user, slug)
+    error = _call(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
+    return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
+
+
+def _call(service, **kwargs: Any) -> str | None:
+    """Run a panel service; a refusal becomes the panel's error line (403 if forbidden)."""
+    try:
+        service(**kwargs)
+    except RoomPermissionError as exc:
+        raise PermissionDenied(exc.message) from exc
+    except RoomError as exc:
+        return exc.message
+    return None
+
+
+def _panels(access: RoomAccess, **extra: Any) -> dict[str, Any]:
+    room = access.room
+    return {
+        "room": room,
+        "access": access,
+        "members": selectors.room_members(room),
+        "room_agents": selectors.room_agents(room),
+        "member_form": MemberAddForm(),
+        "agent_form": AgentAssignForm(room=room),
+        **extra,
+    }
+
+
+def _panel_response(request: HttpRequest, access: RoomAccess, template: str, **extra: Any) -> HttpResponse:
+    if request.htmx:
+        return render(request, template, _panels(access, **extra))
+    for key in ("members_error", "agents_error"):
+        if extra.get(key):
+            flash.error(request, extra[key])
+    form = extra.get("member_form")
+    if form is not None and form.errors:
+        for errors in form.errors.values():
+            for error in errors:
+                flash.error(request, error)
+    return redirect("rooms:detail", slug=access.room.slug)

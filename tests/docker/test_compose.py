@@ -1,0 +1,158 @@
+"""docker/ cannot run here, so its promises are checked by reading it.
+
+The settings are read with ``ast``: every variable hub/settings.py takes from the
+environment is found, and those without a safe production default must be given to
+the hub's containers; compose must not name variables the settings never read.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker" / "compose.yaml"
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+SETTINGS = ROOT / "hub" / "settings.py"
+
+ENV_READERS = {"env", "envbool", "envint", "envfloat", "envlist", "envsecret"}
+HUB_SERVICES = {"migrate", "web", "worker", "beat"}  # built from the Atrium image
+LONG_RUNNING = {"postgres", "redis", "web", "worker", "beat"}
+
+
+def settings_env_reads() -> dict[str, dict[str, Any]]:
+    """{NAME: {"has_default", "default" (if literal), "depends_on_debug", "secret"}} per variable."""
+    reads: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(ast.parse(SETTINGS.read_text())):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        if isinstance(func, ast.Attribute) and func.attr in {"get", "getenv"}:
+            name = "os.environ"
+        if name not in ENV_READERS and name != "os.environ":
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            continue
+        default_node = node.args[1] if len(node.args) > 1 else None
+        literal = default_node.value if isinstance(default_node, ast.Constant) else None
+        reads[first.value] = {
+            "has_default": default_node is not None,
+            "default": literal,
+            "depends_on_debug": default_node is not None and _mentions_debug(default_node),
+            "secret": name == "envsecret",
+        }
+    return reads
+
+
+def _mentions_debug(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "DEBUG" for n in ast.walk(node))
+
+
+def needs_a_value_in_production(read: dict[str, Any]) -> bool:
+    """A secret, no default, an empty one, or one that depends on DEBUG (off in production)."""
+    return read["secret"] or not read["has_default"] or read["depends_on_debug"] or read["default"] == ""
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_the_settings_reader_finds_the_variables_we_know_about():
+    reads = settings_env_reads()
+    assert {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "ALLOWED_HOSTS", "DEBUG"} <= reads.keys()
+    assert reads["SECRET_KEY"]["secret"]
+    assert needs_a_value_in_production(reads["ALLOWED_HOSTS"])
+    assert not needs_a_value_in_production(reads["ATRIUM_MAX_MESSAGE_BYTES"])
+
+
+def test_compose_has_postgres_redis_web_worker_beat_and_a_one_shot_migrate(compose):
+    assert set(compose["services"]) == LONG_RUNNING | {"migrate"}
+    assert compose["services"]["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert compose["services"]["migrate"]["restart"] == "no"
+
+
+def test_every_long_running_service_has_a_healthcheck(compose):
+    for name in LONG_RUNNING:
+        check = compose["services"][name].get("healthcheck", {})
+        assert check.get("test"), name
+        assert not check.get("disable"), name
+
+
+def test_hub_services_start_after_migrations_and_healthy_databases(compose):
+    for name in HUB_SERVICES - {"migrate"}:
+        depends = compose["services"][name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully", name
+        assert depends["postgres"]["condition"] == "service_healthy", name
+        assert depends["redis"]["condition"] == "service_healthy", name
+
+
+def test_processes_are_daphne_celery_worker_and_celery_beat(compose):
+    services = compose["services"]
+    assert services["web"]["command"][0] == "daphne"
+    assert services["web"]["command"][-1] == "hub.asgi:application"
+    assert services["worker"]["command"][:4] == ["celery", "-A", "hub", "worker"]
+    assert services["beat"]["command"][:4] == ["celery", "-A", "hub", "beat"]
+
+
+def test_workers_scale_with_scale_worker_n(compose):
+    worker = compose["services"]["worker"]
+    assert "container_name" not in worker
+    assert "ports" not in worker
+    assert "hostname" not in worker  # each replica keeps its own celery node name
+    for name, service in compose["services"].items():
+        assert "container_name" not in service, name
+
+
+def test_hub_containers_get_every_variable_without_a_safe_default(compose):
+    reads = settings_env_reads()
+    required = {name for name, read in reads.items() if needs_a_value_in_production(read)}
+    for service in HUB_SERVICES:
+        environment = compose["services"][service]["environment"]
+        missing = {
+            name for name in required
+            if name not in environment and not (reads[name]["secret"] and f"{name}_FILE" in environment)
+        }
+        assert missing == set(), f"{service} lacks {sorted(missing)}"
+
+
+def test_production_secrets_have_no_default_and_debug_is_off(compose):
+    for service in HUB_SERVICES:
+        environment = compose["services"][service]["environment"]
+        assert str(environment["DEBUG"]).lower() == "false", service
+        # ${NAME:?message}: compose refuses to start without it, there is no fallback value.
+        assert re.fullmatch(r"\$\{SECRET_KEY:\?[^}]+\}", environment["SECRET_KEY"]), service
+
+
+def test_compose_names_no_variable_the_settings_do_not_read(compose):
+    reads = settings_env_reads()
+    known = set(reads) | {f"{name}_FILE" for name, read in reads.items() if read["secret"]}
+    for service in HUB_SERVICES:
+        unknown = set(compose["services"][service]["environment"]) - known
+        assert unknown == set(), f"{service} sets {sorted(unknown)}, which hub/settings.py never reads"
+
+
+def test_the_dockerfile_builds_on_python_312_slim_with_every_app_and_collected_static():
+    dockerfile = DOCKERFILE.read_text()
+    assert re.search(r"^FROM python:3\.12-slim\b", dockerfile, re.MULTILINE)
+    for app in ("hub", "rooms", "agents", "observations"):
+        assert re.search(rf"^COPY {app} \./{app}$", dockerfile, re.MULTILINE), app
+    assert "collectstatic --noinput" in dockerfile
+    assert re.search(r"^USER (?!root)\w+", dockerfile, re.MULTILINE)
+
+
+def test_the_healthcheck_script_knows_every_mode_compose_uses(compose):
+    script = (ROOT / "docker" / "healthcheck.py").read_text()
+    modes = set(re.search(r"checks = \{(.*?)\}", script).group(1).replace('"', "").replace(" ", "").split(","))
+    modes = {mode.split(":")[0] for mode in modes}
+    for name in ("web", "worker", "beat"):
+        test = compose["services"][name]["healthcheck"]["test"]
+        assert test[:2] == ["CMD", "atrium-healthcheck"], name
+        assert test[2] in modes, name

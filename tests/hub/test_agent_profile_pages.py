@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from agents.models import AgentProfile
+from tests.rooms.factories import make_agent, make_user
+
+pytestmark = pytest.mark.django_db
+
+VALID = {
+    "name": "Fixer",
+    "role_prompt": "You fix failing tests.",
+    "model": "anthropic:claude-sonnet-4-5",
+    "fallback_models": "openai:gpt-4.1, replay:fixer.jsonl",
+    "context_window": 200000,
+    "output_budget": 8000,
+    "eviction_policy": "on_demand",
+    "base_url": "",
+}
+
+
+@pytest.fixture
+def client():
+    client = Client()
+    client.force_login(make_user("maker"))
+    return client
+
+
+def test_an_agent_profile_is_created_on_the_web(client):
+    response = client.post(reverse("agents:create"), VALID)
+    assert response.status_code == 302
+    agent = AgentProfile.objects.get(name="Fixer")
+    assert (agent.model, agent.context_window, agent.created_by.username) == (
+        "anthropic:claude-sonnet-4-5", 200000, "maker",
+    )
+    listing = client.get(reverse("agents:list")).content.decode()
+    assert "Fixer" in listing and "anthropic:claude-sonnet-4-5" in listing
+
+
+@pytest.mark.parametrize(
+    "spec", ["gpt-4.1", "google:gemini", "openai:", "openai: gpt-4.1", "replay"],
+)
+def test_model_specs_outside_the_three_providers_are_refused(client, spec):
+    response = client.post(reverse("agents:create"), {**VALID, "model": spec})
+    assert response.status_code == 200
+    assert "is not a model spec" in response.context["form"].errors["model"][0]
+    assert not AgentProfile.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"fallback_models": "openai:gpt-4.1, gpt-5"}, "fallback_models", "is not a model spec"),
+        ({"context_window": 100}, "context_window", "greater than or equal to 1024"),
+        ({"output_budget": 300000}, "output_budget", "smaller than the context window"),
+        ({"eviction_policy": "sometimes"}, "eviction_policy", "Select a valid choice"),
+    ],
+    ids=["fallback", "tiny-window", "budget-over-window", "policy"],
+)
+def test_budgets_fallbacks_and_policies_are_validated(client, changes, field, message):
+    response = client.post(reverse("agents:create"), {**VALID, **changes})
+    assert message in response.context["form"].errors[field][0]
+    assert not AgentProfile.objects.exists()
+
+
+def test_an_agent_profile_is_edited_on_the_web(client):
+    agent = make_agent("Old", model="openai:gpt-4.1")
+    page = client.get(reverse("agents:edit", args=[agent.pk]))
+    assert b'value="openai:gpt-4.1"' in page.content
+    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:run1.jsonl"})
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert (agent.name, agent.model) == ("New", "replay:run1.jsonl")
+    assert client.get(reverse("agents:edit", args=[99999])).status_code == 404

@@ -1,0 +1,332 @@
+from __future__ import annotations
+
+import asyncio
+import shutil
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection, transaction
+
+from hub.git import git
+from rooms import events, services
+from rooms.errors import RoomError
+from rooms.models import Membership, Message, Room
+from rooms.repo import CloneRepository
+from tests.rooms.factories import make_agent, make_git_repo, make_room, make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Rollback(Exception):
+    """Raised inside a transaction to roll it back."""
+
+
+def repo_folders() -> set[str]:
+    return {p.name for p in Path(settings.REPOS_DIR).iterdir()} if Path(settings.REPOS_DIR).exists() else set()
+
+
+# --- room_create ----------------------------------------------------------------------
+
+
+def test_creating_a_room_makes_its_repository_owner_membership_and_first_message():
+    owner = make_user("olga")
+    room = services.room_create(owner=owner, name="Payments API", check_command=" pytest -q ")
+    assert room.slug.startswith("payments-api")
+    assert Path(room.repo_path) == settings.REPOS_DIR / room.slug
+    assert git("rev-list", "--count", "main", cwd=room.repo_path).strip() == "1"
+    assert room.check_command == "pytest -q"
+    assert Membership.objects.get(room=room).role == Membership.Role.OWNER
+    first = Message.objects.get(room=room)
+    assert (first.seq, first.kind, first.text) == (1, "system", "olga created the room.")
+
+
+def test_rooms_with_the_same_name_get_distinct_slugs_and_reserved_slugs_are_skipped():
+    owner = make_user()
+    first = services.room_create(owner=owner, name="Same name")
+    second = services.room_create(owner=owner, name="Same name")
+    reserved = services.room_create(owner=owner, name="New")
+    assert first.slug != second.slug
+    assert second.slug == f"{first.slug}-2"
+    assert reserved.slug != "new"
+
+
+def test_a_slug_whose_folder_is_taken_on_disk_is_skipped():
+    (settings.REPOS_DIR / "orphan-folder").mkdir(parents=True)
+    room = services.room_create(owner=make_user(), name="Orphan folder")
+    assert room.slug == "orphan-folder-2"
+
+
+def test_a_git_failure_leaves_no_room_row_and_no_folder(tmp_path):
+    owner = make_user()
+    source = make_git_repo(tmp_path / "src")
+    checked = CloneRepository(path=source)
+    # The object store vanishes after the form checked the path: git clone fails.
+    shutil.rmtree(source / ".git" / "objects")
+    (source / ".git" / "objects").mkdir()
+    before = repo_folders()
+    with pytest.raises(RoomError) as failure:
+        services.room_create(owner=owner, name="Broken", source=checked)
+    assert failure.value.code == "repo"
+    assert not Room.objects.exists()
+    assert not Membership.objects.exists()
+    assert repo_folders() == before
+
+
+def test_a_database_failure_after_git_removes_the_repository(monkeypatch):
+    owner = make_user()
+
+    def fail(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(services, "_post_system", fail)
+    before = repo_folders()
+    with pytest.raises(RuntimeError, match="went away"):
+        services.room_create(owner=owner, name="Half made")
+    assert not Room.objects.exists()
+    assert repo_folders() == before
+
+
+def test_room_create_refuses_to_run_inside_a_callers_transaction():
+    owner = make_user()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        services.room_create(owner=owner, name="Nested")
+    assert not Room.objects.exists()
+
+
+def test_a_blank_room_name_is_refused():
+    with pytest.raises(RoomError, match="needs a name"):
+        services.room_create(owner=make_user(), name="   ")
+
+
+# --- membership -----------------------------------------------------------------------------
+
+
+def test_owners_add_and_remove_people_and_the_room_says_so():
+    owner, bob = make_user("owner1"), make_user("bob1")
+    room = make_room(owner)
+    services.membership_add(room=room, actor=owner, username="bob1", role="viewer")
+    assert Membership.objects.get(room=room, user=bob).role == "viewer"
+    services.membership_remove(room=room, actor=owner, user_id=bob.pk)
+    assert not Membership.objects.filter(room=room, user=bob).exists()
+    texts = list(Message.objects.filter(room=room, kind="system").values_list("text", flat=True))
+    assert texts[-2:] == ["owner1 added bob1 as viewer.", "owner1 removed bob1."]
+
+
+def test_members_and_viewers_cannot_manage_people():
+    owner, member, viewer, other = make_user(), make_user(), make_user(), make_user()
+    room = make_room(owner, members=[member], viewers=[viewer])
+    for actor in (member, viewer):
+        with pytest.raises(RoomError) as refused:
+            services.membership_add(room=room, actor=actor, username=other.username)
+        assert refused.value.code == "forbidden"
+        with pytest.raises(RoomError):
+            services.membership_remove(room=room, actor=actor, user_id=viewer.pk if actor is member else member.pk)
+    assert Membership.objects.filter(room=room).count() == 3
+
+
+def test_the_owner_cannot_be_removed_even_by_a_co_owner():
+    owner, co_owner = make_user(), make_user()
+    room = make_room(owner)
+    services.membership_add(room=room, actor=owner, username=co_owner.username, role="owner")
+    with pytest.raises(RoomError, match="owner cannot be removed"):
+        services.membership_remove(room=room, actor=co_owner, user_id=owner.pk)
+    assert Membership.objects.filter(room=room, user=owner).exists()
+
+
+def test_adding_an_unknown_user_an_existing_member_or_an_unknown_role_is_refused():
+    owner, bob = make_user(), make_user()
+    room = make_room(owner, members=[bob])
+    with pytest.raises(RoomError, match="no user named"):
+        services.membership_add(room=room, actor=owner, username="nobody-here")
+    with pytest.raises(RoomError, match="already in this room"):
+        services.membership_add(room=room, actor=owner, username=bob.username)
+    with pytest.raises(RoomError, match="Unknown role"):
+        services.membership_add(room=room, actor=owner, username=make_user().username, role="admin")
+    assert Membership.objects.filter(room=room).count() == 2
+
+
+# --- agents -----------------------------------------------------------------------------------
+
+
+def test_members_assign_and_unassign_agents_and_viewers_cannot():
+    owner, member, viewer = make_user(), make_user(), make_user()
+    agent = make_agent("fixer")
+    room = make_room(owner, members=[member], viewers=[viewer])
+    with pytest.raises(RoomError) as refused:
+        services.agent_assign(room=room, actor=viewer, agent=agent)
+    assert refused.value.code == "forbidden"
+    services.agent_assign(room=room, actor=member, agent=agent)
+    with pytest.raises(RoomError, match="already assigned"):
+        services.agent_assign(room=room, actor=owner, agent=agent)
+    with pytest.raises(RoomError):
+        services.agent_unassign(room=room, actor=viewer, agent_id=agent.pk)
+    services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+    assert not room.room_agents.exists()
+    with pytest.raises(RoomError) as missing:
+        services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+    assert missing.value.code == "unknown_agent"
+
+
+# --- messages ------------------------------------------------------------------------------------
+
+
+def test_each_message_gets_the_rooms_next_seq():
+    owner = make_user()
+    room, other_room = make_room(owner), make_room(owner)
+    seqs = [services.message_post(room=room, author=owner, kind="chat", text=f"m{i}").seq for i in range(3)]
+    assert seqs == [2, 3, 4]  # 1 is "created the room"
+    assert services.message_post(room=other_room, author=owner, kind="chat", text="x").seq == 2
+    room.refresh_from_db()
+    assert room.last_message_seq == 4
+
+
+def test_concurrent_posts_get_distinct_dense_seqs():
+    owner = make_user()
+    room = make_room(owner)
+    errors: list[BaseException] = []
+
+    def post_many(n: int) -> None:
+        try:
+            for i in range(n):
+                services.message_post(room=Room.objects.get(pk=room.pk), author=owner, kind="chat", text=f"{i}")
+        except BaseException as exc:  # surfaced by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post_many, args=(10,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    seqs = sorted(Message.objects.filter(room=room).values_list("seq", flat=True))
+    assert seqs == list(range(1, 42))
+
+
+def test_a_rolled_back_post_gives_its_seq_back():
+    owner = make_user()
+    room = make_room(owner)
+    with pytest.raises(Rollback), transaction.atomic():
+        services.message_post(room=room, author=owner, kind="chat", text="lost")
+        raise Rollback
+    assert services.message_post(room=room, author=owner, kind="chat", text="kept").seq == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "agent", "code"),
+    [
+        ("chat", "", False, "empty"),
+        ("chat", " \n\t ", False, "empty"),
+        ("chat", "x" * (32 * 1024 + 1), False, "too_large"),
+        ("steer", "stop", False, "unknown_agent"),
+        ("gossip", "hi", False, "invalid"),
+    ],
+    ids=["empty", "blank", "oversized", "steer-without-assigned-agent", "unknown-kind"],
+)
+def test_bad_messages_are_refused_and_nothing_is_written(kind, text, agent, code):
+    owner = make_user()
+    room = make_room(owner)
+    unassigned = make_agent()
+    with pytest.raises(RoomError) as refused:
+        services.message_post(room=room, author=owner, kind=kind, text=text, agent=unassigned)
+    assert refused.value.code == code
+    room.refresh_from_db()
+    assert room.last_message_seq == 1
+    assert Message.objects.filter(room=room).count() == 1
+
+
+def test_a_message_of_exactly_the_limit_in_utf8_bytes_is_accepted_and_one_more_byte_is_not():
+    owner = make_user()
+    room = make_room(owner)
+    limit = settings.ATRIUM_MAX_MESSAGE_BYTES
+    at_limit = "é" * (limit // 2)  # two bytes each
+    assert services.message_post(room=room, author=owner, kind="chat", text=at_limit).text == at_limit
+    with pytest.raises(RoomError, match="limit"):
+        services.message_post(room=room, author=owner, kind="chat", text=at_limit + "a")
+
+
+def test_viewers_and_strangers_cannot_post():
+    owner, viewer, stranger = make_user(), make_user(), make_user()
+    room = make_room(owner, viewers=[viewer])
+    for person in (viewer, stranger):
+        with pytest.raises(RoomError) as refused:
+            services.message_post(room=room, author=person, kind="chat", text="hello")
+        assert refused.value.code == "forbidden"
+    assert Message.objects.filter(room=room).count() == 2  # created + added viewer
+
+
+def test_a_steer_names_an_agent_assigned_to_the_room():
+    owner = make_user()
+    agent = make_agent()
+    room = make_room(owner, agents=[agent])
+    steer = services.message_post(room=room, author=owner, kind="steer", text="use the v2 API", agent=agent)
+    assert (steer.kind, steer.agent, steer.delivered_at) == ("steer", agent, None)
+
+
+def listen(room: Room):
+    """Subscribe a channel to the room's group; returns a receive(timeout) function.
+
+    A plain (non-"specific") channel name: channels_redis reads it straight from Redis,
+    with no receive buffer tied to one event loop, so each receive may use a new loop.
+    """
+    layer = get_channel_layer()
+    channel = f"test-listener-{uuid.uuid4().hex}"
+    async_to_sync(layer.group_add)(events.room_group(room.pk), channel)
+
+    async def _receive(timeout: float):
+        try:
+            return await asyncio.wait_for(layer.receive(channel), timeout)
+        except TimeoutError:
+            return None
+
+    return lambda timeout=1.0: async_to_sync(_receive)(timeout)
+
+
+def test_messages_are_broadcast_only_after_commit_and_never_when_rolled_back():
+    owner = make_user()
+    room = make_room(owner)
+    receive = listen(room)
+    with transaction.atomic():
+        services.message_post(room=room, author=owner, kind="chat", text="after commit")
+        assert receive(0.3) is None
+    event = receive()
+    assert event["type"] == events.MESSAGE_POSTED
+    assert (event["seq"], event["frame"]["text"]) == (2, "after commit")
+    assert "after commit" in event["frame"]["html"]
+
+    with pytest.raises(Rollback), transaction.atomic():
+        services.message_post(room=room, author=owner, kind="chat", text="rolled back")
+        raise Rollback
+    assert receive(0.3) is None
+
+
+def test_a_steer_is_delivered_once_and_the_room_hears_about_it():
+    owner = make_user()
+    agent = make_agent()
+    room = make_room(owner, agents=[agent])
+    steer = services.message_post(room=room, author=owner, kind="steer", text="focus on tests", agent=agent)
+    receive = listen(room)
+    assert services.message_mark_delivered(message=steer, session=None) is True
+    assert services.message_mark_delivered(message=Message.objects.get(pk=steer.pk), session=None) is False
+    steer.refresh_from_db()
+    assert steer.delivered_at is not None
+    event = receive()
+    assert event["type"] == events.MESSAGE_UPDATED
+    assert event["frame"]["type"] == "message.updated"
+    assert event["frame"]["seq"] == steer.seq
+    assert "delivered" in event["frame"]["html"]
+    assert receive(0.3) is None  # the second call broadcast nothing
+
+
+def test_only_steers_are_delivered():
+    owner = make_user()
+    room = make_room(owner)
+    chat = services.message_post(room=room, author=owner, kind="chat", text="hi")
+    with pytest.raises(RoomError, match="Only steers"):
+        services.message_mark_delivered(message=chat, session=None)
