@@ -5,6 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from agents.runtime import states
+
 MODEL_PROVIDERS = ("openai", "anthropic", "replay")
 
 
@@ -119,16 +121,8 @@ class Task(models.Model):
 class Session(models.Model):
     """One attempt of one agent at one task."""
 
-    class State(models.TextChoices):
-        QUEUED = "queued"
-        RUNNING = "running"
-        AWAITING_APPROVAL = "awaiting_approval"
-        WAITING = "waiting"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-        TIMED_OUT = "timed_out"
-        NEEDS_MERGE = "needs_merge"
+    # The state machine (names and allowed transitions) lives in agents.runtime.states.
+    State = models.TextChoices("State", [(name.upper(), name) for name in states.TRANSITIONS])
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(AgentProfile, on_delete=models.PROTECT, related_name="sessions")

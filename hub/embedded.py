@@ -52,6 +52,9 @@ class EmbeddedRedis:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            # Not in the terminal's process group: Ctrl-C must not stop Redis before the
+            # workers that use it have shut down; stop() ends it last.
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -22,11 +22,11 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     RUNNING: frozenset({QUEUED, AWAITING_APPROVAL, WAITING, SUCCEEDED, FAILED, CANCELLED, TIMED_OUT, NEEDS_MERGE}),
     AWAITING_APPROVAL: frozenset({QUEUED, CANCELLED, TIMED_OUT}),
     WAITING: frozenset({QUEUED, CANCELLED, TIMED_OUT}),
-    NEEDS_MERGE: frozenset({SUCCEEDED, CANCELLED}),
     SUCCEEDED: frozenset(),
     FAILED: frozenset(),
     CANCELLED: frozenset(),
     TIMED_OUT: frozenset(),
+    NEEDS_MERGE: frozenset({SUCCEEDED, CANCELLED}),
 }
 
 
