@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agents.models import Session
 from agents.runtime import states
+from agents.runtime.inputs import has_pending_input
 from agents.services import approvals_expire, session_transition, session_wake
 
 REQUEUE_AFTER = timedelta(seconds=60)
@@ -56,9 +57,14 @@ def sweep_sessions() -> dict[str, int]:
         run_session.delay(session_id)
         counts["requeued"] += 1
 
-    for session in Session.objects.select_related("task").filter(state=states.WAITING, wake_at__lte=now):
-        with transaction.atomic():
-            counts["woken"] += session_wake(session)
+    # A waiting session wakes when its time is up or a person wrote to it (steers sent
+    # through the room chat reach it here, within one sweep).
+    for session in Session.objects.select_related("task", "agent").filter(state=states.WAITING):
+        chat_after = (session.runtime_state or {}).get("chat_cursor", 0)
+        due = session.wake_at is None or session.wake_at <= now
+        if due or has_pending_input(session, chat_after=chat_after):
+            with transaction.atomic():
+                counts["woken"] += session_wake(session)
 
     active = Session.objects.select_related("task").filter(
         ~Q(state__in=states.TERMINAL | {states.NEEDS_MERGE}), started_at__isnull=False

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 
 from agents.models import Approval as ApprovalRow
 from agents.models import ApprovalRule, Session
 from agents.providers import Completion
+from agents.runtime import inputs
 from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input
 from agents.tools.box import ToolBox
@@ -25,7 +25,6 @@ from agents.tools.shell import JobReport, command_environment
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
 from observations.gateway.messages import Request, ToolCall
 from observations.intent import intent_read
-from rooms.models import Message
 
 CHECK_OUTPUT_MAX = 12_000
 
@@ -44,20 +43,11 @@ class DjangoHost:
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
         return self.toolbox.settle_jobs(token)
 
-    def _inputs_query(self):
-        # Steers for this session, or for its agent in this room that no session took yet.
-        return Message.objects.filter(
-            room=self.room, kind=Message.Kind.STEER, delivered_at__isnull=True
-        ).filter(Q(session=self.session) | Q(session__isnull=True, agent=self.session.agent))
+    def pending_inputs(self, *, chat_after: int) -> list[Input]:
+        return inputs.pending_inputs(self.session, chat_after=chat_after)
 
-    def pending_inputs(self) -> list[Input]:
-        return [
-            Input(id=m.pk, kind="steer", author=m.author.get_username() if m.author else "someone", text=m.text)
-            for m in self._inputs_query().select_related("author").order_by("seq")
-        ]
-
-    def has_pending_input(self) -> bool:
-        return self._inputs_query().exists()
+    def has_pending_input(self, *, chat_after: int) -> bool:
+        return inputs.has_pending_input(self.session, chat_after=chat_after)
 
     def read_intent(self) -> str | None:
         return intent_read(repo_path=self.room.repo_path, task_id=self.session.task_id)
@@ -85,9 +75,9 @@ class DjangoHost:
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
         return self.toolbox.skip(call, reason)
 
-    def await_ready(self, call: ToolCall) -> bool:
+    def await_ready(self, call: ToolCall, *, chat_after: int) -> bool:
         """Would `await` return at once? Jobs all ended, a person wrote, or nothing to wait for."""
-        if self.has_pending_input():
+        if self.has_pending_input(chat_after=chat_after):
             return True
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         statuses = {s.handle: s for s in self.toolbox.job_statuses()}

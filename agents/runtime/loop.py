@@ -45,7 +45,8 @@ class Input:
     """A person's message for this session, read at a step boundary."""
 
     id: int
-    kind: str  # "steer" or "chat"
+    seq: int  # the room chat's sequence number
+    kind: str  # "steer" or "chat" (a chat message that mentions the agent)
     author: str
     text: str
 
@@ -79,7 +80,7 @@ class UnitResult:
     outcome: Outcome
     reason: str = ""
     wake_at: float | None = None
-    delivered: tuple[int, ...] = ()  # Input ids to mark delivered when this unit commits
+    delivered: tuple[int, ...] = ()  # steer ids to mark delivered when this unit commits
     call_records: list[CallRecord] = field(default_factory=list)
     approval_request: ToolCall | None = None
 
@@ -88,13 +89,13 @@ class Host(Protocol):
     check_command: str
 
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]: ...
-    def pending_inputs(self) -> list[Input]: ...
+    def pending_inputs(self, *, chat_after: int) -> list[Input]: ...
     def read_intent(self) -> str | None: ...
     def approval_rules(self) -> list[Rule]: ...
     def approval(self, call_id: str) -> Approval | None: ...
     def execute(self, call: ToolCall) -> ToolOutcome: ...
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome: ...
-    def await_ready(self, call: ToolCall) -> bool: ...
+    def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
     def run_check(self) -> CheckResult: ...
     def finish(self) -> tuple[bool, str]: ...
     def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
@@ -116,16 +117,17 @@ class StepLoop:
         for report in host.settle_jobs(f"step-{ctx.step}"):
             ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
-        inputs = host.pending_inputs()
+        inputs = host.pending_inputs(chat_after=state.chat_cursor)
         for item in inputs:
             ctx.add_user(item.render(), kind=item.kind)
             host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author})
         if inputs:
             state.person_waiting = True
+            state.chat_cursor = max([state.chat_cursor] + [i.seq for i in inputs if i.kind == "chat"])
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
-        delivered = tuple(item.id for item in inputs)
+        delivered = tuple(item.id for item in inputs if item.kind == "steer")
         try:
             boundary = ctx.prepare(person_waiting=state.person_waiting)
         except ContextTooLarge as exc:
@@ -230,7 +232,7 @@ class StepLoop:
                 now = self.clock()
                 if state.await_deadline is None:
                     state.await_deadline = now + _await_seconds(call)
-                if now < state.await_deadline and not host.await_ready(call):
+                if now < state.await_deadline and not host.await_ready(call, chat_after=state.chat_cursor):
                     return UnitResult(Outcome.WAIT, wake_at=min(state.await_deadline, now + AWAIT_POLL_SECONDS))
                 if now >= state.await_deadline:
                     # The wait already happened while parked: report, don't block again.

@@ -25,6 +25,7 @@ class RuntimeState:
     nudged: list[str] = field(default_factory=list)
     wrote_files: bool = False  # since the last check command ran
     person_waiting: bool = False  # a person's message was delivered and not yet answered
+    chat_cursor: int = 0  # room chat messages up to this seq were looked at for mentions
     last_reply: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -161,7 +161,7 @@ class SessionRunner:
 
     # ---------------------------------------------------------------- callbacks
     def _interrupted(self) -> bool:
-        return self.keeper.lost.is_set() or self.host.has_pending_input()
+        return self.keeper.lost.is_set() or self.host.has_pending_input(chat_after=self.state.chat_cursor)
 
     def _post_message(self, text: str) -> None:
         message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,

@@ -52,3 +52,21 @@ def test_an_ask_parks_the_session_until_a_person_decides(person, demo_room, repl
     assert session.state == "succeeded", session.reason
     shell_results = Observation.objects.filter(session=session, tool="shell")
     assert all("[A person (pat) approved this call.]" in o.blob.data.decode() for o in shell_results[:1])
+
+
+def test_chat_that_mentions_the_agent_is_delivered_and_other_chat_is_not(person, demo_room, replay_agent,
+                                                                         allow_demo_tools):
+    from rooms.services import message_post
+
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    message_post(room=demo_room, author=person, kind="chat", text="lunch at noon, anyone?")
+    mention = message_post(room=demo_room, author=person, kind="chat", text="@fixer keep the diff small")
+    run_session(session.pk)
+    delivered = SessionEvent.objects.filter(session=session, kind="input.delivered")
+    assert [(e.payload["kind"], e.payload["message_id"]) for e in delivered] == [("chat", mention.pk)]
+    session.refresh_from_db()
+    texts = [e["text"] for e in session.gateway_state["entries"]]
+    assert "[pat in the room] @fixer keep the diff small" in texts
+    assert not any("lunch" in t for t in texts)
+    assert session.runtime_state["chat_cursor"] == mention.seq
