@@ -156,6 +156,19 @@ ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
 ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "5")
 REPLAYS_DIR = BASE_DIR / "agents" / "replays"
+# Overrides of the context gateway's fold rules; unset keeps the tuned defaults of
+# observations/gateway/budget.Budget (trigger_ratio, target_ratio, min_freed_tokens,
+# max_postponements), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.
+ATRIUM_FOLD_OVERRIDES = {
+    field: read(name, "")
+    for field, name, read in (
+        ("trigger_ratio", "ATRIUM_FOLD_TRIGGER_RATIO", envfloat),
+        ("target_ratio", "ATRIUM_FOLD_TARGET_RATIO", envfloat),
+        ("min_freed_tokens", "ATRIUM_FOLD_MIN_FREED_TOKENS", envint),
+        ("max_postponements", "ATRIUM_FOLD_MAX_POSTPONEMENTS", envint),
+    )
+    if env(name)
+}
 # Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
 ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
 ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")

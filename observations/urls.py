@@ -8,4 +8,5 @@ app_name = "observations"
 
 urlpatterns = [
     path("sessions/<int:session_id>/ledger/", views.ledger, name="ledger"),
+    path("sessions/<int:session_id>/ledger/<int:seq>/", views.observation_text, name="observation"),
 ]

@@ -140,7 +140,8 @@ class SessionRunner:
             "system_prompt": system_prompt(agent_name=agent.name, role_prompt=agent.role_prompt,
                                            check_command=room.check_command),
             "tools": self.toolbox.schemas(),
-            "budget": Budget(window=agent.context_window, output_budget=agent.output_budget),
+            "budget": Budget(window=agent.context_window, output_budget=agent.output_budget,
+                             **settings.ATRIUM_FOLD_OVERRIDES),
             "policy": agent.eviction_policy,
             "calibration": calibration_load(agent.model),
         }

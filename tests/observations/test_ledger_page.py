@@ -51,3 +51,16 @@ def test_the_ledger_is_only_visible_inside_its_room(client, session_with_folds):
     client.logout()
     response = client.get(reverse("observations:ledger", args=[session.pk]))
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_an_observations_text_is_readable_inside_its_room_only(client, owner, session_with_folds):
+    session, ctx = session_with_folds
+    url = reverse("observations:observation", args=[session.pk, 3])
+    client.force_login(owner)
+    response = client.get(url)
+    assert response.status_code == 200
+    assert ctx.observations[3].source.text.splitlines()[0] in response.content.decode()
+    assert client.get(reverse("observations:observation", args=[session.pk, 999])).status_code == 404
+    client.force_login(get_user_model().objects.create_user("outsider", password="pw-outsider-1"))
+    assert client.get(url).status_code == 404
