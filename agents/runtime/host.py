@@ -21,7 +21,7 @@ from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input
 from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome
-from agents.tools.shell import JobReport, command_environment
+from agents.tools.shell import JobReport
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
 from observations.gateway.messages import Request, ToolCall
 from observations.intent import intent_read
@@ -91,7 +91,7 @@ class DjangoHost:
         started = time.monotonic()
         try:
             completed = subprocess.run(
-                ["bash", "-c", self.check_command], cwd=self.worktree.path, env=command_environment(),
+                ["bash", "-c", self.check_command], cwd=self.worktree.path, env=self.toolbox.shell_config.env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=settings.ATRIUM_CHECK_TIMEOUT_SECONDS,
                 start_new_session=True,
             )

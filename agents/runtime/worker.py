@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,14 @@ log = logging.getLogger(__name__)
 
 class LeaseLost(Exception):
     """Another worker (or a person: cancel, time-out) took the session away."""
+
+
+def tool_environment() -> dict[str, str]:
+    """What agents' commands run with: the worker's environment (secrets are removed by
+    the tools), with the hub's own interpreter first on PATH, so `python` and the test
+    runner the hub ships exist even on a machine that has only `python3`."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 
 
 def worker_id() -> str:
@@ -120,6 +129,7 @@ class SessionRunner:
             interrupted=self._interrupted,
             allowed_tools=agent.allowed_tools or None,
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
+            env=tool_environment(),
         )
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
