@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 # nothing and still breaks the cached prefix.
 MIN_GAIN_TOKENS = 64
 
+# Provider prompt-cache prices relative to an uncached input token (Anthropic's
+# published multipliers; OpenAI's automatic caching is similar).
+CACHE_READ_PRICE = 0.10
+CACHE_WRITE_PRICE = 1.25
+
+
+def payback_requests(rewritten: float, freed: float) -> float:
+    """Later requests a fold needs to pay for itself.
+
+    The fold request re-sends the ``rewritten`` tokens after its first receipt as a
+    cache write instead of a cache read; every later request then reads ``freed``
+    fewer cached tokens. So it pays back after (1.25 − 0.1)·P/(0.1·S) − 1 ≈
+    11.5·P/S − 1 requests (ARCHITECTURE.md, "The economics a fold must respect").
+    """
+    if freed <= 0:
+        return float("inf")
+    cost = (CACHE_WRITE_PRICE - CACHE_READ_PRICE) * rewritten
+    return cost / (CACHE_READ_PRICE * freed) - 1
+
 
 class FoldReason(StrEnum):
     TRIGGER = "trigger"
@@ -57,7 +76,15 @@ class OnDemand:
     ``max_postponements`` boundaries while a person waits for an answer. Above the
     ceiling (or after a provider overflow) it is mandatory. A fold evicts consumed
     results oldest first until the projection is at or below the target *and* at least
-    ``min_freed`` tokens are freed; a due fold that cannot reach both does not happen.
+    ``min_freed`` tokens are freed, or the candidates run out.
+
+    A due fold must also be worth the cache it breaks: it has to free at least
+    ``min_freed`` tokens and pay back (`payback_requests`) within as many requests as
+    the session has made so far, the best guess of the work still ahead (a session
+    that has run k steps is about as likely as not to run k more). Otherwise it waits,
+    and the ceiling makes it mandatory if the session gets there. Replaying the
+    development set showed due folds that could not reach the target but freed a
+    large chunk to be the cheapest folds there are (docs/replay.md).
     """
 
     name = "on_demand"
@@ -81,8 +108,15 @@ class OnDemand:
         mandatory = reason is not FoldReason.TRIGGER
         ratio = ctx.calibration.ratio
         # Cheap feasibility check before walking: the most any fold could free.
-        if not mandatory and projection - ctx.evictable_gain() * ratio > budget.target:
-            return Plan(note="fold due but cannot reach the target; waiting for the ceiling")
+        evictable = ctx.evictable_gain()
+        if not mandatory and evictable < budget.min_freed:
+            note = (
+                f"fold due but evicting all it may frees only {evictable:,} of the "
+                f"{budget.min_freed:,} tokens a fold must free"
+            )
+            if projection - evictable * ratio > budget.target:
+                note += "; it cannot reach the target either"
+            return Plan(note=note + "; waiting for the ceiling")
 
         chosen: list[Observation] = []
         freed = 0
@@ -91,9 +125,20 @@ class OnDemand:
                 break
             chosen.append(obs)
             freed += obs.gain
-        reached = projection - freed * ratio <= budget.target and freed >= budget.min_freed
-        if not chosen or (not mandatory and not reached):
-            return Plan(note="fold due but too small to pay for the cache it breaks")
+        if not chosen:
+            return Plan(note="fold due but nothing is evictable")
+        if not mandatory:
+            if freed < budget.min_freed:
+                return Plan(note="fold due but too small to pay for the cache it breaks")
+            # Everything before the first receipt stays a cache read.
+            kept_prefix = ctx.header_tokens + sum(ctx.message_tokens()[: chosen[0].entry_index])
+            rewritten = projection - (freed + kept_prefix) * ratio
+            payback = payback_requests(rewritten, freed * ratio)
+            if payback > ctx.step:
+                return Plan(
+                    note=f"fold due but it would pay back only after {payback:.0f} requests "
+                    f"({ctx.step} so far); waiting"
+                )
         return Plan(evict=tuple(chosen), reason=reason)
 
 

@@ -1,0 +1,260 @@
+"""Replay one recorded trajectory through the context gateway under one policy and window.
+
+The recorded actions are replayed as they were; only the context changes. Per step:
+the gateway prepares the request (and may fold), the simulated provider reports the
+size of that request in estimator units, then the recorded answer and its tool
+results are added. The reported size includes the arguments of native tool calls,
+which the provider counts but the gateway's own estimate leaves out; so the gateway's
+projection is exact after every report except for the newest step's call arguments,
+as it would be against a real provider. A format-error step the agent
+dropped from its history (``kept_in_history=False``) rides along in the very next
+request only, after the gateway's messages, as the agent sent it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from observations.gateway.budget import Budget
+from observations.gateway.context import ContextTooLarge, SessionContext
+from observations.gateway.messages import Message, ToolCall, ToolSchema
+from observations.gateway.tokens import estimate_message_tokens, estimate_tokens
+from observations.gateway.transcript import FileRange, ObservationInput
+from observations.replay.eval.cost import CostModel
+from observations.replay.eval.reads import ReadTracker
+from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
+
+# The gateway's policies, plus the deadlocking configuration for comparison: eager
+# eviction with the room-wide "already read" de-duplication.
+ROOM_DEDUP = "eager-room-dedup"
+POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP)
+DEFAULT_OUTPUT_BUDGET = 4_096
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    output_budget: int = DEFAULT_OUTPUT_BUDGET
+    cost: CostModel = field(default_factory=CostModel)
+    # Budget fields other than window/output_budget (tuning only; defaults otherwise).
+    budget: tuple[tuple[str, Any], ...] = ()
+
+    def budget_for(self, window: int) -> Budget:
+        return Budget(window=window, output_budget=self.output_budget, **dict(self.budget))
+
+
+@dataclass(slots=True)
+class RunResult:
+    """One trajectory replayed under one policy and window. Lists have one item per
+    request sent; ``folds`` holds the indexes of the requests a fold preceded."""
+
+    policy: str
+    window: int
+    trigger: int
+    ceiling: int
+    sent: list[int] = field(default_factory=list)
+    cache_read: list[int] = field(default_factory=list)
+    cache_write: list[int] = field(default_factory=list)
+    uncached: list[int] = field(default_factory=list)
+    receipts: list[int] = field(default_factory=list)
+    folds: list[int] = field(default_factory=list)
+    output_tokens: int = 0
+    input_cost: float = 0.0
+    output_cost: float = 0.0
+    rereads_after_eviction: int = 0
+    denied_rereads: int = 0
+    failure: str | None = None  # why the gateway gave up (ContextTooLarge), if it did
+    # (estimate, provider-reported) input tokens per step, where the source has them.
+    estimates: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        return len(self.sent)
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    @property
+    def cost(self) -> float:
+        return self.input_cost + self.output_cost
+
+    @property
+    def over_window(self) -> int:
+        return sum(1 for tokens in self.sent if tokens > self.window)
+
+    @property
+    def over_ceiling(self) -> int:
+        return sum(1 for tokens in self.sent if tokens > self.ceiling)
+
+    @property
+    def receipts_issued(self) -> int:
+        # A replaced result never comes back, so the last request holds them all.
+        return self.receipts[-1] if self.receipts else 0
+
+
+def tool_schemas(meta: dict[str, Any]) -> tuple[ToolSchema, ...]:
+    """The recorded tool schemas (OpenAI ``{"type": "function", "function": ...}`` or bare)."""
+    schemas = []
+    for item in meta.get("tools") or ():
+        if not isinstance(item, dict):
+            continue
+        spec = item.get("function") if isinstance(item.get("function"), dict) else item
+        parameters = spec.get("parameters")
+        schemas.append(
+            ToolSchema(
+                str(spec.get("name", "")),
+                str(spec.get("description", "")),
+                parameters if isinstance(parameters, dict) else {},
+            )
+        )
+    return tuple(schemas)
+
+
+def observation_input(event: ToolEvent) -> ObservationInput:
+    text = event.output
+    reads = [a for a in event.accesses if a.kind == "read"]
+    # The ledger keys one range per result; a result that printed several files is
+    # served as plain output.
+    read = _file_range(reads[0]) if len(reads) == 1 else None
+    first_line = text.split("\n", 1)[0]
+    return ObservationInput(
+        call_id=event.call_id,
+        tool=event.tool,
+        arguments=event.arguments,
+        text=text,
+        sha256=text_sha256(text),
+        size=len(text.encode("utf-8", "surrogatepass")),
+        tokens=estimate_tokens(text),
+        purpose=reads[0].describe() if len(reads) == 1 else "",
+        read=read,
+        file_fingerprint=read.content_hash if read else "",
+        first_line=first_line,
+    )
+
+
+def _file_range(access: FileAccess) -> FileRange:
+    return FileRange(access.path, access.start, access.end, access.content_hash or "")
+
+
+def native_call_tokens(step: Step) -> int:
+    """Tokens of the tool calls the model made outside its text (native tool calls);
+    calls written in the text are already counted with it."""
+    return sum(
+        estimate_tokens(json.dumps(event.arguments, ensure_ascii=False))
+        for event in step.events
+        if not event.call_in_text
+    )
+
+
+def output_tokens(step: Step) -> int:
+    """Recorded output tokens, else the estimate of what the model wrote."""
+    if step.reported_output_tokens is not None:
+        return step.reported_output_tokens
+    return estimate_tokens(step.assistant_text) + native_call_tokens(step)
+
+
+def new_context(trajectory: Trajectory, policy: str, budget: Budget) -> SessionContext:
+    return SessionContext(
+        model=trajectory.model or trajectory.source,
+        system_prompt=trajectory.system_prompt,
+        tools=tool_schemas(trajectory.meta),
+        budget=budget,
+        policy="eager" if policy == ROOM_DEDUP else policy,
+        # Short notes for unchanged re-reads are on_demand's; the baselines serve
+        # every result whole, as the recorded agents did.
+        notes=policy == "on_demand",
+        room_seen=set() if policy == ROOM_DEDUP else None,
+    )
+
+
+def replay(
+    trajectory: Trajectory, policy: str, window: int, settings: ReplaySettings | None = None
+) -> RunResult:
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}: use {', '.join(POLICIES)}")
+    settings = settings or ReplaySettings()
+    budget = settings.budget_for(window)
+    result = RunResult(policy, window, budget.trigger, budget.ceiling)
+    ctx = new_context(trajectory, policy, budget)
+    tracker = ReadTracker(ctx.observations)
+    cost_model = settings.cost
+    ctx.add_user(trajectory.task, kind="task")
+
+    previous: tuple[Message, ...] = ()
+    previous_sent = 0
+    tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
+    # The gateway counts a message's text only; a native tool call's arguments are sent
+    # (and counted by the provider) too: message index -> their tokens.
+    call_tokens: dict[int, int] = {}
+    for step in trajectory.steps:
+        try:
+            boundary = ctx.prepare()
+        except ContextTooLarge as exc:
+            result.failure = f"step {step.index}: {exc}"
+            break
+        messages = boundary.request.messages + tail
+        tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
+        for index, extra in call_tokens.items():
+            tokens[index] += extra
+        sent = ctx.header_tokens + sum(tokens)
+        shared = _shared_prefix_tokens(previous, messages, tokens, ctx.header_tokens)
+        billed = cost_model.split(sent, shared, previous_sent)
+        ctx.record_usage(sent)
+
+        if boundary.fold is not None:
+            result.folds.append(result.requests)
+        result.sent.append(sent)
+        result.cache_read.append(billed.cache_read)
+        result.cache_write.append(billed.cache_write)
+        result.uncached.append(billed.uncached)
+        result.receipts.append(sum(1 for o in ctx.observations if not tracker.text_in_context(o)))
+        result.input_cost += cost_model.input_cost(billed)
+        out = output_tokens(step)
+        result.output_tokens += out
+        result.output_cost += cost_model.output * out
+        if step.reported_input_tokens is not None:
+            result.estimates.append((sent, step.reported_input_tokens))
+        previous, previous_sent = messages, sent
+
+        if not step.kept_in_history:
+            tail = (Message("assistant", step.assistant_text),)
+            if step.notice:
+                tail += (Message("user", step.notice),)
+            continue
+        tail = ()
+        calls = tuple(ToolCall(e.call_id, e.tool, e.arguments) for e in step.events)
+        entry = ctx.add_assistant(step.assistant_text, calls)
+        arguments = native_call_tokens(step)
+        if arguments:
+            call_tokens[entry.meta["index"]] = arguments
+        for event in step.events:
+            rereads = tracker.before_result(event.accesses)
+            obs = ctx.add_tool_result(observation_input(event))
+            tracker.after_result(event.accesses, rereads, obs)
+        if step.notice:
+            ctx.add_user(step.notice, kind="user")
+
+    result.rereads_after_eviction = tracker.rereads_after_eviction
+    result.denied_rereads = tracker.denied_rereads
+    return result
+
+
+def _shared_prefix_tokens(
+    previous: tuple[Message, ...], current: tuple[Message, ...], tokens: list[int], header: int
+) -> int:
+    """Tokens of the leading part of ``current`` identical to ``previous`` (system and
+    tools included). Within an epoch the gateway reuses its rendered messages, so
+    identity settles almost every comparison."""
+    if not previous:
+        return 0
+    shared = header
+    for index, message in enumerate(current):
+        if index >= len(previous):
+            break
+        other = previous[index]
+        if message is not other and message != other:
+            break
+        shared += tokens[index]
+    return shared

@@ -1,0 +1,114 @@
+"""The replay's tables, rendered with rich."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from observations.replay.eval.results import ResultSet
+from observations.replay.eval.summary import SummaryRow, summarize
+
+COLUMNS = (
+    ("window", "left"),
+    ("policy", "left"),
+    ("runs", "right"),
+    ("steps", "right"),
+    ("tokens sent", "right"),
+    ("sent ×none", "right"),
+    ("cache-read", "right"),
+    ("cost ×none", "right"),
+    ("folds", "right"),
+    ("receipts", "right"),
+    ("re-reads after eviction", "right"),
+    ("denied re-reads", "right"),
+    ("over ceiling", "right"),
+    ("failed runs", "right"),
+)
+
+
+def window_label(window: int) -> str:
+    return f"{window // 1000}k" if window % 1000 == 0 else f"{window:,}"
+
+
+def summary_table(rows: list[SummaryRow], title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
+    for name, justify in COLUMNS:
+        table.add_column(name, justify=justify, overflow="fold")
+    best = _cheapest_by_window(rows)
+    previous_window = None
+    for row in rows:
+        if previous_window is not None and row.window != previous_window:
+            table.add_section()
+        previous_window = row.window
+        cost = _ratio(row.cost_ratio)
+        table.add_row(
+            window_label(row.window),
+            row.policy,
+            f"{row.runs}",
+            f"{row.steps:,}",
+            f"{row.sent:,}",
+            _ratio(row.sent_ratio),
+            f"{100 * row.cache_read_share:.1f}%",
+            Text(cost, style="bold green") if best.get(row.window) == row.policy else cost,
+            f"{row.folds:,}",
+            f"{row.receipts:,}",
+            f"{row.rereads_after_eviction:,}",
+            Text(f"{row.denied_rereads:,}", style="bold red" if row.denied_rereads else ""),
+            Text(f"{row.over_ceiling:,}", style="red" if row.over_ceiling else ""),
+            f"{row.failed}",
+        )
+    return table
+
+
+def render(results: ResultSet, console: Console) -> None:
+    runs = len(results.trajectories)
+    steps = sum(t.steps for t in results.trajectories)
+    for problem in results.problems:
+        console.print(Text(f"skipped {problem.path}: {problem.reason}", style="yellow"))
+    console.print(
+        f"Replayed {runs} trajectories ({steps:,} recorded steps); "
+        f"{len(results.problems)} file(s) skipped."
+    )
+    console.print(summary_table(summarize(results), "All sources"))
+    sources = sorted({t.source for t in results.trajectories})
+    if len(sources) > 1:
+        for source in sources:
+            console.print(summary_table(summarize(results, source=source), f"Source: {source}"))
+    console.print(Group(*(Text(line) for line in notes(results))))
+
+
+def notes(results: ResultSet) -> list[str]:
+    settings = results.settings
+    cost = settings["cost"]
+    gateway = settings["gateway"]
+    lines = [
+        "×none ratios are over the runs every policy replayed to the end at that window "
+        "(a failed run is one the gateway stopped: what it cannot evict exceeds the ceiling).",
+        f"cost index = uncached × 1.0 + cache-read × {cost['cache_read']} + cache-write × "
+        f"{cost['cache_write']} + output × {cost['output']}; requests under "
+        f"{cost['min_cacheable']:,} tokens are not cached. Output budget "
+        f"{settings['output_budget']:,} tokens.",
+        f"on_demand: trigger {gateway['trigger_ratio']:.0%}, target {gateway['target_ratio']:.0%}, "
+        f"min freed {gateway['min_freed_tokens']:,} (≤ window/8), min gain per receipt "
+        f"{gateway['MIN_GAIN_TOKENS']} tokens.",
+    ]
+    if results.estimator is not None:
+        lines.append(results.estimator.describe())
+    else:
+        lines.append("token estimate: no full-history run with provider counts to check it against")
+    return lines
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _cheapest_by_window(rows: list[SummaryRow]) -> dict[int, str]:
+    best: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row.cost_ratio is not None and (
+            row.window not in best or row.cost_ratio < best[row.window][0]
+        ):
+            best[row.window] = (row.cost_ratio, row.policy)
+    return {window: policy for window, (_, policy) in best.items()}

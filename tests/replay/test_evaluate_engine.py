@@ -1,0 +1,145 @@
+"""The replay engine, the totals over a result set, and the estimator check."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from observations.gateway.tokens import estimate_tokens
+from observations.replay.eval.calibration import estimator_error, percentile
+from observations.replay.eval.engine import ReplaySettings, output_tokens, replay, tool_schemas
+from observations.replay.eval.results import ResultSet
+from observations.replay.eval.runner import replay_all, with_baseline
+from observations.replay.eval.summary import summarize
+from observations.replay.trajectory import Step, ToolEvent
+from tests.replay.test_evaluate_factories import file_text, read_event, shell_event, trajectory
+
+
+def huge_output_run():
+    # One result larger than a 16k window's ceiling: nothing may evict a fresh result.
+    events = [
+        read_event("c0", "a.py", file_text("a.py", 40)),
+        shell_event("c1", "make", "error: boom\n" * 5_000),
+    ]
+    events.append(shell_event("c2", "ls", "a.py\n"))
+    return trajectory(events)
+
+
+def test_a_policy_that_cannot_fit_what_it_may_not_evict_fails_the_run_without_crashing():
+    run = replay(huge_output_run(), "on_demand", 16_000)
+    assert run.failed and run.failure.startswith("step 2:")
+    assert run.requests == 2
+    assert run.over_ceiling == 0
+
+
+def test_the_baselines_send_it_anyway_and_show_it_over_the_ceiling():
+    run = replay(huge_output_run(), "eager", 16_000)
+    assert not run.failed
+    assert run.over_ceiling == 1 and run.over_window == 1
+
+
+def test_ratios_to_none_are_taken_over_runs_every_policy_finished():
+    results = ResultSet(
+        settings={}, policies=with_baseline(["on_demand", "eager"]), windows=[16_000]
+    )
+    settings = ReplaySettings()
+    ok = trajectory(
+        [read_event(f"c{n}", f"f{n}.py", file_text(f"f{n}.py", 30)) for n in range(4)],
+        trajectory_id="ok",
+    )
+    results.trajectories = [
+        replay_all(ok, results.policies, results.windows, settings),
+        replay_all(huge_output_run(), results.policies, results.windows, settings),
+    ]
+    rows = {row.policy: row for row in summarize(results)}
+    assert rows["on_demand"].failed == 1 and rows["on_demand"].common_runs == 1
+    assert rows["none"].sent_ratio == 1.0
+    ok_result = results.trajectories[0]
+    assert rows["eager"].cost_ratio == pytest.approx(
+        ok_result.totals[("eager", 16_000)].cost / ok_result.totals[("none", 16_000)].cost
+    )
+    assert rows["eager"].runs == 2  # totals still count every run
+
+
+def test_none_is_always_the_first_policy():
+    assert with_baseline(["on_demand", "none", "eager"]) == ["none", "on_demand", "eager"]
+    with pytest.raises(ValueError, match="unknown policy"):
+        with_baseline(["lazy"])
+
+
+def test_unknown_policy_is_refused():
+    with pytest.raises(ValueError, match="unknown policy"):
+        replay(trajectory([]), "lazy", 32_000)
+
+
+def test_recorded_tool_schemas_are_sent_with_every_request():
+    meta = {
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "run",
+                    "description": "Run it.",
+                    "parameters": {"type": "object"},
+                },
+            },
+            {"name": "bare", "description": "", "parameters": None},
+            "junk",
+        ]
+    }
+    schemas = tool_schemas(meta)
+    assert [s.name for s in schemas] == ["run", "bare"]
+    assert schemas[0].parameters == {"type": "object"} and schemas[1].parameters == {}
+
+
+def test_output_tokens_are_recorded_ones_or_the_estimate_of_what_was_written():
+    assert output_tokens(Step(0, "text", reported_output_tokens=77)) == 77
+    call = ToolEvent("c", "edit", {"path": "a.py", "new": "x = 1"}, "ok", call_in_text=False)
+    written = Step(0, "Editing now.", (call,))
+    assert output_tokens(written) == estimate_tokens("Editing now.") + estimate_tokens(
+        '{"path": "a.py", "new": "x = 1"}'
+    )
+
+
+class TestEstimatorError:
+    def test_median_and_p95_of_the_relative_error(self):
+        pairs = [(110, 100), (95, 100), (100, 100), (150, 100)]
+        error = estimator_error([pairs, []])
+        assert error is not None
+        assert error.runs == 1 and error.calls == 4
+        assert error.median_abs_pct == 7.5  # |10|, |5|, 0, |50|
+        assert error.p95_abs_pct == 50.0
+        assert error.median_pct == 5.0
+
+    def test_no_reported_counts_no_verdict(self):
+        assert estimator_error([[]]) is None
+
+    def test_percentile_is_nearest_rank(self):
+        assert percentile(list(range(1, 101)), 0.95) == 95
+
+
+class TestEstimator:
+    def test_a_long_run_of_letters_costs_about_a_token_per_four(self):
+        assert 2_200 <= estimate_tokens("x" * 10_000) <= 2_800
+
+    def test_digits_and_punctuation_cost_more_than_words(self):
+        assert estimate_tokens("1234567890") > estimate_tokens("abcdefghij") * 5
+        assert estimate_tokens("{}[]();,.:") > estimate_tokens("abcdefghij") * 3
+
+    def test_empty_is_zero_and_anything_else_at_least_one(self):
+        assert estimate_tokens("") == 0
+        assert estimate_tokens("a") == 1
+
+
+def test_native_tool_call_arguments_count_in_what_is_sent():
+    arguments = {"command": "view", "path": "/repo/a.py"}
+
+    def run(call_in_text: bool):
+        event = ToolEvent("c0", "str_replace_editor", arguments, "ok", call_in_text=call_in_text)
+        steps = [Step(0, "look", (event,)), Step(1, "done", ())]
+        return replay(trajectory([], steps=steps), "none", 32_000)
+
+    native, in_text = run(False), run(True)
+    assert native.sent[0] == in_text.sent[0]
+    assert native.sent[1] - in_text.sent[1] == estimate_tokens(json.dumps(arguments))
