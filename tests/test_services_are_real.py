@@ -33,7 +33,7 @@ def test_database_is_postgresql_when_database_url_names_it():
 
 def test_redis_is_the_server_redis_url_names():
     url = os.environ["REDIS_URL"]
-    assert settings.REDIS_URL == url
+    assert url == settings.REDIS_URL
     client = redis.Redis.from_url(url)
     key = f"atrium-test:{uuid.uuid4()}"
     client.set(key, "ping", ex=30)

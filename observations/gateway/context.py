@@ -20,7 +20,11 @@ from observations.gateway.budget import Budget, Calibration
 from observations.gateway.ledger import ReadLedger
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
 from observations.gateway.policies import MIN_GAIN_TOKENS, FoldReason, Plan, Policy, policy_named
-from observations.gateway.tokens import estimate_message_tokens, estimate_tokens
+from observations.gateway.tokens import (
+    estimate_message_tokens,
+    estimate_request_message,
+    estimate_tokens,
+)
 from observations.gateway.transcript import Entry, Observation, ObservationInput, ObsState
 
 
@@ -302,7 +306,7 @@ class SessionContext:
     # ----------------------------------------------------------------- rendering
     def _append(self, entry: Entry) -> Entry:
         message = self._render(entry)
-        tokens = estimate_message_tokens(message.text)
+        tokens = estimate_request_message(message)
         self.entries.append(entry)
         self._rendered.append(message)
         self._tokens.append(tokens)
@@ -343,7 +347,7 @@ class SessionContext:
     def _rerender(self, index: int) -> int:
         """Re-render entry ``index``; return the estimated tokens it freed."""
         message = self._render(self.entries[index])
-        tokens = estimate_message_tokens(message.text)
+        tokens = estimate_request_message(message)
         freed = self._tokens[index] - tokens
         self._rendered[index], self._tokens[index] = message, tokens
         self.estimate -= freed

@@ -17,8 +17,14 @@ from observations.gateway.ledger import LedgerEntry
 from observations.gateway.messages import ToolCall, ToolSchema
 from observations.gateway.policies import FoldReason, Policy
 from observations.gateway.receipts import INTENT_UPDATE_FOLDED
-from observations.gateway.tokens import estimate_message_tokens
-from observations.gateway.transcript import Entry, FileRange, Observation, ObservationInput, ObsState
+from observations.gateway.tokens import estimate_request_message
+from observations.gateway.transcript import (
+    Entry,
+    FileRange,
+    Observation,
+    ObservationInput,
+    ObsState,
+)
 
 STATE_VERSION = 1
 
@@ -120,7 +126,7 @@ def load_state(
         message = ctx._render(entry)
         ctx.entries.append(entry)
         ctx._rendered.append(message)
-        ctx._tokens.append(estimate_message_tokens(message.text))
+        ctx._tokens.append(estimate_request_message(message))
         if entry.kind == "intent_update" and entry.text != INTENT_UPDATE_FOLDED:
             ctx._intent_updates.append(entry)
     for raw in state["ledger"]:

@@ -18,6 +18,10 @@ calibration (budget.Calibration) corrects from the provider's own counts.
 
 from __future__ import annotations
 
+import json
+
+from observations.gateway.messages import Message
+
 
 def _class_table() -> bytes:
     """Every byte mapped to its class: Letter, Digit, Space, Newline or Other."""
@@ -74,3 +78,11 @@ def estimate_tokens(text: str) -> int:
 
 def estimate_message_tokens(text: str) -> int:
     return estimate_tokens(text) + MESSAGE_OVERHEAD
+
+
+def estimate_request_message(message: Message) -> int:
+    """A message as sent: its text, plus the name and arguments of each native tool call."""
+    return estimate_message_tokens(message.text) + sum(
+        estimate_tokens(call.name + json.dumps(call.arguments, ensure_ascii=False, sort_keys=True))
+        for call in message.tool_calls
+    )

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from observations.models import Fold, LedgerEntry, Observation
-from observations.services import calibration_load, calibration_save, observations_sync, room_cache_lookup
+from observations.services import (
+    calibration_load,
+    calibration_save,
+    observations_sync,
+    room_cache_lookup,
+)
 from tests.gateway.factories import call, file_text, make_context, read_input
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from observations.gateway.tokens import estimate_message_tokens
+from observations.gateway.messages import Message, ToolCall
+from observations.gateway.tokens import estimate_message_tokens, estimate_request_message
 from observations.replay.eval.cost import CostModel, RequestCost
-from observations.replay.eval.engine import ReplaySettings, native_call_tokens, replay
+from observations.replay.eval.engine import ReplaySettings, replay
 from observations.replay.trajectory import Step
 from tests.replay.test_evaluate_factories import file_text, read_event, shell_event, trajectory
 
@@ -100,10 +101,8 @@ class TestFormatErrorSteps:
         assert run.sent[2] == run.sent[1] + dropped  # request 2 carries the failed exchange
         # Request 3 no longer has it: request 1 plus step 2's answer (with its native
         # tool call's arguments, which the provider counts) and result.
-        added = (
-            estimate_message_tokens(steps[2].assistant_text)
-            + native_call_tokens(steps[2])
-            + estimate_message_tokens(steps[2].events[0].output)
-        )
+        event = steps[2].events[0]
+        answer = Message("assistant", steps[2].assistant_text, (ToolCall(event.call_id, event.tool, event.arguments),))
+        added = estimate_request_message(answer) + estimate_message_tokens(event.output)
         assert run.sent[3] == run.sent[1] + added
         assert run.cache_read[3] == run.sent[1]  # the shared prefix stops where the tail was

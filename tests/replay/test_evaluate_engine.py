@@ -142,4 +142,7 @@ def test_native_tool_call_arguments_count_in_what_is_sent():
 
     native, in_text = run(False), run(True)
     assert native.sent[0] == in_text.sent[0]
-    assert native.sent[1] - in_text.sent[1] == estimate_tokens(json.dumps(arguments))
+    # The gateway counts a native call's name and arguments; a call written in the text
+    # is counted with the text, so only its name is left on the wire shape.
+    native_call = estimate_tokens("str_replace_editor" + json.dumps(arguments, sort_keys=True))
+    assert native.sent[1] - in_text.sent[1] == native_call - estimate_tokens("str_replace_editor{}") > 0

@@ -185,9 +185,6 @@ def replay(
     previous: tuple[Message, ...] = ()
     previous_sent = 0
     tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
-    # The gateway counts a message's text only; a native tool call's arguments are sent
-    # (and counted by the provider) too: message index -> their tokens.
-    call_tokens: dict[int, int] = {}
     for step in trajectory.steps:
         try:
             boundary = ctx.prepare()
@@ -196,8 +193,6 @@ def replay(
             break
         messages = boundary.request.messages + tail
         tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
-        for index, extra in call_tokens.items():
-            tokens[index] += extra
         sent = ctx.header_tokens + sum(tokens)
         shared = _shared_prefix_tokens(previous, messages, tokens, ctx.header_tokens)
         billed = cost_model.split(sent, shared, previous_sent)
@@ -224,11 +219,10 @@ def replay(
                 tail += (Message("user", step.notice),)
             continue
         tail = ()
-        calls = tuple(ToolCall(e.call_id, e.tool, e.arguments) for e in step.events)
-        entry = ctx.add_assistant(step.assistant_text, calls)
-        arguments = native_call_tokens(step)
-        if arguments:
-            call_tokens[entry.meta["index"]] = arguments
+        # A call written in the assistant text is sent (and counted) with the text;
+        # only native calls carry their arguments in the request.
+        calls = tuple(ToolCall(e.call_id, e.tool, {} if e.call_in_text else e.arguments) for e in step.events)
+        ctx.add_assistant(step.assistant_text, calls)
         for event in step.events:
             rereads = tracker.before_result(event.accesses)
             obs = ctx.add_tool_result(observation_input(event))

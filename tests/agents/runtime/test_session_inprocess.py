@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from agents.models import Approval, ProviderCall, Session, SessionEvent
+from agents.models import Approval, ProviderCall, SessionEvent
 from agents.runtime.worker import run_session
 from agents.services import approval_decide, session_start, task_create
 from hub.git import git
