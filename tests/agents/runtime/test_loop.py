@@ -1,0 +1,235 @@
+"""The step loop in memory: a fake host, scripted model turns, no database, no worker.
+
+The tools are faked too (their own tests run them for real); what is tested here is
+the loop's decisions: order at the boundary, approvals, yields, parking, nudges,
+verify rounds, overflow handling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from agents.providers import CallRecord, Completion, ContextOverflow
+from agents.runtime.approvals import Rule
+from agents.runtime.loop import Approval, CheckResult, Input, Outcome, StepLoop
+from agents.runtime.state import RuntimeState
+from agents.tools.outcome import ToolOutcome
+from observations.gateway.messages import ModelTurn, ToolCall, Usage
+from tests.gateway.factories import make_context
+
+
+def turn(text: str = "", *calls: tuple[str, str, dict]) -> ModelTurn:
+    return ModelTurn(text, tuple(ToolCall(i, n, a) for i, n, a in calls), Usage(input_tokens=1_000))
+
+
+@dataclass
+class FakeHost:
+    turns: list = field(default_factory=list)  # ModelTurn or an exception to raise
+    check_command: str = ""
+    checks: list[int] = field(default_factory=list)  # exit codes, in order
+    rules: list[Rule] = field(default_factory=lambda: [Rule("allow")])
+    approvals: dict[str, Approval] = field(default_factory=dict)
+    inputs: list[Input] = field(default_factory=list)
+    jobs_done: bool = False
+    intent: str | None = None
+    yields: set[str] = field(default_factory=set)  # call ids that become jobs
+    executed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    requests: list = field(default_factory=list)
+    events: list[tuple[str, dict]] = field(default_factory=list)
+    merged: bool = True
+
+    def settle_jobs(self, token):
+        return ()
+
+    def pending_inputs(self, *, chat_after):
+        taken, self.inputs = self.inputs, []
+        return taken
+
+    def read_intent(self):
+        return self.intent
+
+    def approval_rules(self):
+        return self.rules
+
+    def approval(self, call_id):
+        return self.approvals.get(call_id)
+
+    def execute(self, call):
+        self.executed.append(call.id)
+        handle = f"job-{call.id}" if call.id in self.yields else None
+        return ToolOutcome(call.id, call.name, dict(call.arguments), f"ran {call.name}", job_handle=handle)
+
+    def skip(self, call, reason):
+        self.skipped.append((call.id, reason))
+        return ToolOutcome(call.id, call.name, dict(call.arguments), f"Not run: {reason}.", is_error=True)
+
+    def await_ready(self, call, *, chat_after):
+        return self.jobs_done
+
+    def run_check(self):
+        return CheckResult(self.check_command, self.checks.pop(0), "1 failed" if self.checks else "ok", 12)
+
+    def finish(self):
+        return self.merged, "merged" if self.merged else "conflict in a.py"
+
+    def call_model(self, request):
+        self.requests.append(request)
+        reply = self.turns.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return Completion(reply, CallRecord(model="fake", requested_model="fake", prefix_hash="",
+                                            input_tokens=1_000, usage_reported=True))
+
+    def emit(self, kind, payload):
+        self.events.append((kind, payload))
+
+    def kinds(self):
+        return [k for k, _ in self.events]
+
+
+def run(host: FakeHost, *, ctx=None, state=None, clock=lambda: 1_000.0, limit: int = 50):
+    loop = StepLoop(ctx or make_context(window=60_000), state or RuntimeState(), host, clock=clock)
+    for _ in range(limit):
+        result = loop.advance()
+        if result.outcome is not Outcome.CONTINUE:
+            return loop, result
+    raise AssertionError("the loop did not settle")
+
+
+def test_a_turn_without_tool_calls_finishes_and_merges():
+    loop, result = run(FakeHost(turns=[turn("nothing to do")]))
+    assert result.outcome is Outcome.SUCCEEDED and result.reason == "merged"
+
+
+def test_a_merge_conflict_ends_in_needs_merge():
+    loop, result = run(FakeHost(turns=[turn("done")], merged=False))
+    assert result.outcome is Outcome.NEEDS_MERGE and "a.py" in result.reason
+
+
+def test_at_the_boundary_a_steer_is_delivered_before_the_request_is_sent():
+    host = FakeHost(turns=[turn("ok")], inputs=[Input(7, 3, "steer", "ann", "use tabs")])
+    run(host)
+    assert host.kinds()[:2] == ["input.delivered", "step.started"]
+    assert host.requests[0].messages[-1].text == "[steer from ann] use tabs"
+
+
+def test_a_changed_intent_file_is_logged_and_sent(monkeypatch):
+    host = FakeHost(turns=[turn("ok")])
+    ctx = make_context(intent="Objective: A")
+    host.intent = "Objective: B"
+    run(host, ctx=ctx)
+    assert "intent.changed" in host.kinds()
+    assert host.requests[0].messages[-1].text.endswith("Objective: B")
+
+
+def test_calls_after_a_yielded_shell_in_the_same_step_are_not_run():
+    host = FakeHost(turns=[turn("go", ("a", "shell", {"command": "make"}), ("b", "read_file", {"path": "x"})),
+                           turn("done")], yields={"a"})
+    run(host)
+    assert host.executed == ["a"]
+    assert host.skipped == [("b", "an earlier call of this step is still running as job job-a")]
+
+
+def test_a_denied_call_is_answered_with_an_error_and_not_run():
+    host = FakeHost(turns=[turn("go", ("a", "shell", {"command": "rm -rf /"})), turn("done")],
+                    rules=[Rule("allow"), Rule("deny", "shell")])
+    run(host)
+    assert host.executed == [] and "deny" in host.skipped[0][1]
+
+
+def test_an_ask_parks_and_the_decision_decides():
+    host = FakeHost(turns=[turn("go", ("a", "write_file", {"path": "x", "content": ""})), turn("done"), turn("done")],
+                    rules=[])
+    loop, result = run(host)
+    assert result.outcome is Outcome.AWAIT_APPROVAL and result.approval_request.id == "a"
+    assert host.executed == []
+    host.approvals["a"] = Approval("approved", by="ann", always=True)
+    loop, result = run(host, ctx=loop.ctx, state=loop.state)
+    assert result.outcome is Outcome.SUCCEEDED and host.executed == ["a"]
+    result_text = next(m.text for m in loop.ctx._rendered if m.tool_call_id == "a")
+    assert result_text.endswith("[A person (ann) approved this call.]")
+    assert loop.state.session_allowed == ["write_file"]
+
+
+def test_an_await_on_a_running_job_parks_until_it_is_ready_or_its_time_is_up():
+    host = FakeHost(turns=[turn("wait", ("w", "await", {"seconds": 120})), turn("done")])
+    loop, result = run(host, clock=lambda: 1_000.0)
+    assert result.outcome is Outcome.WAIT and result.wake_at == 1_005.0 and host.executed == []
+    assert loop.state.await_deadline == 1_120.0
+    loop, result = run(host, ctx=loop.ctx, state=loop.state, clock=lambda: 1_121.0)
+    assert result.outcome is Outcome.SUCCEEDED and host.executed == ["w"]
+
+
+def test_each_nudge_is_given_once_then_the_turn_may_end():
+    host = FakeHost(turns=[
+        turn("edit", ("e", "edit_file", {"path": "a", "old": "x", "new": "y"})),
+        turn("All done."),  # wrote files, ran nothing since: nudged
+        turn("Done. Next, I'll update the docs."),  # promises more: nudged
+        turn("Done. Next, I'll update the docs."),  # both nudges used: accepted
+    ])
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED
+    assert [p["kind"] for k, p in host.events if k == "nudge"] == ["unchecked", "promise"]
+
+
+def test_a_failing_check_goes_back_to_the_model_at_most_twice():
+    host = FakeHost(turns=[turn("done")] * 3, check_command="pytest -q", checks=[1, 1, 1])
+    loop, result = run(host)
+    assert result.outcome is Outcome.FAILED
+    assert result.reason.startswith("verify #3: pytest -q → exit 1 (12 ms)")
+    verifies = [p["line"] for k, p in host.events if k == "verify"]
+    assert verifies == [f"verify #{n}: pytest -q → exit 1 (12 ms)" for n in (1, 2, 3)]
+
+
+def test_a_check_that_passes_on_the_second_round_succeeds():
+    host = FakeHost(turns=[turn("done")] * 2, check_command="pytest -q", checks=[1, 0])
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED and loop.state.verify_rounds == 1
+
+
+def test_an_overflow_is_folded_and_retried_once_never_resent_unchanged():
+    ctx = make_context(window=20_000, output_budget=1_000)
+    big = {"path": "big.py"}
+    turns = [turn("read", (f"r{n}", "read_file", big)) for n in range(3)]
+    host = FakeHost(turns=[*turns, ContextOverflow("prompt is too long"), turn("done")])
+
+    def execute(call):
+        host.executed.append(call.id)
+        return ToolOutcome(call.id, call.name, dict(call.arguments), f"{call.id}\n" + "line of code\n" * 400)
+
+    host.execute = execute
+    loop, result = run(host, ctx=ctx)
+    assert result.outcome is Outcome.SUCCEEDED
+    overflowed, retried = host.requests[3], host.requests[4]
+    assert overflowed.messages != retried.messages
+    assert any("[receipt]" in m.text for m in retried.messages)
+    assert [k for k in host.kinds() if k in ("model.overflow", "fold")] == ["model.overflow", "fold"]
+
+
+def test_a_second_overflow_after_the_fold_fails_the_session():
+    ctx = make_context(window=20_000, output_budget=1_000)
+    host = FakeHost(turns=[turn("read", ("r0", "read_file", {"path": "a"})), turn("again", ("r1", "read_file", {"path": "b"})),
+                           ContextOverflow("too long"), ContextOverflow("too long")])
+    host.execute = lambda call: ToolOutcome(call.id, call.name, {}, "x\n" * 2_000)
+    loop, result = run(host, ctx=ctx)
+    assert result.outcome is Outcome.FAILED and "after a mandatory fold" in result.reason
+
+
+@pytest.mark.parametrize("error", [ContextOverflow("too long")])
+def test_an_overflow_with_nothing_to_evict_fails_with_a_clear_reason(error):
+    loop, result = run(FakeHost(turns=[error]))
+    assert result.outcome is Outcome.FAILED and "nothing is left to evict" in result.reason
+
+
+def test_the_loop_and_its_rules_import_no_django():
+    import subprocess
+    import sys
+
+    modules = ["agents.runtime.loop", "agents.runtime.states", "agents.runtime.approvals",
+               "agents.runtime.nudges", "agents.runtime.state"]
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('django' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
