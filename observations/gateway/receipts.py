@@ -7,11 +7,9 @@ these texts holds a timestamp, counter or random id, so they keep the prefix sta
 
 from __future__ import annotations
 
-import json
-
 from observations.gateway.transcript import Observation, ObservationInput
 
-_FIRST_LINE_MAX = 120
+_FIRST_LINE_MAX = 80
 
 
 def _first_line(source: ObservationInput) -> str:
@@ -19,27 +17,18 @@ def _first_line(source: ObservationInput) -> str:
     return line if len(line) <= _FIRST_LINE_MAX else line[: _FIRST_LINE_MAX - 1] + "…"
 
 
-def _call_summary(source: ObservationInput) -> str:
-    args = json.dumps(source.arguments, sort_keys=True, ensure_ascii=False)
-    if len(args) > 160:
-        args = args[:159] + "…"
-    return f"{source.tool}({args})"
-
-
 def render_receipt(obs: Observation) -> str:
+    # One short paragraph: receipts stay for the rest of the session, so every token
+    # here is paid on every later request.
     src = obs.source
-    lines = [
-        f"[receipt] The result of {_call_summary(src)} is not in the context any more: "
-        f"it was removed to make room ({src.tokens:,} tokens).",
-    ]
-    if src.purpose:
-        lines.append(f"purpose: {src.purpose}")
+    parts = [f"purpose: {src.purpose}"] if src.purpose else []
     if src.read is not None:
-        lines.append(f"range: {src.read.describe()}")
-    lines.append(f"size: {src.size:,} bytes; sha256: {src.sha256[:16]}")
-    lines.append(f"first line: {_first_line(src)!r}")
-    lines.append("Calling the tool again returns the full text.")
-    return "\n".join(lines)
+        parts.append(f"range: {src.read.describe()}")
+    parts.append(f"{src.size:,} bytes; sha256 {src.sha256[:16]}; first line: {_first_line(src)!r}")
+    return (
+        f"[receipt] This {src.tool} result is not in the context any more ({src.tokens:,} tokens removed "
+        f"to make room). {'; '.join(parts)}. Calling the tool again returns the full text."
+    )
 
 
 def render_note(obs: Observation, earlier: Observation) -> str:

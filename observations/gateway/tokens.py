@@ -10,7 +10,8 @@ The coefficients were fitted by relative least squares on the development set's
 mini-swe-agent runs, whose provider-reported ``prompt_tokens`` at each call is the true
 size of the full history (Gemini 3 Pro's tokenizer, 4,135 calls), with the message
 overhead fixed at 4 tokens: median error 1.4%, p95 4.6% there; fitted on half the runs,
-1.5–1.7% / 4.8–5.1% on the other half (the byte model before it: 5.6% / 15%).
+1.5–1.7% / 4.8–5.1% on the other half (the byte model before it: 5.6% / 15%). The
+replay reports 1.5% / 5.0% because its requests also carry a tool-call name per step.
 `python manage.py replay` reports the error on whatever it replays; docs/replay.md has
 the method. Other tokenizers differ (most merge digits in threes), which per-model
 calibration (budget.Calibration) corrects from the provider's own counts.
