@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from agents.models import (
     AgentProfile,
@@ -13,6 +15,9 @@ from agents.models import (
     SessionEvent,
     Task,
 )
+from agents.services import session_cancel, session_retry
+from agents.templatetags.agents_work import session_duration
+from rooms.errors import RoomError
 
 
 class AgentProfileAdminForm(forms.ModelForm):
@@ -56,34 +61,91 @@ class TaskAdmin(admin.ModelAdmin):
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = [
-        "id", "task", "agent", "attempt", "state", "step",
-        "tokens_input", "tokens_cached", "tokens_output", "lease_owner", "created_at",
+        "id", "task", "room", "agent", "attempt", "state", "step", "tokens_input", "tokens_cached", "tokens_output",
+        "duration", "created_at",
     ]
-    list_filter = ["state", "agent", "created_at"]
-    search_fields = ["task__title", "agent__name", "reason", "branch", "lease_owner"]
-    list_select_related = ["task", "agent"]
-    readonly_fields = ["created_at", "started_at", "finished_at"]
+    list_filter = ["state", "agent", ("task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
+    search_fields = ["task__title", "agent__name", "task__room__name", "reason", "branch", "lease_owner"]
+    list_select_related = ["task", "task__room", "agent"]
+    readonly_fields = ["previous", "created_at", "started_at", "finished_at", "last_event_seq"]
+    raw_id_fields = ["task", "created_by"]
+    actions = ["dispatch_retry", "cancel"]
+
+    @admin.display(ordering="task__room__name")
+    def room(self, session: Session) -> str:
+        return session.task.room.name
+
+    @admin.display(description="duration")
+    def duration(self, session: Session) -> str:
+        return session_duration(session)
+
+    @admin.action(description="Dispatch retry (attempt N+1 of each selected, ended session)")
+    def dispatch_retry(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        dispatched, refused = [], []
+        for session in queryset.select_related("task", "task__room", "agent").order_by("pk"):
+            try:
+                # Staff act from the admin without being room members; recorded as dispatcher.
+                retry = session_retry(session=session, actor=None, dispatched_by=request.user)
+            except RoomError as exc:
+                refused.append(f"Session {session.pk} not retried: {exc.message}")
+            else:
+                self.log_change(request, retry, f"Dispatched as a retry of session {session.pk}.")
+                dispatched.append(f"session {retry.pk} (attempt {retry.attempt} of {session.agent.name} "
+                                  f"on “{session.task.title}”, after attempt {session.attempt})")
+        if dispatched:
+            self.message_user(request, "Retry dispatched: " + "; ".join(dispatched) + ".", messages.SUCCESS)
+        for refusal in refused:
+            self.message_user(request, refusal, messages.WARNING)
+
+    @admin.action(description="Cancel the selected sessions")
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        cancelled, refused = [], []
+        reason = f"cancelled by {request.user.get_username()} in the admin"
+        for session in queryset.select_related("task", "task__room", "agent").order_by("pk"):
+            try:
+                session_cancel(session=session, actor=None, reason=reason)
+            except RoomError as exc:
+                refused.append(f"Session {session.pk} not cancelled: {exc.message}")
+            else:
+                self.log_change(request, session, reason)
+                cancelled.append(f"session {session.pk}")
+        if cancelled:
+            self.message_user(request, "Cancelled " + ", ".join(cancelled) + ".", messages.SUCCESS)
+        for refusal in refused:
+            self.message_user(request, refusal, messages.WARNING)
 
 
 @admin.register(SessionEvent)
 class SessionEventAdmin(admin.ModelAdmin):
-    list_display = ["session", "seq", "kind", "created_at"]
-    list_filter = ["kind", "created_at"]
+    list_display = ["session", "seq", "kind", "summary", "created_at"]
+    list_filter = ["kind", ("session__task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["kind", "session__task__title", "session__agent__name"]
     list_select_related = ["session", "session__agent", "session__task"]
     readonly_fields = ["session", "seq", "kind", "payload", "created_at"]
+
+    @admin.display(description="payload")
+    def summary(self, event: SessionEvent) -> str:
+        text = ", ".join(f"{k}={v}" for k, v in event.payload.items() if not isinstance(v, (dict, list)))
+        return text[:120]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # the log is append-only, written by the runtime
 
 
 @admin.register(ProviderCall)
 class ProviderCallAdmin(admin.ModelAdmin):
     list_display = [
         "session", "step", "model", "input_tokens", "cached_input_tokens", "output_tokens",
-        "projected_tokens", "latency_ms", "created_at",
+        "projected_tokens", "latency_ms", "failed", "created_at",
     ]
-    list_filter = ["model", "created_at"]
+    list_filter = ["model", ("session__task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["model", "prefix_hash", "error"]
     list_select_related = ["session", "session__agent", "session__task"]
     raw_id_fields = ["session"]
+
+    @admin.display(boolean=True, description="error")
+    def failed(self, call: ProviderCall) -> bool:
+        return bool(call.error)
 
 
 @admin.register(ApprovalRule)
@@ -96,8 +158,9 @@ class ApprovalRuleAdmin(admin.ModelAdmin):
 
 @admin.register(Approval)
 class ApprovalAdmin(admin.ModelAdmin):
-    list_display = ["session", "tool", "call_id", "state", "always", "decided_by", "created_at", "expires_at"]
-    list_filter = ["state", "tool", "always"]
+    list_display = ["session", "tool", "call_id", "state", "always", "decided_by", "created_at", "expires_at",
+                    "decided_at"]
+    list_filter = ["state", "tool", "always", ("session__task__room", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["tool", "call_id", "session__task__title", "session__agent__name"]
     list_select_related = ["session", "decided_by"]
     raw_id_fields = ["session"]

@@ -26,3 +26,61 @@ class AgentProfileForm(forms.ModelForm):
             "model": forms.TextInput(attrs={"placeholder": "anthropic:claude-sonnet-4-5"}),
         }
         labels = {"base_url": "Base URL (optional, for OpenAI-compatible servers)"}
+
+
+class IntentText(forms.CharField):
+    """A multi-line intent field kept as the person wrote it.
+
+    No stripping (a constraint's own indentation and blank lines are part of it); only
+    the CRLF line endings that browsers send for every textarea become LF, so the
+    intent file in the repository has plain newlines.
+    """
+
+    def __init__(self, *, rows: int = 3, **kwargs) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(strip=False, widget=forms.Textarea(attrs={"rows": rows}), **kwargs)
+
+    def to_python(self, value):
+        return super().to_python(value).replace("\r\n", "\n")
+
+
+class TaskIntentForm(forms.Form):
+    objective = IntentText(required=True, help_text="What the agent should achieve.")
+    definition_of_done = IntentText(label="Definition of done", help_text="How anyone can tell it is done.")
+    prerequisites = IntentText(help_text="What must hold or be read before starting.")
+    constraints = IntentText(help_text="Rules in your own words; the agent gets them verbatim, e.g. "
+                                       "“Don't change the tests.”")
+
+    def clean_objective(self) -> str:
+        objective = self.cleaned_data["objective"]
+        if not objective.strip():
+            raise forms.ValidationError("Say what the agent should achieve.")
+        return objective
+
+
+class TaskForm(TaskIntentForm):
+    title = forms.CharField(max_length=200)
+
+    field_order = ["title", "objective", "definition_of_done", "prerequisites", "constraints"]
+
+
+class SessionStartForm(forms.Form):
+    """Start a task with one of the room's agents (the button pressed names it)."""
+
+    agent = forms.ModelChoiceField(queryset=AgentProfile.objects.none(),
+                                   error_messages={"invalid_choice": "Pick an agent assigned to this room."})
+
+    def __init__(self, *args, room, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].queryset = AgentProfile.objects.filter(room_agents__room=room)
+
+
+class SteerForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Tell the agent something; "
+                                                        "it reads it at its next step boundary."}),
+                           error_messages={"required": "Write what the agent should hear."})
+
+
+class ApprovalDecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny"),
+                                          ("always", "Always, for this session")])

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404
 
-from agents.models import Session
+from agents.models import Approval, Session, SessionEvent, Task
+from agents.runtime import states
+from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
 
 
@@ -28,3 +30,129 @@ def access_session(user: AbstractBaseUser | AnonymousUser, session_id: int) -> S
     if session is None:
         raise Http404("No such session.")
     return SessionAccess(session=session, room_access=access_room_by_id(user, session.task.room_id))
+
+
+@dataclass(frozen=True)
+class TaskAccess:
+    task: Task
+    room_access: RoomAccess
+
+    @property
+    def can_control(self) -> bool:
+        """Edit the intent, start sessions: owners and members."""
+        return self.room_access.can_post
+
+
+def access_task(user: AbstractBaseUser | AnonymousUser, task_id: int) -> TaskAccess:
+    task = Task.objects.select_related("room").filter(pk=task_id).first()
+    if task is None:
+        raise Http404("No such task.")
+    return TaskAccess(task=task, room_access=access_room_by_id(user, task.room_id))
+
+
+# --- the room's work region -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskWork:
+    task: Task
+    sessions: list[Session]  # newest first
+
+    @property
+    def active(self) -> bool:
+        return any(s.state in states.ACTIVE for s in self.sessions)
+
+
+def room_work(room: Room) -> list[TaskWork]:
+    """The room's tasks, newest first, each with every attempt at it."""
+    tasks = list(Task.objects.filter(room=room).select_related("created_by").order_by("-created_at", "-pk"))
+    by_task: dict[int, list[Session]] = {task.pk: [] for task in tasks}
+    sessions = Session.objects.filter(task__room=room).select_related("agent").order_by("-created_at", "-pk")
+    for session in sessions:
+        by_task[session.task_id].append(session)
+    return [TaskWork(task=task, sessions=by_task[task.pk]) for task in tasks]
+
+
+# --- one session ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gauge:
+    """Where the next request stands against the budget, from the latest step.started."""
+
+    step: int
+    projection: int
+    trigger: int
+    ceiling: int
+    window: int
+    anchored: bool
+    postponed: int
+    note: str
+
+    def percent(self, tokens: int) -> float:
+        return round(min(100.0, 100.0 * tokens / self.window), 1) if self.window else 0.0
+
+    @property
+    def projection_percent(self) -> float:
+        return self.percent(self.projection)
+
+    @property
+    def trigger_percent(self) -> float:
+        return self.percent(self.trigger)
+
+    @property
+    def ceiling_percent(self) -> float:
+        return self.percent(self.ceiling)
+
+    @property
+    def zone(self) -> str:
+        """ok below the trigger, fold-due up to the ceiling, over beyond it."""
+        if self.projection > self.ceiling:
+            return "over"
+        if self.projection > self.trigger:
+            return "fold-due"
+        return "ok"
+
+
+def session_gauge(session: Session) -> Gauge | None:
+    event = SessionEvent.objects.filter(session=session, kind="step.started").order_by("-seq").first()
+    if event is None:
+        return None
+    p = event.payload
+    return Gauge(step=int(p.get("step", 0)), projection=int(p.get("projection", 0)), trigger=int(p.get("trigger", 0)),
+                 ceiling=int(p.get("ceiling", 0)), window=int(p.get("window", 0)), anchored=bool(p.get("anchored")),
+                 postponed=int(p.get("postponed", 0) or 0), note=str(p.get("note") or ""))
+
+
+def session_next_attempt(session: Session) -> Session | None:
+    """The retry dispatched from ``session``, if any."""
+    return Session.objects.filter(previous=session).select_related("agent").first()
+
+
+def pending_approvals(session: Session) -> list[Approval]:
+    return list(Approval.objects.filter(session=session, state=Approval.State.PENDING).order_by("created_at", "pk"))
+
+
+def session_approval(session: Session, approval_id: int) -> Approval:
+    approval = Approval.objects.select_related("session", "session__task").filter(
+        pk=approval_id, session=session).first()
+    if approval is None:
+        raise Http404("No such approval in this session.")
+    return approval
+
+
+def session_events_after(session_id: int, after_seq: int, *, up_to_seq: int | None = None,
+                         limit: int | None = None) -> list[SessionEvent]:
+    """Events with ``after_seq < seq [<= up_to_seq]``, oldest first: what a client missed."""
+    qs = SessionEvent.objects.filter(session_id=session_id, seq__gt=after_seq)
+    if up_to_seq is not None:
+        qs = qs.filter(seq__lte=up_to_seq)
+    qs = qs.order_by("seq")
+    return list(qs[:limit] if limit is not None else qs)
+
+
+def session_events_tail(session: Session, limit: int) -> tuple[list[SessionEvent], int]:
+    """The newest ``limit`` events, oldest first, and how many older ones were left out."""
+    newest_first = list(SessionEvent.objects.filter(session=session).order_by("-seq")[:limit])
+    left_out = newest_first[-1].seq - 1 if len(newest_first) == limit else 0
+    return list(reversed(newest_first)), left_out

@@ -106,8 +106,12 @@ def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, d
 
 @transaction.atomic
 def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | None,
-                  previous: Session | None = None) -> Session:
-    """A new attempt of ``agent`` at ``task``, queued for a worker once committed."""
+                  previous: Session | None = None, dispatched_by: AbstractBaseUser | None = None) -> Session:
+    """A new attempt of ``agent`` at ``task``, queued for a worker once committed.
+
+    ``actor`` is a room member acting in the room; ``dispatched_by`` is staff acting
+    from the admin (no membership needed), recorded as the creator.
+    """
     if actor is not None:
         _check_can_act(task.room, actor)
     if not RoomAgent.objects.filter(room_id=task.room_id, agent=agent).exists():
@@ -115,7 +119,7 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise attempt numbers
     last = Session.objects.filter(task=task, agent=agent).aggregate(n=Max("attempt"))["n"] or 0
     session = Session.objects.create(
-        task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor,
+        task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor or dispatched_by,
         time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS,
     )
     session_event_append(session, "session.state_changed", {"state": session.state, "attempt": session.attempt,
@@ -124,9 +128,24 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     return session
 
 
-def session_retry(*, session: Session, actor: AbstractBaseUser | None) -> Session:
-    """Dispatch a retry: attempt N+1 of the same task and agent, fresh ledger, room cache kept."""
-    return session_start(task=session.task, agent=session.agent, actor=actor, previous=session)
+@transaction.atomic
+def session_retry(*, session: Session, actor: AbstractBaseUser | None,
+                  dispatched_by: AbstractBaseUser | None = None) -> Session:
+    """Dispatch a retry: attempt N+1 of the same task and agent, fresh ledger, room cache kept.
+
+    Only an attempt that ended, and only once (the row lock makes a double click or two
+    admins racing get one retry and one clear refusal): two attempts of one agent at one
+    task never run side by side.
+    """
+    locked = Session.objects.select_for_update().select_related("task", "agent").get(pk=session.pk)
+    if locked.state not in states.TERMINAL | {states.NEEDS_MERGE}:
+        raise RoomError(f"Attempt {locked.attempt} is still {locked.state}; cancel it before retrying.",
+                        code="active")
+    if (later := Session.objects.filter(previous=locked).first()) is not None:
+        raise RoomError(f"Attempt {locked.attempt} was already retried as attempt {later.attempt}.",
+                        code="retried")
+    return session_start(task=locked.task, agent=locked.agent, actor=actor, previous=locked,
+                         dispatched_by=dispatched_by)
 
 
 @transaction.atomic

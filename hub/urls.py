@@ -11,7 +11,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("agents/", include("agents.urls")),
+    path("", include("agents.urls")),
     path("", include("observations.urls")),
     path("", include("rooms.urls")),
 ]

@@ -65,8 +65,10 @@ def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
     """The user's rooms for the list page, by name.
 
     Each room carries ``my_role``, ``member_count``, ``agent_count`` and the session
-    counts behind the status badges: ``sessions_running``, ``sessions_waiting``
-    (parked on a job or timer) and ``sessions_awaiting_approval`` (needs a person).
+    counts behind the status badges: ``sessions_queued``, ``sessions_running``,
+    ``sessions_waiting`` (parked on a job or timer), ``sessions_awaiting_approval``
+    (needs a person's decision) and ``sessions_needs_merge`` (finished, but its
+    branch did not merge cleanly: needs a person too).
     """
     sessions = Session.objects.filter(task__room=OuterRef("pk"))
     return (
@@ -77,9 +79,11 @@ def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
             ),
             member_count=_Count(Membership.objects.filter(room=OuterRef("pk"))),
             agent_count=_Count(RoomAgent.objects.filter(room=OuterRef("pk"))),
+            sessions_queued=_Count(sessions.filter(state=Session.State.QUEUED)),
             sessions_running=_Count(sessions.filter(state=Session.State.RUNNING)),
             sessions_waiting=_Count(sessions.filter(state=Session.State.WAITING)),
             sessions_awaiting_approval=_Count(sessions.filter(state=Session.State.AWAITING_APPROVAL)),
+            sessions_needs_merge=_Count(sessions.filter(state=Session.State.NEEDS_MERGE)),
         )
         .order_by("name")
     )

@@ -5,12 +5,14 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
+from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
 from hub.git import git
 from rooms.models import Membership, Room
 
@@ -40,7 +42,8 @@ def test_seed_demo_creates_a_user_who_can_log_in_and_a_demo_room():
     assert room.check_command == "python -m pytest -q"
     assert f"/rooms/{room.slug}/" in output
     files = git("ls-files", cwd=room.repo_path).split()
-    assert files == ["README.md", "test_textstats.py", "textstats.py"]
+    task = Task.objects.get(room=room)
+    assert files == [task.intent_path, "README.md", "test_textstats.py", "textstats.py"]
 
 
 def test_the_demo_repository_has_a_real_failing_test(tmp_path):
@@ -67,3 +70,51 @@ def test_seed_demo_again_keeps_the_room_and_resets_the_password():
     assert list(Room.objects.filter(name="Demo").values_list("pk", flat=True)) == [room.pk]
     assert Path(room.repo_path).is_dir()
     assert "http://example.test:9000/" in second_output
+
+
+def test_seed_demo_assigns_a_replay_fixer_with_rules_that_let_it_work():
+    seed()
+    room = Room.objects.get(name="Demo")
+    agent = AgentProfile.objects.get(name="Demo fixer")
+    assert (agent.model, agent.context_window, agent.output_budget, agent.eviction_policy) == (
+        "replay:demo-fix-median.json", 32_000, 2_000, "on_demand")
+    assert RoomAgent.objects.filter(room=room, agent=agent).exists()
+    rules = set(ApprovalRule.objects.filter(room=room).values_list("tool", "path_glob", "command_prefix", "decision"))
+    assert rules == {("edit_file", "*.py", "", "allow"), ("shell", "", "python -m pytest", "allow")}
+
+
+def test_seed_demo_starts_the_first_task_once_and_says_where_to_watch_it():
+    output = seed()
+    room = Room.objects.get(name="Demo")
+    task = Task.objects.get(room=room)
+    assert task.title == "Fix median for even-length input"
+    assert task.constraints == "Don't change the tests."
+    intent = (Path(room.repo_path) / task.intent_path).read_text()
+    assert "Don't change the tests." in intent
+    session = Session.objects.get(task=task)
+    assert (session.agent.name, session.attempt, session.state) == ("Demo fixer", 1, "queued")
+    assert f"http://127.0.0.1:8000/sessions/{session.pk}/" in output
+    assert f"http://127.0.0.1:8000/sessions/{session.pk}/ledger/" in output
+
+    again = seed()
+    assert Task.objects.filter(room=room).count() == 1 and Session.objects.count() == 1
+    assert AgentProfile.objects.filter(name="Demo fixer").count() == 1
+    assert ApprovalRule.objects.filter(room=room).count() == 2
+    assert f"/sessions/{session.pk}/" in again and "kept task" in again
+
+
+def test_the_demo_session_runs_to_a_verified_merge_on_a_worker(celery_worker):
+    seed()
+    session = Session.objects.get(task__room__name="Demo")
+    deadline = time.monotonic() + 120
+    while session.state not in {"succeeded", "failed", "cancelled", "timed_out", "needs_merge"}:
+        assert time.monotonic() < deadline, celery_worker.hub_process.log_tail()
+        time.sleep(0.3)
+        session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
+    assert {"tool.result", "verify", "merge"} <= set(kinds)
+    verify = SessionEvent.objects.get(session=session, kind="verify")
+    assert verify.payload["line"].startswith("verify #1: python -m pytest -q → exit 0")
+    room = session.task.room
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in git("show", "main:textstats.py", cwd=room.repo_path)

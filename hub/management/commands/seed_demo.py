@@ -1,9 +1,13 @@
 """Create or refresh the demo: a user ``demo`` with a fresh password and a room "Demo"
-whose repository starts from hub/demo_repo (a small library with one real bug).
+whose repository starts from hub/demo_repo (a small library with one real bug), an
+agent "Demo fixer" on the built-in replay model (no API key needed), the approval
+rules that let it edit Python files and run the tests, and, the first time only, a
+task "Fix median for even-length input" with a session started for it: the first
+worker that comes up runs it (reads, runs the tests, edits, verify passes, merged).
 
-Idempotent: running it again keeps the room and its history and only resets the
-password. Each step is a function of the ``Demo`` it builds on, so later features
-(a replay agent, a first task) add a step to ``STEPS``.
+Idempotent: running it again keeps the room, its tasks and history, and only resets
+the password. Each step is a function of the ``Demo`` it builds on; later features
+add a step to ``STEPS``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,16 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand
 
+from agents.models import (
+    AgentProfile,
+    ApprovalRule,
+    Decision,
+    EvictionPolicy,
+    RoomAgent,
+    Session,
+    Task,
+)
+from agents.services import session_start, task_create
 from rooms.models import Membership, Room
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
@@ -25,6 +39,20 @@ DEMO_USERNAME = "demo"
 DEMO_ROOM_NAME = "Demo"
 DEMO_REPO_TEMPLATE = Path(__file__).resolve().parents[2] / "demo_repo"
 DEMO_CHECK_COMMAND = "python -m pytest -q"
+DEMO_AGENT_NAME = "Demo fixer"
+DEMO_AGENT_MODEL = "replay:demo-fix-median.json"
+DEMO_RULES = (  # (tool, path glob, command prefix); every other tool keeps the read-only default
+    ("edit_file", "*.py", ""),
+    ("shell", "", "python -m pytest"),
+)
+DEMO_TASK = {
+    "title": "Fix median for even-length input",
+    "objective": "median() returns the upper middle value for an even number of values; "
+                 "make it return the mean of the two middle values.",
+    "definition_of_done": "`python -m pytest -q` passes.",
+    "prerequisites": "Read textstats.py and test_textstats.py first.",
+    "constraints": "Don't change the tests.",
+}
 
 
 @dataclass
@@ -32,6 +60,8 @@ class Demo:
     user: AbstractBaseUser | None = None
     password: str = ""
     room: Room | None = None
+    agent: AgentProfile | None = None
+    session: Session | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -67,7 +97,43 @@ def ensure_room(demo: Demo) -> None:
     demo.room = room
 
 
-STEPS: list[Callable[[Demo], None]] = [ensure_user, ensure_room]
+def ensure_agent(demo: Demo) -> None:
+    agent, created = AgentProfile.objects.get_or_create(
+        name=DEMO_AGENT_NAME,
+        defaults={
+            "model": DEMO_AGENT_MODEL, "context_window": 32_000, "output_budget": 2_000,
+            "eviction_policy": EvictionPolicy.ON_DEMAND,
+            "role_prompt": "You fix small bugs: read the code and its tests, run them, make the smallest fix.",
+            "created_by": demo.user,
+        },
+    )
+    _, assigned = RoomAgent.objects.get_or_create(room=demo.room, agent=agent, defaults={"added_by": demo.user})
+    demo.agent = agent
+    if created or assigned:
+        demo.notes.append(f"assigned agent {agent.name} ({agent.model}) to room {demo.room.name}")
+
+
+def ensure_rules(demo: Demo) -> None:
+    for tool, path_glob, command_prefix in DEMO_RULES:
+        ApprovalRule.objects.get_or_create(
+            room=demo.room, tool=tool, path_glob=path_glob, command_prefix=command_prefix, decision=Decision.ALLOW,
+            defaults={"created_by": demo.user},
+        )
+
+
+def ensure_first_task(demo: Demo) -> None:
+    """The first time only: the task and a session for it, queued for the first worker."""
+    task = Task.objects.filter(room=demo.room, title=DEMO_TASK["title"]).order_by("pk").first()
+    if task is None:
+        task = task_create(room=demo.room, actor=demo.user, **DEMO_TASK)
+        demo.session = session_start(task=task, agent=demo.agent, actor=demo.user)
+        demo.notes.append(f"created task “{task.title}” and queued {demo.agent.name} on it")
+    else:
+        demo.session = Session.objects.filter(task=task).order_by("-created_at", "-pk").first()
+        demo.notes.append(f"kept task “{task.title}”")
+
+
+STEPS: list[Callable[[Demo], None]] = [ensure_user, ensure_room, ensure_agent, ensure_rules, ensure_first_task]
 
 
 class Command(BaseCommand):
@@ -84,10 +150,14 @@ class Command(BaseCommand):
             step(demo)
         for note in demo.notes:
             self.stdout.write(f"demo: {note}")
-        room_url = url.rstrip("/") + f"/rooms/{demo.room.slug}/"
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"\n  Open {url}  and log in as  {DEMO_USERNAME} / {demo.password}\n"
-                f"  The demo room: {room_url}\n"
-            )
-        )
+        base = url.rstrip("/")
+        lines = [
+            f"  Open {url}  and log in as  {DEMO_USERNAME} / {demo.password}",
+            f"  The demo room: {base}/rooms/{demo.room.slug}/",
+        ]
+        if demo.session is not None:
+            lines += [
+                f"  Watch {demo.agent.name} fix the bug: {base}/sessions/{demo.session.pk}/",
+                f"  Its observation ledger: {base}/sessions/{demo.session.pk}/ledger/",
+            ]
+        self.stdout.write(self.style.SUCCESS("\n" + "\n".join(lines) + "\n"))

@@ -22,6 +22,7 @@
   let socket = null;
   let delay = MIN_DELAY_MS;
   let lastSentText = "";
+  let everSynced = false;
 
   function setStatus(text, state) {
     status.textContent = text;
@@ -78,6 +79,13 @@
         case "synced":
           delay = MIN_DELAY_MS;
           setStatus("live", "live");
+          // After a drop, sessions may have changed state while we were away.
+          if (everSynced) room.dispatchEvent(new CustomEvent("session-changed"));
+          everSynced = true;
+          break;
+        case "session.changed":
+          // The task list (agents/_room_tasks.html) listens for this and reloads itself.
+          room.dispatchEvent(new CustomEvent("session-changed", { detail: frame }));
           break;
         case "error":
           showError(frame.message);

@@ -110,3 +110,15 @@ def test_a_steer_to_an_ended_session_is_refused(person, task, replay_agent):
     session_cancel(session=session, actor=person)
     with pytest.raises(RoomError, match="ended"):
         session_steer(session=session, actor=person, text="hello?")
+
+
+def test_only_an_ended_attempt_is_retried_and_only_once(person, task, replay_agent):
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    with pytest.raises(RoomError, match="still queued"):
+        session_retry(session=session, actor=person)
+    session_cancel(session=session, actor=person)
+    staff = get_user_model().objects.create_user("admin", password="pw-admin-123", is_staff=True)
+    retry = session_retry(session=session, actor=None, dispatched_by=staff)
+    assert retry.created_by == staff and retry.attempt == 2
+    with pytest.raises(RoomError, match="already retried as attempt 2"):
+        session_retry(session=session, actor=person)

@@ -1,0 +1,74 @@
+"""The session websocket: ``/ws/sessions/<id>/``, a live view of a session's event log.
+
+Protocol (JSON text frames):
+  client → ``{"type": "hello", "last_seq": N}``, once.
+  server → ``{"type": "event", "seq", "kind", "payload", "at", "html", "refresh"}`` for
+           every SessionEvent with seq > N, in seq order, then live; ``html`` is the
+           log line the page shows and ``refresh`` says the session's status (header,
+           token gauge, approvals) changed. ``{"type": "synced", "last_seq"}`` once the
+           replay is done; ``{"type": "error", "code", "message"}`` for a bad frame (the
+           connection stays open). Close code 4403: not a member of the session's room.
+
+Read-only: steering, approvals, cancel and retry are POSTs to the session page, which
+call the services. Closing the socket stops nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.http import Http404
+
+from agents.eventlog import log_frame, with_html
+from agents.events import session_group
+from agents.selectors import access_session, session_events_after
+from rooms.errors import RoomError
+from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, parse_frame
+
+MAX_FRAME_LENGTH = 1024  # the only client frame is a short hello
+
+
+class SessionConsumer(SeqStreamConsumer):
+    session_id: int | None = None
+
+    async def connect(self) -> None:
+        await self.accept()
+        try:
+            access = await database_sync_to_async(access_session)(
+                self.scope["user"], self.scope["url_route"]["kwargs"]["session_id"]
+            )
+        except Http404:
+            # Accept first, then close: browsers only see a close code on an open socket.
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.session_id = access.session.pk
+
+    def stream_group(self) -> str:
+        return session_group(self.session_id)
+
+    async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
+        return await database_sync_to_async(_frames_after)(self.session_id, after_seq, up_to_seq, limit)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.session_id is None:
+            return  # closing: the connect check failed
+        try:
+            frame = parse_frame(text_data, max_length=MAX_FRAME_LENGTH)
+            if frame["type"] != "hello":
+                raise RoomError(
+                    f"Unknown frame type {frame['type']!r}: this socket only streams events; "
+                    "steer, approve and cancel from the session page.", code="unknown_type",
+                )
+            await self.stream_start(frame.get("last_seq", 0))
+        except RoomError as exc:
+            await self.send_json({"type": "error", "code": exc.code, "message": exc.message})
+
+    async def session_event(self, event: dict[str, Any]) -> None:
+        """A committed SessionEvent, broadcast by agents.events."""
+        frame = event["frame"]
+        await self.stream_forward(frame["seq"], with_html(frame))
+
+
+def _frames_after(session_id: int, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
+    return [log_frame(e) for e in session_events_after(session_id, after_seq, up_to_seq=up_to_seq, limit=limit)]

@@ -1,0 +1,64 @@
+"""Template helpers for the work region of the room page and the session page."""
+
+from __future__ import annotations
+
+import json
+
+from django import template
+from django.utils import timezone
+
+from agents.eventlog import log_line
+from agents.events import event_frame
+from agents.forms import TaskForm
+from agents.models import Session, SessionEvent
+from agents.selectors import TaskWork, room_work
+from rooms.selectors import RoomAccess, room_agents
+
+register = template.Library()
+
+
+@register.simple_tag
+def room_tasks(access: RoomAccess) -> dict:
+    """The room's tasks with their sessions, and the agents a task can be started with.
+
+    A tag rather than view context because the room page (rooms.views) and the work
+    partial (agents.views) both render the region, and the room page is not ours.
+    """
+    work: list[TaskWork] = room_work(access.room)
+    return {"tasks": work, "agents": [ra.agent for ra in room_agents(access.room)]}
+
+
+@register.simple_tag
+def new_task_form() -> TaskForm:
+    return TaskForm()
+
+
+@register.filter
+def event_line(event: SessionEvent) -> str:
+    """The log line of a stored event, the same HTML the session websocket sends."""
+    return log_line(event_frame(event))
+
+
+@register.filter
+def pretty_json(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def session_duration(session: Session) -> str:
+    """How long the session has run: start to finish, or to now while it runs."""
+    if session.started_at is None:
+        return "not started"
+    end = session.finished_at or timezone.now()
+    return human_seconds((end - session.started_at).total_seconds())
+
+
+def human_seconds(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"

@@ -1,0 +1,91 @@
+"""A websocket that is a view of an append-only table numbered densely by ``seq``.
+
+Room chat and session events share this protocol: the client says
+``{"type": "hello", "last_seq": N}``; the server joins the live group, replays every
+row with seq > N from the database, sends ``{"type": "synced", "last_seq"}``, then
+forwards live rows. Each row reaches the client once and in seq order: live copies
+at or below what was sent are dropped, and a live row that arrives ahead of the
+client is preceded by the rows in between, read from the database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from rooms.errors import RoomError
+
+CLOSE_FORBIDDEN = 4403
+REPLAY_BATCH = 200  # rows read and sent per database round trip
+
+
+class SeqStreamConsumer(AsyncWebsocketConsumer):
+    # Highest seq sent to this client; None until hello has joined the live group.
+    last_sent_seq: int | None = None
+
+    def stream_group(self) -> str:
+        """The channel-layer group whose events carry this stream's rows."""
+        raise NotImplementedError
+
+    async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` frames with ``after_seq < seq [<= up_to_seq]``, oldest first."""
+        raise NotImplementedError
+
+    async def disconnect(self, code: int) -> None:
+        if self.last_sent_seq is not None:
+            await self.channel_layer.group_discard(self.stream_group(), self.channel_name)
+
+    async def stream_start(self, last_seq: Any) -> None:
+        """Handle hello: validate ``last_seq``, join the group, replay, then say synced."""
+        if self.last_sent_seq is not None:
+            raise RoomError("hello was already sent on this connection.", code="bad_request")
+        if isinstance(last_seq, bool) or not isinstance(last_seq, int) or last_seq < 0:
+            raise RoomError("last_seq must be a non-negative integer.", code="bad_request")
+        # Join before reading: a row committed in between is then both replayed and
+        # received live, and stream_forward drops the second copy. The channel layer
+        # queues live events until this handler returns.
+        await self.channel_layer.group_add(self.stream_group(), self.channel_name)
+        self.last_sent_seq = last_seq
+        await self._send_from_database(after_seq=last_seq)
+        await self.send_json({"type": "synced", "last_seq": self.last_sent_seq})
+
+    async def stream_forward(self, seq: int, frame: dict[str, Any]) -> None:
+        """Send one live row unless the client has it; fill any gap before it first."""
+        if self.last_sent_seq is None or seq <= self.last_sent_seq:
+            return
+        if seq > self.last_sent_seq + 1:
+            # Broadcasts from different processes can arrive out of order; committed
+            # seqs are dense, so the ones in between are in the database already.
+            await self._send_from_database(after_seq=self.last_sent_seq, up_to_seq=seq - 1)
+        await self.send_json(frame)
+        self.last_sent_seq = seq
+
+    async def _send_from_database(self, *, after_seq: int, up_to_seq: int | None = None) -> None:
+        while True:
+            frames = await self.frames_after(after_seq, up_to_seq, REPLAY_BATCH)
+            for frame in frames:
+                await self.send_json(frame)
+                self.last_sent_seq = max(self.last_sent_seq or 0, frame["seq"])
+            if len(frames) < REPLAY_BATCH:
+                return
+            after_seq = frames[-1]["seq"]
+
+    async def send_json(self, frame: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(frame))
+
+
+def parse_frame(text_data: str | None, *, max_length: int) -> dict[str, Any]:
+    """A client frame: a JSON object with a string ``type``, at most ``max_length`` characters."""
+    if text_data is None:
+        raise RoomError("Frames are JSON text, not binary.", code="bad_json")
+    if len(text_data) > max_length:
+        raise RoomError("The frame is too large.", code="too_large")
+    try:
+        frame = json.loads(text_data)
+    except ValueError:
+        raise RoomError("The frame is not valid JSON.", code="bad_json") from None
+    if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+        raise RoomError('A frame is a JSON object with a "type".', code="bad_request")
+    return frame

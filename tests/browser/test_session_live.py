@@ -1,0 +1,95 @@
+"""A person watches a session live in a real browser: create a task on the room page,
+start it with a replay agent, see the room's task list follow the session, approve
+its edit on the session page, and watch the events arrive until verify passes and the
+session succeeds, all without a reload. Headless Chromium (Debian's package) driven by
+Playwright, against Daphne and a real Celery worker in subprocesses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect, sync_playwright
+
+from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, SessionEvent
+from rooms.repo import TemplateRepository
+from rooms.services import room_create
+from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
+from tests.rooms.factories import make_user
+
+DEMO_REPO = Path(__file__).resolve().parents[2] / "hub" / "demo_repo"
+SESSION_TIMEOUT_MS = 90_000
+
+
+@pytest.mark.browser
+def test_a_session_started_on_the_room_page_is_watched_live_to_a_verified_merge(daphne_server, celery_worker):
+    person = make_user("ada", password=PASSWORD)
+    room = room_create(owner=person, name="Live demo", source=TemplateRepository(DEMO_REPO),
+                       check_command="python -m pytest -q")
+    agent = AgentProfile.objects.create(name="Replay fixer", model="replay:demo-fix-median.json",
+                                        context_window=32_000, output_budget=2_000)
+    RoomAgent.objects.create(room=room, agent=agent)
+    # Tests may run without asking; the edit waits for a person, so the session cannot
+    # finish before the session page is open.
+    ApprovalRule.objects.create(room=room, tool="shell", command_prefix="python -m pytest", decision="allow")
+
+    # Playwright's sync API runs an event loop in this thread while it is open, and
+    # Django refuses ORM calls next to a running loop: the database is touched only
+    # before the browser starts and after it has stopped.
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = log_in(browser, daphne_server.url, "ada")
+            start_a_task(page, f"/rooms/{room.slug}/")
+            watch_and_approve(page)
+        finally:
+            browser.close()
+
+    session = Session.objects.get(task__room=room)
+    assert session.state == "succeeded", session.reason
+    assert Approval.objects.get(session=session).decided_by == person
+    assert SessionEvent.objects.filter(session=session, kind="verify", payload__exit_code=0).exists()
+
+
+def start_a_task(page: Page, room_path: str) -> None:
+    page.goto(room_path)
+    expect(page.locator("#connection-status")).to_have_text("live")
+    page.click("#task-new summary")
+    page.fill("#id_title", "Fix median")
+    page.fill("#id_objective", "Make the failing test pass.")
+    page.fill("#id_constraints", "Don't change the tests.")
+    page.click("#task-create button[type=submit]")
+    expect(page.locator("#room-tasks .task h3")).to_have_text(["Fix median"])
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+
+    page.click("#room-tasks button:has-text('Start with Replay fixer')")
+    expect(page.locator("#work-status .notice")).to_contain_text("Replay fixer started on “Fix median” (attempt 1).")
+    # The room socket reports each state change and the task list reloads itself.
+    row = page.locator("#room-tasks table.sessions tbody tr")
+    expect(row).to_have_attribute("data-state", "awaiting_approval", timeout=SESSION_TIMEOUT_MS)
+    assert page.evaluate("window.loadedOnce") is True
+    row.locator("a:has-text('watch')").click()
+
+
+def watch_and_approve(page: Page) -> None:
+    expect(page.locator("#connection-status")).to_have_text("live")
+    expect(page.locator("#session-state")).to_have_text("Awaiting Approval")
+    card = page.locator("#session-status .approval")
+    expect(card).to_contain_text("edit_file")
+    expect(card).to_contain_text("textstats.py")
+    expect(page.locator("#session-gauge")).to_contain_text("window 32,000")
+    assert page.locator("#session-events li[data-kind=verify]").count() == 0
+    page.evaluate("window.loadedOnce = true")
+
+    card.locator("button[value=approve]").click()
+    expect(page.locator("#session-notice .notice")).to_contain_text("edit_file approved.")
+    log = page.locator("#session-events")
+    expect(log.locator("li[data-kind=verify]")).to_contain_text(
+        "verify #1: python -m pytest -q → exit 0", timeout=SESSION_TIMEOUT_MS)
+    expect(log.locator("li[data-kind=merge]")).to_contain_text("merged")
+    expect(page.locator("#session-state")).to_have_text("Succeeded", timeout=SESSION_TIMEOUT_MS)
+    expect(log.locator("li[data-kind='approval.decided']")).to_contain_text("approval approved by ada")
+    assert page.evaluate("window.loadedOnce") is True
+    # Every event once, in order: the live stream neither skipped nor repeated one.
+    seqs = [int(s) for s in page.locator("#session-events > li").evaluate_all("items => items.map(i => i.dataset.seq)")]
+    assert seqs == list(range(1, len(seqs) + 1))
