@@ -99,6 +99,8 @@ class SessionContext:
         self.intent_file_text = intent_text  # the file as last read
         self._intent_updates: list[Entry] = []
         self._stable_prefix_end = -1
+        self._reuse_prefix_end = -1  # see Request.reuse_prefix_end
+        self._last_sent_len = 0  # messages in the request sent last
 
         self._header_tokens = estimate_tokens(system_prompt) + sum(
             estimate_tokens(t.name + t.description + str(t.parameters)) for t in tools
@@ -228,6 +230,8 @@ class SessionContext:
         if not anchored:
             self._learn_on_next_usage = True
         self._sent_estimate = self.estimate
+        unchanged = self._last_sent_len if fold is None else min(self._last_sent_len, fold.first_changed_message)
+        self._reuse_prefix_end, self._last_sent_len = unchanged - 1, len(self._rendered)
         self.sent_tokens_total += projection
         self.saved_tokens_total += round(self._receipted_gain * self.calibration.ratio)
         request = Request(
@@ -237,6 +241,7 @@ class SessionContext:
             messages=tuple(self._rendered),
             max_tokens=self.budget.output_budget,
             stable_prefix_end=self._stable_prefix_end,
+            reuse_prefix_end=self._reuse_prefix_end,
         )
         return Boundary(request, projection, anchored, fold, plan)
 

@@ -53,6 +53,10 @@ class Request:
     # Index of the last message of the byte-stable prefix (the epoch's start); providers
     # with explicit cache breakpoints mark it and the last message.
     stable_prefix_end: int = -1
+    # Index of the last message the previous request sent byte-for-byte the same: a
+    # provider cache entry can exist up to here. After a fold it is just before the first
+    # receipt, so a breakpoint there lets the fold request read what it kept.
+    reuse_prefix_end: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ STATE_VERSION = 1
 
 _SCALARS = (
     "step", "epoch", "postponements", "intent_path", "intent_text", "intent_file_text",
-    "_stable_prefix_end", "_anchor_reported", "_anchor_estimate", "_sent_estimate",
+    "_stable_prefix_end", "_reuse_prefix_end", "_last_sent_len", "_anchor_reported", "_anchor_estimate", "_sent_estimate",
     "_learn_on_next_usage", "_consumed_upto", "_candidate_floor", "_receipted_gain",
     "sent_tokens_total", "saved_tokens_total",
 )

@@ -77,6 +77,7 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
     ctx.add_user("Please fix the failing test.", kind="task")
     steers: list[str] = []
     previous = ""
+    previous_request = None
     previous_epoch = ctx.epoch
     for index, step in enumerate(spec["steps"]):
         if step["intent_edit"]:
@@ -99,6 +100,12 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
         # (1) never above the ceiling
         assert boundary.projection <= ctx.budget.ceiling
         check_pairs(request)
+        # The cache hint names only messages the previous request sent unchanged.
+        reuse = request.reuse_prefix_end
+        if previous_request is not None:
+            assert request.messages[: reuse + 1] == previous_request.messages[: reuse + 1]
+            assert reuse < len(previous_request.messages)
+        previous_request = request
         # (4) append-only within an epoch
         if ctx.epoch == previous_epoch:
             assert serialized.startswith(previous)
