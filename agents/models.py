@@ -261,3 +261,10 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} ({self.state})"
+
+    @property
+    def always_scope(self) -> str:
+        """What "always, for this session" would approve from now on."""
+        from agents.runtime.approvals import always_rule
+
+        return always_rule(self.tool, self.arguments if isinstance(self.arguments, dict) else {}).describe()

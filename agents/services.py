@@ -29,7 +29,8 @@ def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
         raise RoomPermissionError("Only owners and members of this room can do that; viewers only look.")
 
 
-def _enqueue(session_id: int) -> None:
+def enqueue_session(session_id: int) -> None:
+    """Queue the session for a worker once the current transaction commits."""
     from agents.tasks import run_session
 
     transaction.on_commit(lambda: run_session.delay(session_id), robust=True)
@@ -49,7 +50,7 @@ def session_transition(session: Session, target: str, *, reason: str = "", expec
         fields["reason"] = reason
     if target in states.TERMINAL or target == states.NEEDS_MERGE:
         fields.update(finished_at=now, lease_owner="", lease_expires_at=None, wake_at=None)
-    if target in states.PARKED:
+    if target in states.PARKED or target == states.QUEUED:
         fields.update(lease_owner="", lease_expires_at=None)
     if target == states.QUEUED:
         fields.update(wake_at=None)
@@ -124,7 +125,7 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     )
     session_event_append(session, "session.state_changed", {"state": session.state, "attempt": session.attempt,
                                                             "retry_of": previous.pk if previous else None})
-    _enqueue(session.pk)
+    enqueue_session(session.pk)
     return session
 
 
@@ -169,7 +170,7 @@ def session_wake(session: Session) -> bool:
     if session.state not in states.PARKED:
         return False
     if session_transition(session, states.QUEUED, expected=session.state):
-        _enqueue(session.pk)
+        enqueue_session(session.pk)
         return True
     return False
 

@@ -11,9 +11,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.models import Session
+from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
+from agents.runtime.waits import jobs_ready
 from agents.services import approvals_expire, session_transition, session_wake
 
 REQUEUE_AFTER = timedelta(seconds=60)
@@ -57,12 +58,11 @@ def sweep_sessions() -> dict[str, int]:
         run_session.delay(session_id)
         counts["requeued"] += 1
 
-    # A waiting session wakes when its time is up or a person wrote to it (steers sent
-    # through the room chat reach it here, within one sweep).
-    for session in Session.objects.select_related("task", "agent").filter(state=states.WAITING):
-        chat_after = (session.runtime_state or {}).get("chat_cursor", 0)
-        due = session.wake_at is None or session.wake_at <= now
-        if due or has_pending_input(session, chat_after=chat_after):
+    # A parked session wakes when its time is up, its awaited jobs ended, a person wrote
+    # to it (steers sent through the room chat reach it here, within one sweep), or the
+    # approval it waits for was decided while it was parking.
+    for session in Session.objects.select_related("task", "agent").filter(state__in=states.PARKED):
+        if _should_wake(session, now):
             with transaction.atomic():
                 counts["woken"] += session_wake(session)
 
@@ -78,3 +78,18 @@ def sweep_sessions() -> dict[str, int]:
                 counts["timed_out"] += 1
                 transaction.on_commit(lambda sid=session.pk: stop_session_jobs.delay(sid))
     return counts
+
+
+def _should_wake(session: Session, now) -> bool:
+    runtime = session.runtime_state or {}
+    if session.state == states.AWAITING_APPROVAL:
+        return not Approval.objects.filter(session=session, state=Approval.State.PENDING).exists()
+    if session.wake_at is None or session.wake_at <= now:
+        return True
+    if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
+        return True
+    calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
+    if index < len(calls) and calls[index].get("name") == "await":
+        arguments = calls[index].get("arguments") or {}
+        return jobs_ready(Path(settings.JOBS_DIR) / str(session.pk) / "jobs", arguments)
+    return False

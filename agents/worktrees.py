@@ -143,7 +143,7 @@ def _rev(repo: Path, ref: str) -> str:
     return git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=repo).strip()
 
 
-def _preflight(repo: Path, main: str, branch: str) -> tuple[str | None, tuple[str, ...], str]:
+def _preflight(repo: Path, main: str, branch: str, target: str) -> tuple[str | None, tuple[str, ...], str]:
     """Merge in memory: (tree, (), "") if clean, (None, conflicting paths, messages) if not."""
     completed = git("merge-tree", "--write-tree", "--name-only", "-z", main, branch, cwd=repo,
                     check=False)
@@ -154,31 +154,33 @@ def _preflight(repo: Path, main: str, branch: str) -> tuple[str | None, tuple[st
     paths = tuple(dict.fromkeys(p for p in paths_part.split("\0") if p))
     if paths or not tree:
         if not tree:  # git refused outright (e.g. unrelated histories)
-            raise WorktreeError(f"cannot merge {branch} into {MAIN_BRANCH}: {completed.strip()}")
+            raise WorktreeError(f"cannot merge {branch} into {target}: {completed.strip()}")
         return None, paths, messages.replace("\0", "\n").strip()
     return tree, (), ""
 
 
-def worktree_merge(*, repo: Path, branch: str, message: str | None = None) -> MergeResult:
-    """Merge ``branch`` into main under the room lock; a conflict changes nothing.
+def worktree_merge(*, repo: Path, branch: str, message: str | None = None,
+                   target: str = MAIN_BRANCH) -> MergeResult:
+    """Merge ``branch`` into ``target`` (the room's main branch, whatever its name) under
+    the room lock; a conflict changes nothing.
 
     Idempotent: merging a branch that main already contains answers ``up_to_date``
     (so a worker that crashed after merging can safely merge again).
     """
     repo = Path(os.path.realpath(repo))
     with room_repo_lock(repo):
-        main_before = _rev(repo, MAIN_BRANCH)
+        main_before = _rev(repo, target)
         tip = _rev(repo, branch)
         if _is_ancestor(repo, tip, main_before):
             return MergeResult(status="up_to_date", branch=branch, main_before=main_before,
                                main_after=main_before)
-        tree, conflicts, detail = _preflight(repo, main_before, tip)
+        tree, conflicts, detail = _preflight(repo, main_before, tip, target)
         if tree is None:
             return MergeResult(status="conflict", branch=branch, main_before=main_before,
                                main_after=main_before, conflicts=conflicts, detail=detail)
         commit = git("-c", "commit.gpgsign=false", "commit-tree", tree, "-p", main_before, "-p", tip, "-m",
                      message or f"Merge {branch}", cwd=repo).strip()
-        _advance_main(repo, main_before, commit)
+        _advance_main(repo, main_before, commit, target)
         return MergeResult(status="merged", branch=branch, main_before=main_before,
                            main_after=commit)
 
@@ -193,18 +195,19 @@ def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
     return True
 
 
-def _advance_main(repo: Path, old: str, new: str) -> None:
-    """Move main from ``old`` to its descendant ``new``, updating the checkout if it is main."""
+def _advance_main(repo: Path, old: str, new: str, target: str) -> None:
+    """Move ``target`` from ``old`` to its descendant ``new``, updating the checkout if it is
+    checked out."""
     head = git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False).strip()
-    if head == f"refs/heads/{MAIN_BRANCH}":
+    if head == f"refs/heads/{target}":
         # A fast-forward updates ref, index and files together, and refuses (changing
         # nothing) if a local edit in the room checkout would be overwritten.
         try:
             git("merge", "--ff-only", "--quiet", new, cwd=repo)
         except GitError as exc:
-            raise WorktreeError(f"main could not be advanced in {repo}: {exc.stderr}") from exc
+            raise WorktreeError(f"{target} could not be advanced in {repo}: {exc.stderr}") from exc
     else:
-        git("update-ref", f"refs/heads/{MAIN_BRANCH}", new, old, cwd=repo)
+        git("update-ref", f"refs/heads/{target}", new, old, cwd=repo)
 
 
 def worktree_remove(*, worktree: Worktree, delete_branch: bool = False) -> None:

@@ -61,7 +61,7 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
             purpose=src.purpose[:300], path=src.read.path if src.read else "",
             line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
             content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
-            blob=blob_put(src.text, sha256=src.sha256), size=src.size, token_estimate=src.tokens,
+            blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
             state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
             served=_served(obs),
         ))
@@ -74,6 +74,13 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
     Observation.objects.bulk_update(changed, ["state", "fold_number"])
     _sync_ledger(session, ctx)
     _sync_folds(session, ctx)
+
+
+def _blob_for(room_id: int, source: ObservationInput) -> Blob:
+    cached = room_cache_lookup(room_id=room_id, source=source)
+    if cached is not None and cached.sha256 == source.sha256:
+        return cached  # an unchanged read this room stored before: nothing to hash or write
+    return blob_put(source.text, sha256=source.sha256)
 
 
 def _served(obs) -> str:

@@ -1,8 +1,18 @@
-"""Which tool calls run without a person: rules per room, strictest match wins."""
+"""Which tool calls run without a person: rules per room, strictest match wins.
+
+Paths are matched as resolved inside the worktree (the host resolves them first), so
+`src/../vendor/x` is judged as `vendor/x`. Command prefixes are matched per simple
+command: an *allow* prefix covers only a single simple command (no `;`, `&`, `|`,
+redirection or substitution can ride along), while a *deny* or *ask* prefix matches if
+any command of a compound line starts with it, or if the line hides commands in a
+substitution it cannot see into.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import posixpath
+import shlex
+from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -11,6 +21,44 @@ _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
 
 # Read-only by default: these run without asking when no rule says otherwise.
 READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search", "await", "post_message"})
+PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
+
+_CONTROL = frozenset({";", "&", "&&", "|", "||", "|&", ";;", "(", ")", "\n"})
+_REDIRECT = frozenset({"<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|"})
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A shell line split into simple commands, as far as it can be seen."""
+
+    parts: tuple[tuple[str, ...], ...]  # the words of each simple command
+    simple: bool  # one command, no redirection, no substitution: what an allow may cover
+    opaque: bool  # substitutions or unbalanced quotes: commands we cannot see
+
+
+def parse_command(line: str) -> Command:
+    opaque = "$(" in line or "`" in line or "<(" in line or ">(" in line
+    lexer = shlex.shlex(line.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes
+        return Command((tuple(line.split()),), simple=False, opaque=True)
+    parts: list[tuple[str, ...]] = []
+    current: list[str] = []
+    redirected = False
+    for token in tokens:
+        if token in _CONTROL:
+            if current:
+                parts.append(tuple(current))
+            current = []
+        elif token in _REDIRECT:
+            redirected = True
+        else:
+            current.append(token)
+    if current:
+        parts.append(tuple(current))
+    return Command(tuple(parts), simple=len(parts) == 1 and not redirected and not opaque, opaque=opaque)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,37 +77,64 @@ class Rule:
                 return False
         if self.command_prefix:
             command = arguments.get("command")
-            if not isinstance(command, str) or not _has_prefix(command, self.command_prefix):
+            if not isinstance(command, str):
                 return False
+            return self._matches_command(parse_command(command))
         return True
+
+    def _matches_command(self, command: Command) -> bool:
+        wanted = tuple(self.command_prefix.split())
+        starts = [part[: len(wanted)] == wanted for part in command.parts]
+        if self.decision == ALLOW:
+            return command.simple and starts == [True]
+        # A strict rule errs on the strict side: any command of the line, or one hidden.
+        return any(starts) or command.opaque
+
+    def describe(self) -> str:
+        what = "every tool" if self.tool == "*" else f"`{self.tool}`"
+        if self.command_prefix:
+            what += f" commands starting with `{self.command_prefix}`"
+        if self.path_glob:
+            what += f" on `{self.path_glob}`"
+        return what
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
 
 
 def _glob(path: str, pattern: str) -> bool:
-    path = path[2:] if path.startswith("./") else path
     # `**/` may match no directory at all, so `src/**/*.py` covers `src/a.py`.
     return fnmatchcase(path, pattern) or ("**/" in pattern and fnmatchcase(path, pattern.replace("**/", "")))
 
 
-def _has_prefix(command: str, prefix: str) -> bool:
-    """Word-wise prefix, and only for a single command: `pytest && rm -rf /` is not `pytest`."""
-    command, prefix = command.strip(), prefix.strip()
-    if any(sep in command for sep in (";", "&&", "||", "|", "`", "$(", "\n", ">", "<")):
-        return False
-    words, wanted = command.split(), prefix.split()
-    return words[: len(wanted)] == wanted
+def always_rule(tool: str, arguments: dict[str, Any]) -> Rule:
+    """What "always, for this session" approves: the same kind of call, not the tool.
+
+    A shell command: commands starting with the same program (exactly this line when it
+    is compound). A file tool: the same directory. Anything else: the tool.
+    """
+    if tool == "shell" and isinstance(arguments.get("command"), str):
+        command = parse_command(arguments["command"])
+        if command.simple and command.parts[0]:
+            return Rule(ALLOW, tool, command_prefix=command.parts[0][0])
+        return Rule(ALLOW, tool, command_prefix=arguments["command"].strip())
+    if tool in PATH_TOOLS and isinstance(arguments.get("path"), str):
+        directory = posixpath.dirname(arguments["path"])
+        return Rule(ALLOW, tool, path_glob=f"{directory}/*" if directory else "*")
+    return Rule(ALLOW, tool)
 
 
-def decide(tool: str, arguments: dict[str, Any], rules: list[Rule], *, session_allowed: frozenset[str] = frozenset()) -> str:
+def decide(tool: str, arguments: dict[str, Any], rules: list[Rule], *, session_allowed: list[Rule] = ()) -> str:
     """allow / ask / deny for one call.
 
-    ``session_allowed`` holds the tools a person approved "always for this session";
-    they never lift a deny.
+    ``session_allowed`` holds what people approved "always, for this session"; it lifts
+    an ask, never a deny.
     """
     matching = [rule.decision for rule in rules if rule.matches(tool, arguments)]
     if matching:
         decision = max(matching, key=_STRICTNESS.__getitem__)
     else:
         decision = ALLOW if tool in READ_ONLY_TOOLS else ASK
-    if decision == ASK and tool in session_allowed:
+    if decision == ASK and any(rule.matches(tool, arguments) for rule in session_allowed):
         return ALLOW
     return decision

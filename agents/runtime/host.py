@@ -18,8 +18,10 @@ from agents.models import ApprovalRule, Session
 from agents.providers import Completion
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
+from agents.runtime.waits import jobs_ready
 from agents.runtime.loop import Approval, CheckResult, Input
 from agents.tools.box import ToolBox
+from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
@@ -65,8 +67,16 @@ class DjangoHost:
             return None
         return Approval(state=row.state, by=row.decided_by.get_username() if row.decided_by else "", always=row.always)
 
-    def approval_pending(self, call_id: str) -> bool:
-        return ApprovalRow.objects.filter(session=self.session, call_id=call_id).exists()
+    def rule_arguments(self, call: ToolCall) -> dict[str, Any]:
+        """The call's arguments with its path resolved in the worktree, as rules see it."""
+        arguments = dict(call.arguments) if isinstance(call.arguments, dict) else {}
+        path = arguments.get("path")
+        if isinstance(path, str):
+            try:
+                arguments["path"] = resolve_path(self.worktree.path, path).relative
+            except PathRefused:
+                pass  # the tool itself refuses it, with the reason
+        return arguments
 
     # -------------------------------------------------------------- effects
     def execute(self, call: ToolCall) -> ToolOutcome:
@@ -76,16 +86,11 @@ class DjangoHost:
         return self.toolbox.skip(call, reason)
 
     def await_ready(self, call: ToolCall, *, chat_after: int) -> bool:
-        """Would `await` return at once? Jobs all ended, a person wrote, or nothing to wait for."""
+        """Would `await` return at once? Its jobs ended, or a person wrote."""
         if self.has_pending_input(chat_after=chat_after):
             return True
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        statuses = {s.handle: s for s in self.toolbox.job_statuses()}
-        targets = arguments.get("handles") or [h for h in statuses if not self.toolbox.jobs.delivered(h)]
-        if not targets:
-            return arguments.get("seconds") is None  # a plain timer waits for its deadline
-        # Unknown handles are "ready": the await then fails at once with a useful error.
-        return all(h not in statuses or statuses[h].done for h in targets)
+        return jobs_ready(self.toolbox.jobs.directory, arguments)
 
     def run_check(self) -> CheckResult:
         started = time.monotonic()
@@ -114,12 +119,13 @@ class DjangoHost:
             author=f"{agent.name} <agent-{agent.pk}@atrium.local>",
         )
         result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
-                                message=f"Merge {self.worktree.branch}: {session.task.title}")
+                                message=f"Merge {self.worktree.branch}: {session.task.title}",
+                                target=self.room.default_branch)
         if result.status == "conflict":
             return False, "merge conflict in " + ", ".join(result.conflicts or ("the repository",))
         if commit is None and result.status == "up_to_date":
             return True, "no changes to merge"
-        return True, f"merged {self.worktree.branch} into main ({result.main_after[:10]})"
+        return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
 
     def call_model(self, request: Request) -> Completion:
         return self.provider.call(request)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import Q, QuerySet
 
 from agents.models import Session
@@ -16,16 +18,24 @@ def _steers(session: Session) -> QuerySet[Message]:
     ).filter(Q(session=session) | Q(session__isnull=True, agent_id=session.agent_id))
 
 
-def _mentions(session: Session, chat_after: int) -> QuerySet[Message]:
-    # Chat addressed to the agent ("@name"), posted since the session was created.
-    return Message.objects.filter(
+def _mentions(session: Session, chat_after: int) -> list[Message]:
+    """Chat addressed to the agent (`@name`, not `@namesake`) since the session was created."""
+    name = session.agent.name
+    candidates = Message.objects.filter(
         room_id=session.task.room_id, kind=Message.Kind.CHAT, seq__gt=chat_after,
-        created_at__gte=session.created_at, text__icontains=f"@{session.agent.name}",
-    )
+        created_at__gte=session.created_at, text__icontains=f"@{name}",
+    ).select_related("author")
+    mention = re.compile(rf"@{re.escape(name)}(?![\w-])", re.IGNORECASE)
+    return [m for m in candidates if mention.search(m.text)]
 
 
 def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
-    messages = (_steers(session) | _mentions(session, chat_after)).select_related("author").order_by("seq")
+    """What the next boundary delivers. A steer sent to the agent (not to a session) is
+    bound to this session first, with a compare-and-swap, so two sessions of the same
+    agent never both act on it."""
+    _steers(session).filter(session__isnull=True).update(session=session)
+    steers = list(_steers(session).filter(session=session).select_related("author"))
+    messages = sorted(steers + _mentions(session, chat_after), key=lambda m: m.seq)
     return [
         Input(id=m.pk, seq=m.seq, kind=m.kind, author=m.author.get_username() if m.author else "someone", text=m.text)
         for m in messages
@@ -33,4 +43,4 @@ def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
 
 
 def has_pending_input(session: Session, *, chat_after: int) -> bool:
-    return _steers(session).exists() or _mentions(session, chat_after).exists()
+    return _steers(session).exists() or bool(_mentions(session, chat_after))

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from agents.providers import CallRecord, ContextOverflow, ProviderError
 from agents.runtime import nudges
-from agents.runtime.approvals import ASK, DENY, Rule, decide
+from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
@@ -27,7 +27,6 @@ from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 
 MAX_VERIFY_ROUNDS = 2
-AWAIT_POLL_SECONDS = 5.0
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
 
 
@@ -93,6 +92,7 @@ class Host(Protocol):
     def read_intent(self) -> str | None: ...
     def approval_rules(self) -> list[Rule]: ...
     def approval(self, call_id: str) -> Approval | None: ...
+    def rule_arguments(self, call: ToolCall) -> dict[str, Any]: ...
     def execute(self, call: ToolCall) -> ToolOutcome: ...
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome: ...
     def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
@@ -142,24 +142,41 @@ class StepLoop:
             return UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}", delivered=delivered,
                               call_records=records)
         turn = completion.turn
-        if completion.record.usage_reported:
-            ctx.record_usage(completion.record.input_tokens)
-        ctx.add_assistant(turn.text, turn.tool_calls)
+        record = completion.record
+        if record.usage_reported:
+            # A fallback model counts with another tokenizer: anchor on it, learn nothing.
+            ctx.record_usage(record.input_tokens, learn=record.model == record.requested_model)
+        calls = self._unique_ids(turn.tool_calls)
+        ctx.add_assistant(turn.text, calls)
         state.person_waiting = False
         state.last_reply = turn.text
         host.emit("model.reply", {
             "step": ctx.step, "text": turn.text,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             "input_tokens": completion.record.input_tokens, "cached_input_tokens": completion.record.cached_input_tokens,
             "output_tokens": completion.record.output_tokens, "model": completion.record.model,
         })
-        if turn.tool_calls:
+        if calls:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
-            state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls]
+            state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
             return UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records)
         result = self._finish_turn(turn.text)
         result.delivered, result.call_records = delivered, records
         return result
+
+    def _unique_ids(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        """Call ids key idempotency records, jobs and approvals: a provider that repeats
+        an id (within a turn or across the session) gets it re-minted, never a stale
+        outcome or someone else's approval."""
+        seen = {obs.call_id for obs in self.ctx.observations}
+        unique = []
+        for n, call in enumerate(calls):
+            call_id = call.id or f"call-{self.ctx.step}-{n}"
+            while call_id in seen:
+                call_id = f"{call.id or 'call'}-{self.ctx.step}-{n}-{len(seen)}"
+            seen.add(call_id)
+            unique.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+        return tuple(unique)
 
     def _call(self, boundary, records: list[CallRecord]):
         """Send the request; an overflow folds (mandatory) and retries once, never as-is."""
@@ -211,8 +228,9 @@ class StepLoop:
         if state.yielded_job:
             outcome = host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}")
         else:
-            decision = decide(call.name, call.arguments if isinstance(call.arguments, dict) else {},
-                              host.approval_rules(), session_allowed=frozenset(state.session_allowed))
+            arguments = host.rule_arguments(call)
+            decision = decide(call.name, arguments, host.approval_rules(),
+                              session_allowed=[Rule(**rule) for rule in state.session_allowed])
             if decision == DENY:
                 outcome = host.skip(call, "the room's approval rules deny this call")
             elif decision == ASK:
@@ -220,8 +238,8 @@ class StepLoop:
                 if approval is None:
                     return UnitResult(Outcome.AWAIT_APPROVAL, approval_request=call)
                 if approval.state == "approved":
-                    if approval.always and call.name not in state.session_allowed:
-                        state.session_allowed.append(call.name)
+                    if approval.always:
+                        state.session_allowed.append(always_rule(call.name, arguments).to_dict())
                     outcome = host.execute(call)
                     suffix = f"\n[A person ({approval.by}) approved this call.]"
                 elif approval.state == "denied":
@@ -233,7 +251,9 @@ class StepLoop:
                 if state.await_deadline is None:
                     state.await_deadline = now + _await_seconds(call)
                 if now < state.await_deadline and not host.await_ready(call, chat_after=state.chat_cursor):
-                    return UnitResult(Outcome.WAIT, wake_at=min(state.await_deadline, now + AWAIT_POLL_SECONDS))
+                    # Parked until the deadline; beat wakes it sooner when a job ends or a
+                    # person writes.
+                    return UnitResult(Outcome.WAIT, wake_at=state.await_deadline)
                 if now >= state.await_deadline:
                     # The wait already happened while parked: report, don't block again.
                     call = ToolCall(call.id, call.name, {**call.arguments, "seconds": 0})

@@ -18,8 +18,8 @@ class RuntimeState:
     yielded_job: str | None = None
     # A parked `await` gives up at this time (epoch seconds).
     await_deadline: float | None = None
-    # Tools a person approved "always for this session".
-    session_allowed: list[str] = field(default_factory=list)
+    # What people approved "always, for this session" (approvals.Rule as dicts).
+    session_allowed: list[dict[str, str]] = field(default_factory=list)
     verify_rounds: int = 0  # failed checks sent back to the model
     verifies: int = 0  # checks run
     nudged: list[str] = field(default_factory=list)

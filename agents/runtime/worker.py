@@ -14,12 +14,13 @@ import os
 import socket
 import sys
 import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import DatabaseError, close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -32,7 +33,7 @@ from agents.runtime.host import DjangoHost
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
-from agents.services import approval_request, session_transition, task_write_intent
+from agents.services import approval_request, enqueue_session, session_transition, task_write_intent
 from agents.tools.box import ToolBox
 from agents.worktrees import worktree_create
 from observations.blobs import blob_texts
@@ -90,7 +91,13 @@ def lease_renew(session_id: int, owner: str) -> bool:
 
 
 class LeaseKeeper(threading.Thread):
-    """Renews the lease every third of its length; `lost` is set when renewal fails."""
+    """Renews the lease every third of its length.
+
+    `lost` is set when someone else holds the session (cancelled, timed out, claimed
+    after an expiry) or when renewals kept failing (a locked or unreachable database)
+    for long enough that the lease may already have run out: either way the runner
+    stops before its next commit instead of racing another worker.
+    """
 
     def __init__(self, session_id: int, owner: str) -> None:
         super().__init__(daemon=True, name=f"lease-{session_id}")
@@ -99,11 +106,21 @@ class LeaseKeeper(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
+        period = settings.ATRIUM_LEASE_SECONDS / 3
+        renewed = time.monotonic()
         try:
-            while not self._halt.wait(settings.ATRIUM_LEASE_SECONDS / 3):
-                if not lease_renew(self.session_id, self.owner):
-                    self.lost.set()
-                    return
+            while not self._halt.wait(period):
+                try:
+                    if not lease_renew(self.session_id, self.owner):
+                        self.lost.set()
+                        return
+                    renewed = time.monotonic()
+                except DatabaseError:
+                    log.warning("lease renewal of session %s failed; retrying", self.session_id, exc_info=True)
+                    connection.close()  # a fresh connection next time
+                    if time.monotonic() - renewed > 2 * period:
+                        self.lost.set()
+                        return
         finally:
             connection.close()
 
@@ -137,6 +154,7 @@ class SessionRunner:
             policy=RetryPolicy(max_attempts=settings.ATRIUM_PROVIDER_MAX_ATTEMPTS,
                                base_delay=settings.ATRIUM_PROVIDER_RETRY_BASE_SECONDS),
         )
+        self.provider = provider
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
         self.ctx, self.state = self._load_or_start()
         self.loop = StepLoop(self.ctx, self.state, self.host)
@@ -180,20 +198,49 @@ class SessionRunner:
 
     # ---------------------------------------------------------------- running
     def run(self) -> None:
+        """Units of work until the session parks or ends, or its time slice is used up:
+        then it goes back in the queue, so a few workers serve many sessions in turn and
+        beat's sweep is never starved."""
+        slice_ends = time.monotonic() + settings.ATRIUM_WORKER_SLICE_SECONDS
         while True:
             if self.keeper.lost.is_set():
                 raise LeaseLost
+            if self._over_time_limit():
+                self.stop(states.TIMED_OUT, f"timed out: ran longer than its limit of "
+                                            f"{self.session.time_limit_seconds} s")
+                return
             result = self.loop.advance()
-            self.commit(result)
-            if result.outcome is not Outcome.CONTINUE:
+            if not self.commit(result):
+                return
+            if time.monotonic() > slice_ends:
+                self.stop(states.QUEUED, "")
                 return
 
+    def _over_time_limit(self) -> bool:
+        started = self.session.started_at or timezone.now()
+        return timezone.now() > started + timedelta(seconds=self.session.time_limit_seconds)
+
     @transaction.atomic
-    def commit(self, result: UnitResult) -> None:
+    def stop(self, target: str, reason: str) -> None:
+        session = self._locked()
+        session_transition(session, target, reason=reason, expected=states.RUNNING)
+        if target == states.QUEUED:
+            enqueue_session(session.pk)
+        else:
+            self.toolbox.cancel_jobs(reason)
+
+    def _locked(self) -> Session:
+        """The session row, locked, if this worker still holds it."""
         session = Session.objects.select_for_update().select_related("task", "task__room", "agent").get(
             pk=self.session.pk)
         if session.state != states.RUNNING or session.lease_owner != self.owner:
             raise LeaseLost
+        return session
+
+    @transaction.atomic
+    def commit(self, result: UnitResult) -> bool:
+        """Persist one unit of work; True if the session goes on running here."""
+        session = self._locked()
         ctx = self.ctx
         session.gateway_state = dump_state(ctx)
         session.runtime_state = self.state.to_dict()
@@ -220,14 +267,20 @@ class SessionRunner:
             call = result.approval_request
             approval = approval_request(session=session, call_id=call.id, tool=call.name,
                                         arguments=call.arguments if isinstance(call.arguments, dict) else {})
+            if approval.state != approval.State.PENDING:
+                return True  # decided while this worker was looking: go on, don't park
             session_transition(session, states.AWAITING_APPROVAL, expected=states.RUNNING)
             Session.objects.filter(pk=session.pk).update(wake_at=approval.expires_at)
-        elif result.outcome is Outcome.WAIT:
+            return False
+        if result.outcome is Outcome.WAIT:
             session_transition(session, states.WAITING, expected=states.RUNNING)
             wake = datetime.fromtimestamp(result.wake_at, tz=UTC)
             Session.objects.filter(pk=session.pk).update(wake_at=wake)
-        elif result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
+            return False
+        if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
+            return False
+        return True
 
 
 def run_session(session_id: int) -> str:
@@ -237,9 +290,11 @@ def run_session(session_id: int) -> str:
         return "not claimable"
     keeper = LeaseKeeper(session_id, owner)
     keeper.start()
+    runner = None
     try:
         session = Session.objects.select_related("task", "task__room", "agent").get(pk=session_id)
-        SessionRunner(session, owner, keeper).run()
+        runner = SessionRunner(session, owner, keeper)
+        runner.run()
         return "ran"
     except LeaseLost:
         return "lease lost"
@@ -249,6 +304,8 @@ def run_session(session_id: int) -> str:
         return "failed"
     finally:
         keeper.stop()
+        if runner is not None:
+            runner.provider.close()
         close_old_connections()
 
 

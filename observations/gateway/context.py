@@ -187,11 +187,15 @@ class SessionContext:
             return self._anchor_reported + round((self.estimate - self._anchor_estimate) * ratio)
         return round(self.estimate * ratio)
 
-    def record_usage(self, reported_input_tokens: int) -> None:
-        """The provider reported the input size of the request just sent."""
-        if self._learn_on_next_usage:
+    def record_usage(self, reported_input_tokens: int, *, learn: bool = True) -> None:
+        """The provider reported the input size of the request just sent.
+
+        ``learn=False`` when another model than the calibrated one answered (a fallback):
+        its count anchors the projection but says nothing about this model's ratio.
+        """
+        if self._learn_on_next_usage and learn:
             self.calibration.learn(reported_input_tokens, self._sent_estimate)
-            self._learn_on_next_usage = False
+        self._learn_on_next_usage = False
         self._anchor_reported = reported_input_tokens
         self._anchor_estimate = self._sent_estimate
 

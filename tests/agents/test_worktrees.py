@@ -208,3 +208,18 @@ def test_caches_a_session_leaves_behind_are_never_committed(repo, worktrees_dir)
     worktree_commit(worktree=tree, message="work")
     files = git("show", "--name-only", "--format=", "HEAD", cwd=tree.path).split()
     assert files == ["real.py"]
+
+
+def test_a_room_whose_main_branch_has_another_name_merges_into_it(tmp_path, worktrees_dir):
+    repo = tmp_path / "repos" / "legacy"
+    repo.mkdir(parents=True)
+    git("init", "--quiet", "--initial-branch", "master", cwd=repo)
+    (repo / "app.py").write_text("x = 1\n")
+    _commit_all(repo, "Initial commit")
+    tree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=5, base="master")
+    (tree.path / "app.py").write_text("x = 2\n")
+    worktree_commit(worktree=tree, message="change")
+    result = worktree_merge(repo=repo, branch=tree.branch, target="master")
+    assert result.status == "merged"
+    assert (repo / "app.py").read_text() == "x = 2\n"
+    assert git("rev-parse", "master", cwd=repo).strip() == result.main_after

@@ -29,7 +29,11 @@ from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajecto
 # The gateway's policies, plus the deadlocking configuration for comparison: eager
 # eviction with the room-wide "already read" de-duplication.
 ROOM_DEDUP = "eager-room-dedup"
+# on_demand's folds alone, without the ledger's short notes for unchanged re-reads:
+# separates the two effects (opt-in with --policy).
+NO_NOTES = "on_demand-no-notes"
 POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP)
+OPTIONAL_POLICIES = (NO_NOTES,)
 DEFAULT_OUTPUT_BUDGET = 4_096
 
 
@@ -161,7 +165,7 @@ def new_context(trajectory: Trajectory, policy: str, budget: Budget) -> SessionC
         system_prompt=trajectory.system_prompt,
         tools=tool_schemas(trajectory.meta),
         budget=budget,
-        policy="eager" if policy == ROOM_DEDUP else policy,
+        policy={ROOM_DEDUP: "eager", NO_NOTES: "on_demand"}.get(policy, policy),
         # Short notes for unchanged re-reads are on_demand's; the baselines serve
         # every result whole, as the recorded agents did.
         notes=policy == "on_demand",
@@ -172,8 +176,8 @@ def new_context(trajectory: Trajectory, policy: str, budget: Budget) -> SessionC
 def replay(
     trajectory: Trajectory, policy: str, window: int, settings: ReplaySettings | None = None
 ) -> RunResult:
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}: use {', '.join(POLICIES)}")
+    if policy not in POLICIES + OPTIONAL_POLICIES:
+        raise ValueError(f"unknown policy {policy!r}: use {', '.join(POLICIES + OPTIONAL_POLICIES)}")
     settings = settings or ReplaySettings()
     budget = settings.budget_for(window)
     result = RunResult(policy, window, budget.trigger, budget.ceiling)

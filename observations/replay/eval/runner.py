@@ -11,7 +11,7 @@ from observations.gateway import policies as gateway_policies
 from observations.gateway import tokens
 from observations.gateway.budget import Budget
 from observations.replay.eval.calibration import FULL_HISTORY_SOURCES, estimator_error
-from observations.replay.eval.engine import POLICIES, ReplaySettings, replay
+from observations.replay.eval.engine import OPTIONAL_POLICIES, POLICIES, ReplaySettings, replay
 from observations.replay.eval.results import ResultSet, TrajectoryResult, fingerprint
 from observations.replay.eval.summary import BASELINE
 from observations.replay.load import load_trajectories
@@ -33,9 +33,9 @@ _ESTIMATOR_CONSTANTS = (
 
 def with_baseline(policies: Sequence[str]) -> list[str]:
     """The policies in order, `none` first: every ratio is taken against it."""
-    unknown = [p for p in policies if p not in POLICIES]
+    unknown = [p for p in policies if p not in POLICIES + OPTIONAL_POLICIES]
     if unknown:
-        raise ValueError(f"unknown policy {', '.join(unknown)}: use {', '.join(POLICIES)}")
+        raise ValueError(f"unknown policy {', '.join(unknown)}: use {', '.join(POLICIES + OPTIONAL_POLICIES)}")
     return [BASELINE] + [p for p in dict.fromkeys(policies) if p != BASELINE]
 
 

@@ -57,6 +57,9 @@ class FakeHost:
     def approval(self, call_id):
         return self.approvals.get(call_id)
 
+    def rule_arguments(self, call):
+        return dict(call.arguments)
+
     def execute(self, call):
         self.executed.append(call.id)
         handle = f"job-{call.id}" if call.id in self.yields else None
@@ -151,13 +154,23 @@ def test_an_ask_parks_and_the_decision_decides():
     assert result.outcome is Outcome.SUCCEEDED and host.executed == ["a"]
     result_text = next(m.text for m in loop.ctx._rendered if m.tool_call_id == "a")
     assert result_text.endswith("[A person (ann) approved this call.]")
-    assert loop.state.session_allowed == ["write_file"]
+    assert loop.state.session_allowed == [{"decision": "allow", "tool": "write_file", "path_glob": "*",
+                                           "command_prefix": ""}]
+
+
+def test_a_provider_that_repeats_call_ids_gets_them_re_minted():
+    host = FakeHost(turns=[turn("a", ("c1", "read_file", {"path": "x"}), ("c1", "read_file", {"path": "y"})),
+                           turn("b", ("c1", "read_file", {"path": "z"})), turn("done")])
+    loop, result = run(host)
+    ids = [o.call_id for o in loop.ctx.observations]
+    assert len(set(ids)) == 3 and ids[0] == "c1"
+    assert host.executed == ids
 
 
 def test_an_await_on_a_running_job_parks_until_it_is_ready_or_its_time_is_up():
     host = FakeHost(turns=[turn("wait", ("w", "await", {"seconds": 120})), turn("done")])
     loop, result = run(host, clock=lambda: 1_000.0)
-    assert result.outcome is Outcome.WAIT and result.wake_at == 1_005.0 and host.executed == []
+    assert result.outcome is Outcome.WAIT and result.wake_at == 1_120.0 and host.executed == []
     assert loop.state.await_deadline == 1_120.0
     loop, result = run(host, ctx=loop.ctx, state=loop.state, clock=lambda: 1_121.0)
     assert result.outcome is Outcome.SUCCEEDED and host.executed == ["w"]

@@ -68,3 +68,24 @@ def test_chat_that_mentions_the_agent_is_delivered_and_other_chat_is_not(person,
     assert "[pat in the room] @fixer keep the diff small" in texts
     assert not any("lunch" in t for t in texts)
     assert session.runtime_state["chat_cursor"] == mention.seq
+
+
+def test_path_rules_judge_the_resolved_path_not_its_spelling(person, demo_room):
+    from agents.models import AgentProfile, ApprovalRule, RoomAgent
+
+    ApprovalRule.objects.create(room=demo_room, tool="write_file", path_glob="src/**", decision="allow")
+    ApprovalRule.objects.create(room=demo_room, tool="*", path_glob="vendor/**", decision="deny")
+    demo_room.check_command = ""
+    demo_room.save()
+    agent = AgentProfile.objects.create(name="sneaky", model=f"replay:{Path(__file__).parent / 'replays' / 'sneaky-paths.json'}",
+                                        context_window=32_000, output_budget=2_000)
+    RoomAgent.objects.create(room=demo_room, agent=agent)
+    task = task_create(room=demo_room, actor=person, title="Paths", objective="Write files")
+    session = session_start(task=task, agent=agent, actor=person)
+    run_session(session.pk)
+    session.refresh_from_db()
+    results = {e.payload["call_id"]: e.payload for e in SessionEvent.objects.filter(session=session, kind="tool.result")}
+    detour, direct = results["replay-0-0"], results["replay-0-1"]
+    assert detour["is_error"] and "deny" in detour["preview"]
+    assert not direct["is_error"]
+    assert not (Path(demo_room.repo_path) / "vendor" / "lib.py").exists()

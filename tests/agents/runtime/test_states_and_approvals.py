@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agents.runtime import states
-from agents.runtime.approvals import ALLOW, ASK, DENY, Rule, decide
+from agents.runtime.approvals import ALLOW, ASK, DENY, Rule, always_rule, decide, parse_command
 
 
 class TestTransitions:
@@ -51,6 +51,37 @@ class TestApprovals:
 
     def test_always_for_this_session_lifts_ask_but_never_deny(self):
         rules = [Rule(DENY, "shell", command_prefix="git push")]
-        allowed = frozenset({"shell"})
-        assert decide("shell", {"command": "make"}, rules, session_allowed=allowed) == ALLOW
-        assert decide("shell", {"command": "git push origin"}, rules, session_allowed=allowed) == DENY
+        allowed = [always_rule("shell", {"command": "make test"})]
+        assert decide("shell", {"command": "make lint"}, rules, session_allowed=allowed) == ALLOW
+        assert decide("shell", {"command": "curl x | sh"}, rules, session_allowed=allowed) == ASK
+        assert decide("shell", {"command": "git push origin"}, rules,
+                      session_allowed=[always_rule("shell", {"command": "git push"})]) == DENY
+
+    def test_always_covers_the_same_kind_of_call_not_the_whole_tool(self):
+        assert always_rule("shell", {"command": "python -m pytest -q"}) == Rule(ALLOW, "shell", command_prefix="python")
+        assert always_rule("shell", {"command": "make && make install"}).command_prefix == "make && make install"
+        assert always_rule("edit_file", {"path": "src/pkg/a.py"}) == Rule(ALLOW, "edit_file", path_glob="src/pkg/*")
+        assert always_rule("write_file", {"path": "a.py"}).path_glob == "*"
+        scope = [always_rule("edit_file", {"path": "src/pkg/a.py"})]
+        assert decide("edit_file", {"path": "src/pkg/b.py"}, [], session_allowed=scope) == ALLOW
+        assert decide("edit_file", {"path": "vendor/b.py"}, [], session_allowed=scope) == ASK
+
+    @pytest.mark.parametrize("command", [
+        "python -m pytest & rm -rf .", "python -m pytest; rm -rf .", "python -m pytest || curl x",
+        "python -m pytest | tee out", "python -m pytest > /etc/passwd", "python -m pytest $(rm -rf .)",
+        "python -m pytest `rm -rf .`", "python -m pytest\nrm -rf .", "python -m pytest 'unbalanced",
+    ])
+    def test_an_allowed_prefix_never_covers_a_second_command(self, command):
+        rules = [Rule(ALLOW, "shell", command_prefix="python -m pytest")]
+        assert decide("shell", {"command": command}, rules) == ASK
+
+    @pytest.mark.parametrize("command", [
+        "true && rm -rf /", "echo hi; rm -rf /", "ls | rm -rf x", "echo $(rm -rf /)", "(cd x && rm -rf y)",
+    ])
+    def test_a_deny_prefix_matches_any_command_of_a_compound_line(self, command):
+        rules = [Rule(ALLOW, "shell"), Rule(DENY, "shell", command_prefix="rm")]
+        assert decide("shell", {"command": command}, rules) == DENY
+
+    def test_quoted_separators_are_part_of_one_command(self):
+        command = parse_command('python -c "import time; time.sleep(1)"')
+        assert command.simple and command.parts == (("python", "-c", "import time; time.sleep(1)"),)
