@@ -7,7 +7,20 @@ from agents.models import AgentProfile
 
 class AgentProfileForm(forms.ModelForm):
     """The web form for a profile. Model spec and budget rules live on the model,
-    so the admin and this form refuse the same things."""
+    so the admin and this form refuse the same things.
+
+    The API key is write-only: never rendered back, and left blank it keeps the key
+    the profile has.
+    """
+
+    new_api_key = forms.CharField(
+        label="API key (optional)", required=False, strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored for this agent only and never shown again; blank keeps the current key. "
+                  "Without one, the hub's key from the environment is used, but only for the "
+                  "provider's official endpoint or the configured base URL.",
+    )
+    clear_api_key = forms.BooleanField(label="Remove the stored API key", required=False)
 
     class Meta:
         model = AgentProfile
@@ -26,6 +39,20 @@ class AgentProfileForm(forms.ModelForm):
             "model": forms.TextInput(attrs={"placeholder": "anthropic:claude-sonnet-4-5"}),
         }
         labels = {"base_url": "Base URL (optional, for OpenAI-compatible servers)"}
+        help_texts = {
+            "base_url": "An agent with its own base URL needs its own API key (a local server "
+                        "needs none): the hub's key never goes to a URL set here.",
+        }
+
+    def save(self, commit: bool = True) -> AgentProfile:
+        profile = super().save(commit=False)
+        if self.cleaned_data.get("clear_api_key"):
+            profile.api_key = ""
+        elif key := self.cleaned_data.get("new_api_key"):
+            profile.api_key = key
+        if commit:
+            profile.save()
+        return profile
 
 
 class IntentText(forms.CharField):

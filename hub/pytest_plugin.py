@@ -8,6 +8,7 @@ embedded Redis. With both set (CI), the tests talk to the real servers.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -25,6 +26,13 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
     global _redis, _run_dir
     run_dir = _run_dir = Path(tempfile.mkdtemp(prefix="atrium-test-"))
     os.environ.setdefault("ATRIUM_DATA_DIR", str(run_dir / "data"))
+    # With DATABASE_URL set (CI) DEBUG defaults to off, and the settings then demand a
+    # SECRET_KEY and list no hosts. The run's own key and the hosts its clients use
+    # (test client, websocket tests, Daphne subprocesses) fill in what CI leaves unset;
+    # hub subprocesses inherit both.
+    if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
+        os.environ["SECRET_KEY"] = f"atrium-test-run-{secrets.token_urlsafe(32)}"
+    os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
     if not os.environ.get("REDIS_URL"):
         _redis = EmbeddedRedis(run_dir / "redis.sock").start()
         os.environ["REDIS_URL"] = _redis.url

@@ -2,7 +2,11 @@
 
 Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR and an
 embedded Redis the start command launches), so a checkout runs with no services.
-With DEBUG off, secrets have no default and the process refuses to start.
+
+DEBUG defaults to on only on those embedded defaults (DATABASE_URL unset); with a
+DATABASE_URL it defaults to off, so a deployment that forgets DEBUG (say, the image
+run without compose) neither shows tracebacks nor runs on the public development
+SECRET_KEY. With DEBUG off, secrets have no default and the process refuses to start.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env("ATRIUM_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = envbool("DEBUG", "True")
+DEBUG = envbool("DEBUG", "False" if env("DATABASE_URL") else "True")
 SECRET_KEY = envsecret("SECRET_KEY", required=not DEBUG, dev_default="atrium-dev-only-not-secret")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
@@ -146,6 +150,8 @@ BLOBS_DIR = DATA_DIR / "blobs"
 BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
 ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
+# A worker runs one session at most this long, then queues it again (fair turns).
+ATRIUM_WORKER_SLICE_SECONDS = envint("ATRIUM_WORKER_SLICE_SECONDS", "120")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
 # A job with no output for this long is reported dead (and its processes killed).
 ATRIUM_JOB_SILENCE_SECONDS = envfloat("ATRIUM_JOB_SILENCE_SECONDS", "900")

@@ -4,10 +4,13 @@ tool call and re-read at every cycle start. The file is authoritative."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from hub.git import git
+from hub.git import GitError, git
 from hub.repo_lock import room_repo_lock
+
+logger = logging.getLogger(__name__)
 
 
 def intent_relpath(task_id: int) -> str:
@@ -33,19 +36,60 @@ def intent_write(*, repo_path: Path | str, task_id: int, text: str, author: str 
     """Write and commit the intent file on the room's main checkout.
 
     Returns False when the file already had exactly this text (nothing committed).
+    When git fails, the file and its index entry are put back as they were (and the
+    folders made for it removed) before GitError propagates: nothing half-written.
     """
     repo = Path(repo_path)
     relpath = intent_relpath(task_id)
     with room_repo_lock(repo):
         path = repo / relpath
-        if path.exists() and path.read_text(encoding="utf-8") == text:
+        before = path.read_bytes() if path.exists() else None
+        if before == text.encode("utf-8"):
             return False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        git("add", "--", relpath, cwd=repo)
-        who = f" by {author}" if author else ""
-        git("commit", "-q", "-m", f"Intent of task {task_id}{who}", "--", relpath, cwd=repo)
+        made_folders = [folder for folder in path.relative_to(repo).parents if not (repo / folder).exists()]
+        index_entry = git("ls-files", "--stage", "--", relpath, cwd=repo).strip()
+        staged = False
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            git("add", "--", relpath, cwd=repo)
+            staged = True
+            who = f" by {author}" if author else ""
+            # A person's git config may demand signing, and the room's repository may
+            # have hooks; the hub's own commits are unsigned and skip hooks.
+            git("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
+                "-m", f"Intent of task {task_id}{who}", "--", relpath, cwd=repo)
+        except BaseException:
+            if staged:
+                _restore_index_entry(repo, relpath, index_entry)
+            _restore_file(path, before, [repo / folder for folder in made_folders])
+            raise
     return True
+
+
+def _restore_index_entry(repo: Path, relpath: str, entry: str) -> None:
+    """Put back the index entry ``git ls-files --stage`` showed before (or none)."""
+    try:
+        if entry:
+            mode, sha, _stage = entry.split("\t", 1)[0].split()
+            git("update-index", "--add", "--cacheinfo", f"{mode},{sha},{relpath}", cwd=repo)
+        else:
+            git("update-index", "--force-remove", "--", relpath, cwd=repo)
+    except GitError as exc:
+        # The failure being raised goes on; this one is worth a line in the log.
+        logger.warning("could not restore the index entry of %s in %s: %s", relpath, repo, exc)
+
+
+def _restore_file(path: Path, before: bytes | None, made_folders: list[Path]) -> None:
+    if before is not None:
+        path.write_bytes(before)
+        return
+    path.unlink(missing_ok=True)
+    for folder in made_folders:  # deepest first
+        try:
+            folder.rmdir()
+        except OSError:
+            break
 
 
 def intent_read(*, repo_path: Path | str, task_id: int) -> str | None:

@@ -11,6 +11,20 @@ from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership
 
 RESERVED_SLUGS = frozenset({"new"})  # /rooms/new/ is the create page
+CHECK_COMMAND_MAX_LENGTH = 500  # Room.check_command's column
+
+
+def check_storable_text(text: str, *, what: str) -> str:
+    """Refuse text no database column can hold: NUL characters (PostgreSQL rejects them
+    in text and jsonb) and lone surrogates (not encodable as UTF-8 at all; JSON's
+    ``"\\ud800"`` escape makes one)."""
+    if "\x00" in text:
+        raise RoomError(f"{what} contains a NUL character.", code="invalid")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RoomError(f"{what} contains an invalid character (a lone UTF-16 surrogate).", code="invalid") from None
+    return text
 
 
 def check_message_text(text: object) -> str:
@@ -19,7 +33,7 @@ def check_message_text(text: object) -> str:
         raise RoomError("The message is empty.", code="empty")
     if not isinstance(text, str):
         raise RoomError("The message text must be a string.", code="bad_request")
-    text = text.strip()
+    text = check_storable_text(text, what="The message").strip()
     if not text:
         raise RoomError("The message is empty.", code="empty")
     limit = settings.ATRIUM_MAX_MESSAGE_BYTES
@@ -32,12 +46,21 @@ def check_message_text(text: object) -> str:
 
 
 def check_room_name(name: str) -> str:
-    name = (name or "").strip()
+    name = check_storable_text((name or "").strip(), what="The room name")
     if not name:
         raise RoomError("A room needs a name.", code="invalid")
     if len(name) > 120:
         raise RoomError("A room name has at most 120 characters.", code="invalid")
     return name
+
+
+def check_check_command(command: str) -> str:
+    command = check_storable_text((command or "").strip(), what="The check command")
+    if len(command) > CHECK_COMMAND_MAX_LENGTH:
+        raise RoomError(
+            f"A check command has at most {CHECK_COMMAND_MAX_LENGTH} characters.", code="invalid"
+        )
+    return command
 
 
 def check_can_post(membership: Membership) -> None:

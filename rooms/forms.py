@@ -10,6 +10,10 @@ from rooms.selectors import assignable_agents
 
 
 class RoomCreateForm(forms.Form):
+    """Django's CharField already refuses NUL characters, and form posts cannot carry
+    lone surrogates (invalid UTF-8 is decoded to U+FFFD); room_create checks both again
+    for callers that bypass the form."""
+
     NEW, CLONE = "new", "clone"
 
     name = forms.CharField(max_length=120)
@@ -33,7 +37,8 @@ class RoomCreateForm(forms.Form):
     def clean(self) -> dict:
         cleaned = super().clean()
         cleaned["repository"] = NewRepository()
-        if cleaned.get("source") == self.CLONE:
+        # A clone path the field already refused (e.g. a NUL character) is not checked again.
+        if cleaned.get("source") == self.CLONE and "clone_path" not in self.errors:
             try:
                 cleaned["repository"] = check_clone_source(cleaned.get("clone_path", ""))
             except RoomError as exc:

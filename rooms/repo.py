@@ -1,8 +1,11 @@
 """The hub-owned git repository of a room.
 
-A repository is built in a hidden temporary folder next to its final place and
-renamed into place only when git has finished, so a half-made repository never sits
-at a room's path. ``room_create`` pairs this with the database transaction.
+A repository is built in a hidden temporary folder next to its final place
+(``prepare_repository``), with no database transaction open: a clone may take
+minutes, and SQLite would hold its write lock for all of them. ``room_create`` then
+renames the finished folder into place inside its transaction (``install``), or
+removes it (``discard``) when anything fails, so a half-made repository never sits
+at a room's path and no repository folder outlives a failed create.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from django.conf import settings
 
 from hub.git import GitError, git
 from rooms.errors import RoomError
@@ -42,14 +47,78 @@ class TemplateRepository:
 RepositorySource = NewRepository | CloneRepository | TemplateRepository
 
 
+class PreparedRepository:
+    """A finished repository waiting in a hidden folder for its room.
+
+    ``install`` renames it to the room's path; ``discard`` removes it from wherever
+    it is (the hidden folder, or the room's path when the room's transaction failed
+    after the rename), so a caller's cleanup is one call whatever step failed.
+    """
+
+    def __init__(self, path: Path, default_branch: str) -> None:
+        self.path = path
+        self.default_branch = default_branch
+        self.installed = False
+
+    def install(self, target: Path) -> None:
+        """Move the repository to ``target``, which must not exist; RoomError otherwise."""
+        if self.installed:
+            raise RuntimeError(f"The repository was already installed at {self.path}.")
+        if target.exists():
+            raise RoomError(f"A folder already exists at {target}.", code="repo")
+        try:
+            # rename(2) is atomic, and refuses a non-empty target: two creators cannot
+            # both end up owning the same folder.
+            os.rename(self.path, target)
+        except OSError as exc:
+            raise RoomError(f"The repository folder could not be created: {exc}", code="repo") from exc
+        self.path, self.installed = target, True
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def prepare_repository(source: RepositorySource, *, parent: Path) -> PreparedRepository:
+    """Build the repository in a new hidden folder under ``parent`` (the rooms' folder).
+
+    ``parent`` must be the folder the repository will be installed in: the final
+    rename only stays atomic within one file system. Raises RoomError (nothing left
+    on disk) when the source is refused or git fails.
+    """
+    parent.mkdir(parents=True, exist_ok=True)
+    # The leading dot keeps it out of the way of room slugs, which never start with one.
+    workdir = Path(tempfile.mkdtemp(prefix=".room-", suffix=".partial", dir=parent))
+    try:
+        _build(workdir, source)
+        branch = git("symbolic-ref", "--short", "--quiet", "HEAD", cwd=workdir, check=False).strip()
+        if not branch:  # the original had a detached HEAD: give the room a real branch
+            git("switch", "--quiet", "--create", DEFAULT_BRANCH, cwd=workdir)
+            branch = DEFAULT_BRANCH
+    except GitError as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise RoomError(f"git could not create the repository: {exc.stderr or exc}", code="repo") from exc
+    except OSError as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise RoomError(f"The repository folder could not be created: {exc}", code="repo") from exc
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return PreparedRepository(workdir, branch)
+
+
 def check_clone_source(raw_path: str) -> CloneRepository:
     """Validate a local path a person wants copied into a room, with an error they can act on."""
     raw_path = (raw_path or "").strip()
     if not raw_path:
         raise RoomError("Give the path of the repository to copy.", code="repo")
+    if "\x00" in raw_path:
+        raise RoomError("The path contains a NUL character.", code="repo")
     path = Path(raw_path).expanduser()
     if not path.is_absolute():
         raise RoomError(f"{raw_path} is not an absolute path.", code="repo")
+    # Before anything else touches the path: whether something exists in there is
+    # none of the person's business either.
+    _refuse_hub_data(path, shown=path)
     if not path.exists():
         raise RoomError(f"{path} does not exist.", code="repo")
     if not path.is_dir():
@@ -70,6 +139,7 @@ def check_clone_source(raw_path: str) -> CloneRepository:
             f"{path} is inside the repository {toplevel}; give the repository's top folder.",
             code="repo",
         )
+    _refuse_hub_git_dirs(path)
     try:
         git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=path, timeout=30)
     except GitError:
@@ -77,43 +147,54 @@ def check_clone_source(raw_path: str) -> CloneRepository:
     return CloneRepository(path=path.resolve())
 
 
-def create_repository(target: Path, source: RepositorySource) -> str:
-    """Create the repository at ``target`` (which must not exist); return its default branch.
+def _refuse_hub_data(path: Path, *, shown: Path) -> None:
+    """Refuse a path whose real location (symlinks resolved) is in the hub's data folder.
 
-    Raises RoomError (nothing left on disk) when git fails or ``target`` is taken.
+    Rooms' repositories, worktrees, jobs and blobs live there; a copy of another
+    room's repository would make its content readable outside that room.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        raise RoomError(f"A folder already exists at {target}.", code="repo")
-    workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}-", suffix=".partial", dir=target.parent))
+    data_dir = Path(settings.DATA_DIR).resolve()
     try:
-        _build(workdir, source)
-        branch = git("symbolic-ref", "--short", "--quiet", "HEAD", cwd=workdir, check=False).strip()
-        if not branch:  # the original had a detached HEAD: give the room a real branch
-            git("switch", "--quiet", "--create", DEFAULT_BRANCH, cwd=workdir)
-            branch = DEFAULT_BRANCH
-        # rename(2) is atomic, and refuses a non-empty target: two creators cannot
-        # both end up owning the same folder.
-        os.rename(workdir, target)
-    except GitError as exc:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise RoomError(f"git could not create the repository: {exc.stderr or exc}", code="repo") from exc
-    except OSError as exc:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise RoomError(f"The repository folder could not be created: {exc}", code="repo") from exc
-    except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise
-    return branch
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        raise RoomError(f"{shown} cannot be resolved: it contains a symlink loop.", code="repo") from None
+    if real.is_relative_to(data_dir):
+        raise RoomError(
+            f"{shown} is inside the hub's data folder; repositories there belong to rooms "
+            "and cannot be copied.",
+            code="repo",
+        )
 
 
-def remove_repository(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+def _refuse_hub_git_dirs(path: Path) -> None:
+    """A folder outside the data folder can still keep its git data inside it: a
+    ``.git`` file pointing at a room's repository (as worktrees have), or borrowed
+    objects (``objects/info/alternates``), which a local clone borrows too."""
+    git_dirs = []
+    for flag in ("--absolute-git-dir", "--git-common-dir"):
+        found = git("rev-parse", flag, cwd=path, check=False, timeout=30).strip()
+        if found:
+            git_dirs.append(path / found)  # relative answers are relative to ``path``
+    for git_dir in git_dirs:
+        _refuse_hub_data(git_dir, shown=path)
+        objects = git_dir / "objects"
+        try:
+            alternates = (objects / "info" / "alternates").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in alternates.splitlines():
+            line = line.strip().strip('"')
+            if line and not line.startswith("#"):
+                _refuse_hub_data(objects / line, shown=path)
 
 
 def _build(workdir: Path, source: RepositorySource) -> None:
     match source:
         case CloneRepository(path=path):
+            # Checked again here: the source may have been built without the form,
+            # or a symlink on the way may have changed since the form checked it.
+            _refuse_hub_data(path, shown=path)
+            _refuse_hub_git_dirs(path)
             # --no-hardlinks: the room gets its own objects, independent of the original.
             git("clone", "--quiet", "--no-hardlinks", "--", str(path), str(workdir),
                 cwd=workdir.parent, timeout=CLONE_TIMEOUT_SECONDS)

@@ -3,8 +3,6 @@ after commit, so views, consumers and admin actions stay thin."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -20,12 +18,13 @@ from rooms.checks import (
     check_can_assign_agents,
     check_can_manage_members,
     check_can_post,
+    check_check_command,
     check_message_text,
     check_room_name,
 )
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
-from rooms.repo import NewRepository, RepositorySource, create_repository, remove_repository
+from rooms.repo import NewRepository, RepositorySource, prepare_repository
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 
@@ -42,34 +41,34 @@ def room_create(
 ) -> Room:
     """Create a room, its owner's membership and its repository, all or nothing.
 
-    The repository is renamed into place inside the transaction; if anything fails
-    after that (including the commit) the folder is removed, and if git fails the
-    transaction rolls back. ``durable`` makes "the block exited" mean "committed",
-    so the cleanup promise holds: this cannot run inside a caller's transaction.
+    git runs first, with no transaction open: a clone may take minutes, and on SQLite
+    an open write transaction would make every other writer of the hub wait for it.
+    The finished repository waits in a hidden folder; the transaction creates the rows
+    and, last, renames the folder into place. Any failure (git, the rows, the rename,
+    the commit) removes the folder wherever it is. ``durable`` makes "the block
+    exited" mean "committed", so that promise holds: this cannot run inside a
+    caller's transaction.
     """
     name = check_room_name(name)
-    source = source or NewRepository()
-    repo_path: Path | None = None  # set once this call has put a repository there
+    check_command = check_check_command(check_command)
+    prepared = prepare_repository(source or NewRepository(), parent=settings.REPOS_DIR)
     try:
         with transaction.atomic(durable=True):
             slug = _free_slug(name)
+            target = settings.REPOS_DIR / slug
             room = Room.objects.create(
-                name=name, slug=slug, owner=owner, repo_path=str(settings.REPOS_DIR / slug),
-                check_command=check_command.strip(),
+                name=name, slug=slug, owner=owner, repo_path=str(target),
+                default_branch=prepared.default_branch, check_command=check_command,
             )
             Membership.objects.create(room=room, user=owner, role=Membership.Role.OWNER)
-            room.default_branch = create_repository(settings.REPOS_DIR / slug, source)
-            repo_path = settings.REPOS_DIR / slug
-            room.save(update_fields=["default_branch"])
             _post_system(room=room, actor=owner, text=f"{owner.get_username()} created the room.")
+            prepared.install(target)
     except IntegrityError as exc:
         # Only a concurrent create of the same slug gets here (the slug was free a moment ago).
-        if repo_path is not None:
-            remove_repository(repo_path)
+        prepared.discard()
         raise RoomError("Another room with this name was created just now; try again.", code="exists") from exc
     except BaseException:
-        if repo_path is not None:
-            remove_repository(repo_path)
+        prepared.discard()
         raise
     return room
 

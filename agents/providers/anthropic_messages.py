@@ -3,9 +3,15 @@
 Translation rules the API enforces: the system prompt is a block list; tool results
 are ``tool_result`` blocks in a user message, consecutive ones merged into one message
 (roles must alternate); a ``tool_use`` input is always an object (``{}``, never null);
-text blocks are never empty. Cache breakpoints mark the stable prefix: the end of
-system+tools, the message at ``stable_prefix_end`` and the last message (the API
-allows four; three are used).
+text blocks are never empty; tool-use inputs are sent with sorted keys (stable bytes
+across a resume from storage that reorders them).
+
+Cache breakpoints: the API reads a cached prefix only at an explicit breakpoint (or a
+few blocks before one), so every prefix a request may find cached is marked: the end
+of system+tools, the message at ``reuse_prefix_end`` (what the previous request sent
+unchanged: after a fold, what the fold kept), the message at ``stable_prefix_end``
+(the epoch's start) and the last message, which writes the entry the next request
+reads. Marks on the same block merge; the API allows four.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 
 import anthropic
 
+from agents.providers.ambient import withheld_headers
 from agents.providers.errors import (
     ConnectionFailed,
     ProviderError,
@@ -23,7 +30,7 @@ from agents.providers.errors import (
     error_from_status,
     redact,
 )
-from agents.providers.toolcalls import parse_arguments
+from agents.providers.toolcalls import canonical, parse_arguments
 from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, Usage
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -48,7 +55,10 @@ class AnthropicProvider:
         api_key: str,
         base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
         timeout: float = 600.0,
+        environment_headers: bool = True,
     ) -> None:
+        """``environment_headers=False``: an endpoint the environment's settings are not
+        for (see ``ambient``) gets none of the headers the SDK reads from it."""
         self.model = model
         self.spec = f"anthropic:{model}"
         self.base_url = base_url.rstrip("/")
@@ -56,8 +66,17 @@ class AnthropicProvider:
         self._timeout = timeout
         # An explicit timeout also stops the SDK from refusing large non-streaming
         # max_tokens values ("streaming is required ..."): the bound is ours to set.
+        headers = None
+        if not environment_headers:
+            headers = withheld_headers(
+                "ANTHROPIC_CUSTOM_HEADERS", api_key=api_key, omit=anthropic.Omit()
+            )
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=0,
+            default_headers=headers,
         )
 
     def close(self) -> None:
@@ -113,16 +132,29 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
         params["system"] = system
 
     wire, last_block = _wire_messages(request.messages)
-    marks = []
-    if 0 <= request.stable_prefix_end < len(request.messages):
-        marks.append(last_block[request.stable_prefix_end])
-    if request.messages:
-        marks.append(last_block[-1])
     budget = MAX_CACHE_BREAKPOINTS - (1 if prefix_owner is not None else 0)
-    for wire_index, block_index in list(dict.fromkeys(marks))[:budget]:
+    for wire_index, block_index in _message_breakpoints(request, last_block)[:budget]:
         wire[wire_index]["content"][block_index]["cache_control"] = dict(_CACHE)
     params["messages"] = wire
     return params
+
+
+def _message_breakpoints(
+    request: Request, last_block: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The wire blocks to mark, distinct, the one most worth keeping first.
+
+    The last message comes first: it writes what the next request reads. Then the
+    reuse point, which this request reads; the epoch's start only helps when that
+    entry is gone. (The system+tools mark, kept above all, is not a message block.)
+    """
+    if not request.messages:
+        return []
+    marks = [last_block[-1]]
+    for index in (request.reuse_prefix_end, request.stable_prefix_end):
+        if 0 <= index < len(request.messages):
+            marks.append(last_block[index])
+    return list(dict.fromkeys(marks))
 
 
 def _wire_messages(
@@ -161,7 +193,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                 "type": "tool_use",
                 "id": call.id,
                 "name": call.name,
-                "input": dict(call.arguments or {}),
+                "input": canonical(dict(call.arguments or {})),
             }
         )
     return blocks or [{"type": "text", "text": EMPTY_TEXT}]

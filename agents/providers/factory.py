@@ -3,6 +3,11 @@
 Settings come as arguments or from the environment (``OPENAI_API_KEY``,
 ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``); an argument wins
 over the environment, and an empty string counts as absent (blank profile fields).
+
+The environment's key belongs to the hub: it is only sent to the environment's base URL
+or the provider's official endpoint. A base URL from an agent profile gets the
+profile's own key or none, or anyone who may edit a profile could point it at their
+own server and collect the hub's key.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from agents.providers.anthropic_messages import ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider
 from agents.providers.base import Provider
-from agents.providers.errors import InvalidModelSpec
+from agents.providers.errors import InvalidModelSpec, display_url
 from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
@@ -39,7 +45,8 @@ class ModelSpec:
 
 @dataclass(frozen=True, slots=True)
 class ModelEndpoint:
-    """A fallback with its own settings; ``None`` fields come from the environment."""
+    """A fallback with its own settings; ``None`` fields come from the environment, the
+    key only when the endpoint is the environment's or the official one."""
 
     spec: str
     api_key: str | None = None
@@ -77,22 +84,54 @@ def build_provider(
     if parsed.kind == "replay":
         return ReplayProvider.from_spec(parsed.name, replay_dir=replay_dir)
     if parsed.kind == "openai":
-        url = base_url or env.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
-        key = api_key or env.get("OPENAI_API_KEY")
+        url, trusted = _endpoint(base_url, env, prefix="OPENAI", official=OPENAI_DEFAULT_BASE_URL)
+        key = api_key or (env.get("OPENAI_API_KEY") if trusted else None)
         if not key:
-            if url.rstrip("/") == OPENAI_DEFAULT_BASE_URL:
+            if _same_url(url, OPENAI_DEFAULT_BASE_URL):
                 raise InvalidModelSpec(
                     f"{parsed} needs an API key: set OPENAI_API_KEY or the agent's API key"
                 )
             key = NO_KEY
-        return OpenAIProvider(parsed.name, api_key=key, base_url=url, timeout=timeout)
-    url = base_url or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_DEFAULT_BASE_URL
-    key = api_key or env.get("ANTHROPIC_API_KEY")
+        return OpenAIProvider(
+            parsed.name, api_key=key, base_url=url, timeout=timeout, environment_headers=trusted
+        )
+    url, trusted = _endpoint(
+        base_url, env, prefix="ANTHROPIC", official=ANTHROPIC_DEFAULT_BASE_URL
+    )
+    key = api_key or (env.get("ANTHROPIC_API_KEY") if trusted else None)
     if not key:
+        if base_url and env.get("ANTHROPIC_API_KEY"):
+            raise InvalidModelSpec(
+                f"{parsed} at {display_url(base_url)} needs the agent's own API key: "
+                "ANTHROPIC_API_KEY is "
+                "only sent to ANTHROPIC_BASE_URL or the official endpoint"
+            )
         raise InvalidModelSpec(
             f"{parsed} needs an API key: set ANTHROPIC_API_KEY or the agent's API key"
         )
-    return AnthropicProvider(parsed.name, api_key=key, base_url=url, timeout=timeout)
+    return AnthropicProvider(
+        parsed.name, api_key=key, base_url=url, timeout=timeout, environment_headers=trusted
+    )
+
+
+def _endpoint(
+    base_url: str | None, env: Mapping[str, str], *, prefix: str, official: str
+) -> tuple[str, bool]:
+    """The URL to call, and whether the environment's key and headers may go there:
+    only to the environment's own base URL or the provider's official endpoint."""
+    env_url = env.get(f"{prefix}_BASE_URL") or ""
+    url = base_url or env_url or official
+    return url, _same_url(url, official) or bool(env_url and _same_url(url, env_url))
+
+
+def _same_url(a: str, b: str) -> bool:
+    """Same endpoint, however the scheme and host are cased or a trailing slash is spelled."""
+    return _normal_url(a) == _normal_url(b)
+
+
+def _normal_url(url: str) -> tuple[str, str, str, str]:
+    parts = urlsplit(url.strip())
+    return (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query)
 
 
 def provider_for(
@@ -112,7 +151,9 @@ def provider_for(
 
     ``api_key`` and ``base_url`` belong to the primary alone. A fallback given as a
     plain spec takes its key and base URL from the environment, so a per-agent key is
-    never sent to an endpoint it was not made for; a ``ModelEndpoint`` brings its own.
+    never sent to an endpoint it was not made for; a ``ModelEndpoint`` brings its own,
+    under the same rule as the primary (its base URL never receives the environment's
+    key).
     """
     chain = [
         build_provider(

@@ -8,12 +8,12 @@ are off: ResilientProvider owns the retry policy.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from typing import Any
 
 import openai
 
+from agents.providers.ambient import withheld_headers
 from agents.providers.errors import (
     ConnectionFailed,
     ProviderError,
@@ -23,7 +23,7 @@ from agents.providers.errors import (
     error_from_status,
     redact,
 )
-from agents.providers.toolcalls import MALFORMED_ARGUMENTS_KEY, parse_arguments
+from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage, serialize_request
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -46,7 +46,10 @@ class OpenAIProvider:
         base_url: str = OPENAI_DEFAULT_BASE_URL,
         timeout: float = 600.0,
         token_limit_field: str | None = None,
+        environment_headers: bool = True,
     ) -> None:
+        """``environment_headers=False``: an endpoint the environment's settings are not
+        for (see ``ambient``) gets none of the headers the SDK reads from it."""
         self.model = model
         self.spec = f"openai:{model}"
         self.base_url = base_url.rstrip("/")
@@ -57,8 +60,20 @@ class OpenAIProvider:
         self.token_limit_field = token_limit_field or (
             "max_completion_tokens" if self.base_url == OPENAI_DEFAULT_BASE_URL else "max_tokens"
         )
+        headers = None
+        if not environment_headers:
+            headers = withheld_headers(
+                "OPENAI_CUSTOM_HEADERS",
+                api_key=api_key,
+                omit=openai.Omit(),
+                also=("OpenAI-Organization", "OpenAI-Project"),
+            )
         self._client = openai.OpenAI(
-            api_key=api_key, base_url=self.base_url, timeout=timeout, max_retries=0
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=0,
+            default_headers=headers,
         )
 
     def close(self) -> None:
@@ -118,7 +133,7 @@ def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> d
                         "type": "function",
                         "function": {
                             "name": call.name,
-                            "arguments": _wire_arguments(call.arguments),
+                            "arguments": arguments_text(call.arguments),
                         },
                     }
                     for call in message.tool_calls
@@ -195,14 +210,6 @@ def _usage(usage: Any) -> Usage:
         output_tokens=usage.completion_tokens or 0,
         reasoning_tokens=(completion_details.reasoning_tokens if completion_details else None) or 0,
     )
-
-
-def _wire_arguments(arguments: dict[str, Any]) -> str:
-    raw = arguments.get(MALFORMED_ARGUMENTS_KEY)
-    if isinstance(raw, str) and len(arguments) == 1:
-        return raw  # send back exactly what the model wrote
-    # Deterministic bytes keep the cached prefix stable.
-    return json.dumps(arguments, ensure_ascii=False)
 
 
 def _minted_call_id(request: Request, index: int) -> str:

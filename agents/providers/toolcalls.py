@@ -27,3 +27,28 @@ def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
 
 def arguments_are_malformed(arguments: dict[str, Any]) -> bool:
     return MALFORMED_ARGUMENTS_KEY in arguments
+
+
+def canonical(value: Any) -> Any:
+    """``value`` with every object's keys sorted, at any depth; lists keep their order.
+
+    Sessions are stored in PostgreSQL jsonb, which reorders object keys: a resumed turn's
+    arguments come back in another order. Sent canonically, the same turn is the same
+    bytes on the wire before and after a resume, so the provider's cached prefix holds.
+    """
+    if isinstance(value, dict):
+        return {key: canonical(value[key]) for key in sorted(value)}
+    if isinstance(value, list | tuple):
+        return [canonical(item) for item in value]
+    return value
+
+
+def arguments_text(arguments: dict[str, Any]) -> str:
+    """The JSON string form of ``arguments`` (OpenAI's ``function.arguments``), canonical.
+
+    Malformed arguments go back exactly as the model wrote them.
+    """
+    raw = arguments.get(MALFORMED_ARGUMENTS_KEY)
+    if isinstance(raw, str) and len(arguments) == 1:
+        return raw
+    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)

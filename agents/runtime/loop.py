@@ -20,6 +20,7 @@ from agents.runtime import nudges
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
+from agents.tools.text import clean_data, clean_text
 from agents.tools.shell import JobReport
 from observations.gateway.context import ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
@@ -146,12 +147,16 @@ class StepLoop:
         if record.usage_reported:
             # A fallback model counts with another tokenizer: anchor on it, learn nothing.
             ctx.record_usage(record.input_tokens, learn=record.model == record.requested_model)
-        calls = self._unique_ids(turn.tool_calls)
-        ctx.add_assistant(turn.text, calls)
+        # What a model writes is stored (PostgreSQL refuses NUL and lone surrogates).
+        text = clean_text(turn.text)
+        calls = self._unique_ids(tuple(
+            ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls
+        ))
+        ctx.add_assistant(text, calls)
         state.person_waiting = False
-        state.last_reply = turn.text
+        state.last_reply = text
         host.emit("model.reply", {
-            "step": ctx.step, "text": turn.text,
+            "step": ctx.step, "text": text,
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
             "input_tokens": completion.record.input_tokens, "cached_input_tokens": completion.record.cached_input_tokens,
             "output_tokens": completion.record.output_tokens, "model": completion.record.model,
@@ -160,7 +165,7 @@ class StepLoop:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
             state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
             return UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records)
-        result = self._finish_turn(turn.text)
+        result = self._finish_turn(text)
         result.delivered, result.call_records = delivered, records
         return result
 

@@ -12,8 +12,10 @@ from .outcome import ToolOutcome
 from .paths import PathRefused, resolve_path
 from .schemas import TOOL_SCHEMAS
 from .shell import JobReport, command_environment, job_handle
+from .text import NUL_MARKER, clean_data, clean_text
 
 __all__ = [
+    "NUL_MARKER",
     "TOOL_SCHEMAS",
     "JobRegistry",
     "JobReport",
@@ -21,6 +23,8 @@ __all__ = [
     "PathRefused",
     "ToolBox",
     "ToolOutcome",
+    "clean_data",
+    "clean_text",
     "command_environment",
     "job_handle",
     "resolve_path",

@@ -1,4 +1,9 @@
-"""ToolBox: runs a session's tool calls in its worktree, each call id at most once."""
+"""ToolBox: runs a session's tool calls in its worktree, each call id at most once.
+
+Every text that leaves the box (outcomes, job reports, chat posts) passes ``clean_text``
+once, here: command output and file names may hold NUL bytes and undecodable bytes,
+which the session's storage (PostgreSQL text and jsonb) refuses.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from .records import CallRecords
 from .schemas import TOOL_SCHEMAS, ArgumentError, check_arguments
 from .shell import JobReport, ShellConfig, command_environment
 from .snapshots import SnapshotStore
-from .text import one_line
+from .text import clean_data, clean_text, one_line
 
 # Calls without side effects: after a crash mid-call they are simply run again.
 SIDE_EFFECT_FREE = frozenset({"read_file", "list_files", "search", "await"})
@@ -132,7 +137,8 @@ class ToolBox:
         Call at the step boundary with a token unique to the step (e.g. ``"step-12"``);
         calling again with the same token (after a crash) returns the same reports.
         """
-        return shell.settle_jobs(self.jobs, self.shell_config, token=token)
+        reports = shell.settle_jobs(self.jobs, self.shell_config, token=token)
+        return tuple(replace(report, text=clean_text(report.text)) for report in reports)
 
     def job_statuses(self) -> tuple[JobStatus, ...]:
         return tuple(self.jobs.status(h) for h in self.jobs.handles())
@@ -149,6 +155,7 @@ class ToolBox:
             result=result, duration_ms=duration_ms)
         if unknown:
             outcome = replace(outcome, outcome_unknown=True)
+        outcome = _cleaned(outcome)
         self.records.finish(outcome)
         return outcome
 
@@ -191,7 +198,7 @@ class ToolBox:
         if tool == "post_message":
             if self.post_message is None:
                 raise ToolError("post_message: this session has no room chat to post to")
-            self.post_message(v["text"])
+            self.post_message(clean_text(v["text"]))
             return Result(text="Posted to the room chat.", purpose="post message")
         raise AssertionError(f"no implementation for tool {tool!r}")
 
@@ -200,5 +207,14 @@ def _with_purpose(result: Result, purpose: str) -> Result:
     return replace(result, purpose=purpose)
 
 
+def _cleaned(outcome: ToolOutcome) -> ToolOutcome:
+    """The outcome with its texts storable; the call id, the caller's key, is left as is."""
+    return replace(
+        outcome, tool=clean_text(outcome.tool), arguments=clean_data(outcome.arguments),
+        text=clean_text(outcome.text), purpose=clean_text(outcome.purpose),
+        path=None if outcome.path is None else clean_text(outcome.path))
+
+
 def _replayed(outcome: ToolOutcome) -> ToolOutcome:
-    return replace(outcome, replayed=True)
+    # Cleaned again: a record may predate the cleaning.
+    return replace(_cleaned(outcome), replayed=True)

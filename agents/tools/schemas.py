@@ -8,6 +8,7 @@ though the schemas do not spell out ``additionalProperties``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,11 @@ _NON_BLANK = {("read_file", "path"), ("search", "pattern"), ("shell", "command")
               ("edit_file", "path")}
 # Whitespace is a legitimate thing to replace, but nothing is not.
 _NON_EMPTY = {("edit_file", "old")}
+# A command line is C strings: bash never sees what follows a NUL.
+_NO_NUL = {("shell", "command")}
+# What an unpaired \udcxx escape in the model's JSON leaves: not text, so no file,
+# command line or stored record can hold it.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,17 @@ def _type_name(value: Any) -> str:
             list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
+def _check_text(where: str, tool: str, key: str, value: str) -> None:
+    lone = _LONE_SURROGATE.search(value)
+    if lone is not None:
+        raise ArgumentError(
+            f"{where} holds a lone surrogate \\u{ord(lone.group()):04x} at position "
+            f"{lone.start()}, which is not text; send the character itself"
+        )
+    if (tool, key) in _NO_NUL and "\x00" in value:
+        raise ArgumentError(f"{where} must not contain a NUL character")
+
+
 def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
     expected = spec["type"]
     where = f"{tool}: argument {key!r}"
@@ -135,6 +152,7 @@ def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
         if ((tool, key) in _NON_BLANK and not value.strip()) or (
                 (tool, key) in _NON_EMPTY and not value):
             raise ArgumentError(f"{where} must not be empty")
+        _check_text(where, tool, key, value)
         return value
     if expected == "boolean":
         if not isinstance(value, bool):
@@ -155,6 +173,8 @@ def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
     if expected == "array":
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ArgumentError(f"{where} must be a list of strings, got {_type_name(value)}")
+        for item in value:
+            _check_text(where, tool, key, item)
         return list(value)
     raise AssertionError(f"unsupported schema type {expected!r}")
 

@@ -1,14 +1,23 @@
-"""search: grep -n over the worktree with a Python regex, bounded in matches, size and time."""
+"""search: grep -n over the worktree with a Python regex, bounded in matches, size and time.
+
+Patterns run on the ``regex`` package in its ``re``-compatible mode (VERSION0), not on
+``re``: ``re`` holds the GIL for a whole match, and a catastrophically backtracking
+pattern such as ``(a|aa)+$`` on one long line would then freeze the worker (its lease
+heartbeat, its steer polling) for minutes or hours. ``regex`` matches with the GIL
+released and stops a match at the search's remaining time budget.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
+
+import regex
 
 from .outcome import Result, ToolError
 from .paths import resolve_path
@@ -42,26 +51,70 @@ def _files(base: Path, glob: str | None) -> Iterator[Path]:
             yield full
 
 
+class _TooSlow(Exception):
+    """One line's match used up the rest of the time budget."""
+
+
+@dataclass
+class _Found:
+    lines: list[str] = field(default_factory=list)
+    chars: int = 0
+    matches: int = 0
+    files: int = 0
+
+    def add(self, entry: str, limits: SearchLimits) -> None:
+        self.matches += 1
+        if len(self.lines) < limits.max_matches and self.chars < limits.max_chars:
+            self.lines.append(entry)
+            self.chars += len(entry) + 1
+
+
+def _search_file(handle: BinaryIO, compiled: regex.Pattern[str], relative: str,
+                 found: _Found, deadline: float, limits: SearchLimits) -> bool:
+    """Add the file's matching lines to ``found``; False if the time budget ran out."""
+    found_here = False
+    for number, raw in enumerate(handle, 1):
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        try:
+            hit = compiled.search(line, timeout=remaining, concurrent=True)
+        except TimeoutError:
+            # With only the last moments of the budget left, any long line would do that:
+            # the search ran out of time, the pattern is not to blame.
+            if remaining < min(1.0, limits.max_seconds / 4):
+                return False
+            raise _TooSlow(f"{relative}:{number}") from None
+        if hit is None:
+            continue
+        found_here = True
+        if len(line) > limits.max_line_chars:
+            line = line[: limits.max_line_chars] + " [...]"
+        found.add(f"{relative}:{number}: {line}", limits)
+    found.files += found_here
+    return True
+
+
 def search(root: Path, *, pattern: str, path: str, glob: str | None,
            limits: SearchLimits = SearchLimits()) -> Result:
     try:
-        regex = re.compile(pattern)
-    except re.error as exc:
+        compiled = regex.compile(pattern, flags=regex.VERSION0)
+    except regex.error as exc:
         raise ToolError(f"search: invalid regex {pattern!r}: {exc}; escape special characters "
                         r"(e.g. \( \. \[) to match them literally") from None
     resolved = resolve_path(root, path)
     if not resolved.absolute.exists():
         raise ToolError(f"{path}: no such file or directory")
     real_root = Path(os.path.realpath(root))
-    started = time.monotonic()
-    lines_out: list[str] = []
-    chars = matches = 0
-    files_with_matches = 0
+    deadline = time.monotonic() + limits.max_seconds
+    found = _Found()
     skipped: list[str] = []
-    stopped = ""
+    in_time = True
+    too_slow = ""
     for file in _files(resolved.absolute, glob):
-        if time.monotonic() - started > limits.max_seconds:
-            stopped = f"stopped after {limits.max_seconds:g} s; narrow path or glob"
+        if time.monotonic() > deadline:
+            in_time = False
             break
         relative = file.relative_to(real_root).as_posix()
         try:
@@ -74,33 +127,31 @@ def search(root: Path, *, pattern: str, path: str, glob: str | None,
                 if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
                     continue
                 handle.seek(0)
-                found_here = False
-                for number, raw in enumerate(handle, 1):
-                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                    if not regex.search(line):
-                        continue
-                    matches += 1
-                    found_here = True
-                    if len(lines_out) < limits.max_matches and chars < limits.max_chars:
-                        if len(line) > limits.max_line_chars:
-                            line = line[: limits.max_line_chars] + " [...]"
-                        entry = f"{relative}:{number}: {line}"
-                        lines_out.append(entry)
-                        chars += len(entry) + 1
-                files_with_matches += found_here
+                in_time = _search_file(handle, compiled, relative, found, deadline, limits)
         except OSError as exc:
             skipped.append(f"{relative} ({exc.strerror})")
+        except _TooSlow as exc:
+            too_slow = str(exc)
+        if too_slow or not in_time:
+            break
     where = resolved.relative
     scope = f" in {where}" + (f" ({glob})" if glob else "")
-    if matches == 0:
+    purpose = f"search /{one_line(pattern, 60)}/{scope}"
+    if too_slow:
+        text = (f"search: the pattern is too slow (catastrophic backtracking?); simplify it. "
+                f"/{pattern}/ used up the {limits.max_seconds:g} s budget on line {too_slow}.")
+        if found.lines:
+            text += "\nMatches before it stopped:\n" + "\n".join(found.lines)
+        return Result(text=text, is_error=True, purpose=purpose, path=where)
+    if found.matches == 0:
         text = f"No matches for /{pattern}/{scope}."
     else:
-        header = f"{matches} matches in {files_with_matches} files for /{pattern}/{scope}"
-        if len(lines_out) < matches:
-            header += f" (first {len(lines_out)} shown; narrow path, glob or pattern)"
-        text = header + ":\n" + "\n".join(lines_out)
+        header = f"{found.matches} matches in {found.files} files for /{pattern}/{scope}"
+        if len(found.lines) < found.matches:
+            header += f" (first {len(found.lines)} shown; narrow path, glob or pattern)"
+        text = header + ":\n" + "\n".join(found.lines)
     if skipped:
         text += f"\n[skipped {len(skipped)} files: {', '.join(skipped[:5])}]"
-    if stopped:
-        text += f"\n[{stopped}]"
-    return Result(text=text, purpose=f"search /{one_line(pattern, 60)}/{scope}", path=where)
+    if not in_time:
+        text += f"\n[stopped after {limits.max_seconds:g} s; narrow path or glob]"
+    return Result(text=text, purpose=purpose, path=where)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import Any
 
 # A NUL byte in the first block is how git and grep tell binary from text.
 BINARY_SNIFF_BYTES = 8192
+
+# Shown in place of a NUL character (`git ls-files -z`, `find -print0`, a .pyc on stdout).
+NUL_MARKER = "\u2400"  # ␀
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 _ANSI_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
@@ -105,3 +110,28 @@ def read_log_bounded(path: Path, max_chars: int) -> str:
 def one_line(text: str, limit: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def clean_text(text: str) -> str:
+    """``text`` made storable: PostgreSQL text and jsonb refuse NUL, and UTF-8 (so every
+    database, file and socket) cannot encode a lone surrogate.
+
+    NUL becomes ``NUL_MARKER``; a lone surrogate (an undecodable byte of a file name, a
+    ``\\udcxx`` escape in JSON) becomes U+FFFD, while a surrogate pair spelled as two
+    code points becomes the character it encodes. Anything else is returned unchanged.
+    """
+    if _UNSTORABLE.search(text) is None:
+        return text
+    text = text.replace("\x00", NUL_MARKER)
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def clean_data(value: Any) -> Any:
+    """``clean_text`` over every string (keys included) of plain JSON-like data."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_data(key): clean_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(clean_data(item) for item in value)
+    return value

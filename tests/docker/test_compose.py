@@ -156,3 +156,20 @@ def test_the_healthcheck_script_knows_every_mode_compose_uses(compose):
         test = compose["services"][name]["healthcheck"]["test"]
         assert test[:2] == ["CMD", "atrium-healthcheck"], name
         assert test[2] in modes, name
+
+
+def dockerfile_env() -> dict[str, str]:
+    """NAME=value pairs of the Dockerfile's ENV instructions (continuation lines joined)."""
+    joined = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    values: dict[str, str] = {}
+    for line in joined.splitlines():
+        if match := re.match(r"^ENV\s+(.*)$", line.strip()):
+            values.update(re.findall(r"(\w+)=(\S+)", match.group(1)))
+    return values
+
+
+def test_the_image_runs_with_debug_off_even_without_compose():
+    """A `docker run` without compose may forget DEBUG: the image itself turns it off,
+    so the settings then demand a SECRET_KEY instead of using the development one."""
+    assert dockerfile_env()["DEBUG"].lower() == "false"
+    assert dockerfile_env()["ATRIUM_DATA_DIR"] == "/data"  # the parser reads the block it should

@@ -74,3 +74,17 @@ def test_an_agent_profile_is_edited_on_the_web(client):
     agent.refresh_from_db()
     assert (agent.name, agent.model) == ("New", "replay:run1.jsonl")
     assert client.get(reverse("agents:edit", args=[99999])).status_code == 404
+
+
+def test_an_api_key_is_write_only_and_kept_unless_replaced_or_removed(client):
+    client.post(reverse("agents:create"), {**VALID, "new_api_key": "sk-secret-123456"})
+    agent = AgentProfile.objects.get(name="Fixer")
+    assert agent.api_key == "sk-secret-123456"
+    page = client.get(reverse("agents:edit", args=[agent.pk])).content.decode()
+    assert "sk-secret-123456" not in page
+    client.post(reverse("agents:edit", args=[agent.pk]), VALID)  # blank: kept
+    agent.refresh_from_db()
+    assert agent.api_key == "sk-secret-123456"
+    client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "clear_api_key": "on"})
+    agent.refresh_from_db()
+    assert agent.api_key == ""

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.git import git
+from hub.git import GitError, git
 from observations.intent import intent_read, intent_relpath, intent_write, render_intent
 
 CONSTRAINTS = "  Don't touch vendor/.\n\n- keep   the public API\n   (really!)  "
@@ -47,3 +47,68 @@ def test_writing_the_same_intent_twice_commits_nothing(repo):
 
 def test_a_missing_intent_file_reads_as_none(repo):
     assert intent_read(repo_path=repo, task_id=99) is None
+
+
+# --- commits that must not depend on the person's git setup, or leave anything behind ----
+
+
+@pytest.fixture
+def signing_home(tmp_path, monkeypatch) -> Path:
+    """A HOME whose git config demands signed commits with a signer that always fails."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    return home
+
+
+def test_the_intent_commit_is_unsigned_even_when_the_persons_config_demands_signing(repo, signing_home):
+    with pytest.raises(GitError):  # the configuration really is in force
+        git("commit", "-q", "--allow-empty", "-m", "signed?", cwd=repo)
+    assert intent_write(repo_path=repo, task_id=5, text="objective\n") is True
+    assert git("show", f"HEAD:{intent_relpath(5)}", cwd=repo) == "objective\n"
+    assert git("status", "--porcelain", cwd=repo) == ""
+
+
+def test_the_intent_commit_skips_the_repositorys_hooks(repo):
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by hook >&2\nexit 1\n")
+    hook.chmod(0o755)
+    assert intent_write(repo_path=repo, task_id=6, text="objective\n") is True
+    assert git("status", "--porcelain", cwd=repo) == ""
+
+
+def test_a_new_intent_that_cannot_be_staged_leaves_the_checkout_clean(repo):
+    head = git("rev-parse", "HEAD", cwd=repo)
+    (repo / ".git" / "index.lock").write_text("")  # another git process holds the index
+    with pytest.raises(GitError, match="index.lock"):
+        intent_write(repo_path=repo, task_id=7, text="objective\n")
+    (repo / ".git" / "index.lock").unlink()
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=repo) == ""
+    assert not (repo / ".atrium").exists()  # not even the empty folders
+    assert git("rev-parse", "HEAD", cwd=repo) == head
+
+
+def test_a_new_intent_whose_commit_fails_is_unstaged_and_removed(repo):
+    head = git("rev-parse", "HEAD", cwd=repo)
+    (repo / ".git" / "refs" / "heads" / "main.lock").write_text("")  # the branch cannot move
+    with pytest.raises(GitError):
+        intent_write(repo_path=repo, task_id=8, text="objective\n")
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=repo) == ""
+    assert git("ls-files", cwd=repo).split() == ["README.md"]
+    assert not (repo / ".atrium").exists()
+    assert git("rev-parse", "HEAD", cwd=repo) == head
+
+
+def test_a_changed_intent_whose_commit_fails_is_put_back_as_it_was(repo):
+    intent_write(repo_path=repo, task_id=9, text="first version\n")
+    head = git("rev-parse", "HEAD", cwd=repo)
+    (repo / ".git" / "refs" / "heads" / "main.lock").write_text("")
+    with pytest.raises(GitError):
+        intent_write(repo_path=repo, task_id=9, text="second version\n")
+    assert intent_read(repo_path=repo, task_id=9) == "first version\n"
+    assert git("status", "--porcelain", "--untracked-files=all", cwd=repo) == ""
+    assert git("diff", "--cached", "--name-only", cwd=repo) == ""
+    assert git("rev-parse", "HEAD", cwd=repo) == head

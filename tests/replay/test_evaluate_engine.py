@@ -146,3 +146,14 @@ def test_native_tool_call_arguments_count_in_what_is_sent():
     # is counted with the text, so only its name is left on the wire shape.
     native_call = estimate_tokens("str_replace_editor" + json.dumps(arguments, sort_keys=True))
     assert native.sent[1] - in_text.sent[1] == native_call - estimate_tokens("str_replace_editor{}") > 0
+
+
+def test_on_demand_without_notes_separates_folding_from_the_ledgers_notes():
+    from tests.replay.test_evaluate_factories import rereads_config
+
+    run = rereads_config(others=2, attempts=3)
+    none, notes, plain = (replay(run, policy, 128_000) for policy in ("none", "on_demand", "on_demand-no-notes"))
+    # Far under the trigger nothing folds: without notes on_demand sends what none sends,
+    # with them the unchanged re-reads shrink to a line each.
+    assert plain.sent == none.sent
+    assert sum(notes.sent) < sum(none.sent)

@@ -302,6 +302,39 @@ def test_every_bad_frame_gets_an_error_and_the_connection_keeps_serving():
     assert count_messages(room) == before + 2
 
 
+def test_nul_characters_and_lone_surrogates_get_an_error_and_the_connection_keeps_serving():
+    """PostgreSQL refuses NUL in text columns, and a lone surrogate cannot be encoded as
+    UTF-8 at all: both are refused before they reach the database or the encoder."""
+    owner = make_user("owner")
+    agent = make_agent("helper")
+    room = make_room(owner, agents=[agent])
+    cookie = cookie_for(owner)
+    before = count_messages(room)
+
+    async def scenario():
+        socket = Socket(room.slug, cookie)
+        try:
+            assert await socket.open()
+            await socket.hello(room.last_message_seq)
+            # json.dumps writes both as \u escapes, which is how a browser would send them.
+            for frame in (
+                {"type": "chat", "text": "before\x00after"},
+                {"type": "chat", "text": "half a pair \ud83d"},
+                {"type": "steer", "agent": agent.pk, "text": "\udc80 stop"},
+            ):
+                await socket.send_raw(json.dumps(frame))
+                error = await socket.expect_error("invalid")
+                assert "NUL" in error["message"] or "surrogate" in error["message"]
+            # A joined pair is a real character (an emoji) and goes through.
+            await socket.send_raw('{"type": "chat", "text": "still here \\ud83d\\ude00"}')
+            assert (await socket.receive())["text"] == "still here \U0001f600"
+        finally:
+            await socket.close()
+
+    run(scenario)
+    assert count_messages(room) == before + 1
+
+
 def test_a_viewer_reads_along_but_every_post_is_refused():
     owner, viewer = make_user("owner"), make_user("viewer")
     agent = make_agent()

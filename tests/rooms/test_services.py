@@ -14,9 +14,10 @@ from django.db import connection, transaction
 
 from hub.git import git
 from rooms import events, services
+from rooms import repo as repo_module
 from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room
-from rooms.repo import CloneRepository
+from rooms.repo import CloneRepository, PreparedRepository
 from tests.rooms.factories import make_agent, make_git_repo, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,14 +94,97 @@ def test_a_database_failure_after_git_removes_the_repository(monkeypatch):
 
 def test_room_create_refuses_to_run_inside_a_callers_transaction():
     owner = make_user()
+    before = repo_folders()
     with pytest.raises(RuntimeError), transaction.atomic():
         services.room_create(owner=owner, name="Nested")
     assert not Room.objects.exists()
+    assert repo_folders() == before
 
 
 def test_a_blank_room_name_is_refused():
     with pytest.raises(RoomError, match="needs a name"):
         services.room_create(owner=make_user(), name="   ")
+
+
+def test_git_runs_while_no_database_transaction_is_open(monkeypatch, tmp_path):
+    """On SQLite an open write transaction makes every other writer of the hub wait
+    (chat posts, worker commits, lease heartbeats), and a clone can take minutes."""
+    source = make_git_repo(tmp_path / "src", files={"app.py": "x = 1\n"})
+    seen: list[tuple[str, bool]] = []
+    real_git = repo_module.git
+
+    def watched_git(*args, **kwargs):
+        command = next(arg for arg in args if not arg.startswith("-") and "=" not in arg)
+        seen.append((command, connection.in_atomic_block))
+        return real_git(*args, **kwargs)
+
+    monkeypatch.setattr(repo_module, "git", watched_git)
+    services.room_create(owner=make_user(), name="Cloned", source=CloneRepository(path=source))
+    services.room_create(owner=make_user(), name="Fresh")
+    assert {"clone", "init", "commit"} <= {command for command, _ in seen}
+    assert [command for command, in_transaction in seen if in_transaction] == []
+
+
+def test_a_failure_after_the_rename_removes_the_installed_repository(monkeypatch):
+    real_install = PreparedRepository.install
+
+    def install_then_fail(self, target):
+        real_install(self, target)
+        assert target.is_dir()  # it really was in place
+        raise RuntimeError("the commit failed")
+
+    monkeypatch.setattr(PreparedRepository, "install", install_then_fail)
+    before = repo_folders()
+    with pytest.raises(RuntimeError, match="commit failed"):
+        services.room_create(owner=make_user(), name="Almost")
+    assert not Room.objects.exists()
+    assert not Message.objects.exists()
+    assert repo_folders() == before
+
+
+def test_a_folder_taken_between_preparing_and_installing_fails_cleanly(monkeypatch):
+    taken = settings.REPOS_DIR / "taken-meanwhile"
+    taken.mkdir(parents=True)
+    (taken / "keep.txt").write_text("not ours")
+    # Another process takes the folder after the slug was chosen: the rename refuses.
+    monkeypatch.setattr(services, "_free_slug", lambda name: "taken-meanwhile")
+    before = repo_folders()
+    with pytest.raises(RoomError, match="already exists") as refused:
+        services.room_create(owner=make_user(), name="Taken meanwhile")
+    assert refused.value.code == "repo"
+    assert not Room.objects.exists()
+    assert repo_folders() == before  # the prepared repository is gone too
+    assert (taken / "keep.txt").read_text() == "not ours"
+
+
+def test_a_clone_of_another_rooms_repository_is_refused_by_the_service():
+    owner = make_user()
+    other = make_room(make_user(), "Private")
+    before = repo_folders()
+    with pytest.raises(RoomError, match="inside the hub's data folder") as refused:
+        services.room_create(owner=owner, name="Peek", source=CloneRepository(path=Path(other.repo_path)))
+    assert refused.value.code == "repo"
+    assert list(Room.objects.values_list("name", flat=True)) == ["Private"]
+    assert repo_folders() == before
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"name": "Nul\x00room"}, "NUL character"),
+        ({"name": "Half \ud800 a pair"}, "surrogate"),
+        ({"name": "Fine", "check_command": "pytest\x00 -q"}, "NUL character"),
+        ({"name": "Fine", "check_command": "x" * 501}, "at most 500 characters"),
+    ],
+    ids=["nul-name", "surrogate-name", "nul-check-command", "long-check-command"],
+)
+def test_room_names_and_check_commands_no_database_can_store_are_refused(fields, error):
+    before = repo_folders()
+    with pytest.raises(RoomError, match=error) as refused:
+        services.room_create(owner=make_user(), **fields)
+    assert refused.value.code == "invalid"
+    assert not Room.objects.exists()
+    assert repo_folders() == before
 
 
 # --- membership -----------------------------------------------------------------------------

@@ -104,6 +104,30 @@ def test_a_bad_clone_path_is_a_form_error_and_creates_nothing(login, tmp_path, p
     assert repo_folders() == before
 
 
+def test_copying_another_rooms_repository_is_a_form_error(login):
+    other = make_room(make_user(), "Private")
+    before = repo_folders()
+    for path in (other.repo_path, f"{settings.DATA_DIR}/worktrees/anything"):
+        response = login(make_user()).post(
+            reverse("rooms:create"), {"name": "Peek", "source": "clone", "clone_path": path}
+        )
+        assert response.status_code == 200
+        assert response.context["form"].errors["clone_path"] == [
+            f"{path} is inside the hub's data folder; repositories there belong to rooms and cannot be copied."
+        ]
+    assert list(Room.objects.values_list("name", flat=True)) == ["Private"]
+    assert repo_folders() == before
+
+
+def test_a_clone_path_with_a_nul_character_gets_one_error_not_two(login):
+    response = login(make_user()).post(
+        reverse("rooms:create"), {"name": "Nul", "source": "clone", "clone_path": "/srv/a\x00b"}
+    )
+    assert response.status_code == 200
+    assert response.context["form"].errors["clone_path"] == ["Null characters are not allowed."]
+    assert not Room.objects.exists()
+
+
 def test_a_room_page_is_a_404_for_non_members(login):
     room = make_room(make_user())
     client = login(make_user())

@@ -25,11 +25,16 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Skip creating the demo room.")
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
+        self._check_production_settings()
         redis = self._start_redis()
         children: list[subprocess.Popen[bytes]] = []
         try:
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("migrations applied")
+            if not settings.DEBUG:
+                # Without DEBUG, WhiteNoise serves only collected files.
+                call_command("collectstatic", interactive=False, verbosity=0)
+                self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
             if not no_demo:
                 call_command("seed_demo", url=f"http://{host}:{port}/", stdout=self.stdout)
             python = sys.executable
@@ -48,6 +53,16 @@ class Command(BaseCommand):
             self._stop(children)
             if redis:
                 redis.stop()
+
+    def _check_production_settings(self) -> None:
+        """DEBUG is off by default once DATABASE_URL is set; then Django answers only
+        the host names in ALLOWED_HOSTS, and with none every page would be a 400."""
+        if not settings.DEBUG and not settings.ALLOWED_HOSTS:
+            raise CommandError(
+                "DEBUG is off (the default when DATABASE_URL is set) and ALLOWED_HOSTS is empty, "
+                "so every request would be refused. Set ALLOWED_HOSTS to the hub's host names "
+                "(e.g. ALLOWED_HOSTS=127.0.0.1,localhost), or DEBUG=true on a development machine."
+            )
 
     def _start_redis(self) -> EmbeddedRedis | None:
         if os.environ.get("REDIS_URL"):

@@ -24,7 +24,9 @@ LIST_FILES = ToolSchema(
 )
 
 
-def session_request(*, stable_prefix_end: int = 0, max_tokens: int = 4096) -> Request:
+def session_request(
+    *, stable_prefix_end: int = 0, reuse_prefix_end: int = -1, max_tokens: int = 4096
+) -> Request:
     """A mid-session request: intent, a step with two tool calls and their results, a steer."""
     return Request(
         model="any",
@@ -58,6 +60,7 @@ def session_request(*, stable_prefix_end: int = 0, max_tokens: int = 4096) -> Re
         ),
         max_tokens=max_tokens,
         stable_prefix_end=stable_prefix_end,
+        reuse_prefix_end=reuse_prefix_end,
     )
 
 
@@ -69,3 +72,33 @@ def first_request() -> Request:
         messages=(Message("user", "Objective: make tests pass."),),
         max_tokens=1024,
     )
+
+
+def reordered_pair() -> tuple[Request, Request]:
+    """The same turn twice, its tool-call arguments' keys (nested ones too) in another
+    order: a session as sent, and as it comes back from jsonb storage on resume."""
+    as_sent = {
+        "path": "src/app.py",
+        "edits": [{"old": "a - b", "new": "a + b", "at": {"line": 2, "column": 11}}],
+        "dry_run": False,
+    }
+    as_stored = {
+        "dry_run": False,
+        "edits": [{"at": {"column": 11, "line": 2}, "new": "a + b", "old": "a - b"}],
+        "path": "src/app.py",
+    }
+
+    def request(arguments: dict) -> Request:
+        return Request(
+            model="any",
+            system="You are a careful coding agent.",
+            tools=(READ_FILE,),
+            messages=(
+                Message("user", "Fix the sign in add."),
+                Message("assistant", "", tool_calls=(ToolCall("c1", "edit_file", arguments),)),
+                Message("tool", "Edited src/app.py.", tool_call_id="c1", tool_name="edit_file"),
+            ),
+            max_tokens=256,
+        )
+
+    return request(as_sent), request(as_stored)

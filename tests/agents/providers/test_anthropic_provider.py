@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from agents.providers import ContextOverflow, Rejected, RetryPolicy, provider_for
+from agents.providers import (
+    ContextOverflow,
+    Rejected,
+    RetryPolicy,
+    anthropic_messages,
+    provider_for,
+)
 from agents.providers.anthropic_messages import to_messages_params
 from observations.gateway.messages import Message, Request, ToolCall
-from tests.agents.providers.requests import first_request, session_request
+from tests.agents.providers.requests import first_request, reordered_pair, session_request
 from tests.agents.providers.wire_server import load_fixture
 
 MESSAGES = "/v1/messages"
@@ -103,6 +110,56 @@ def test_cache_breakpoints_mark_system_and_tools_the_stable_prefix_end_and_the_l
     assert len(cache_marks(body)) <= 4
 
 
+def test_a_fold_request_marks_what_the_previous_request_sent_unchanged(wire, sleep):
+    wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_tool_use.json"))
+
+    # The epoch starts at message 0; the fold kept messages 0-1 (the assistant turn)
+    # byte for byte and replaced what followed with receipts.
+    anthropic_for(wire, sleep).call(session_request(stable_prefix_end=0, reuse_prefix_end=1))
+
+    body = wire.requests_to(MESSAGES)[0].json
+    # system+tools, the stable prefix end, the reuse point (the assistant turn's last
+    # block), the last message: the API's four.
+    assert cache_marks(body) == [("system", 0), (0, 0), (1, 2), (2, 2)]
+
+
+@pytest.mark.parametrize(
+    ("stable", "reuse", "marks"),
+    [
+        pytest.param(2, 2, [("system", 0), (2, 0), (2, 2)], id="reuse-is-the-stable-end"),
+        pytest.param(0, 4, [("system", 0), (0, 0), (2, 2)], id="reuse-is-the-last-message"),
+        pytest.param(-1, 0, [("system", 0), (0, 0), (2, 2)], id="no-stable-end"),
+        pytest.param(0, 9, [("system", 0), (0, 0), (2, 2)], id="reuse-out-of-range"),
+        pytest.param(4, 4, [("system", 0), (2, 2)], id="all-at-the-last-message"),
+    ],
+)
+def test_breakpoints_on_the_same_block_merge(stable, reuse, marks):
+    request = session_request(stable_prefix_end=stable, reuse_prefix_end=reuse)
+
+    assert cache_marks(to_messages_params(request, model="m")) == marks
+
+
+@pytest.mark.parametrize(
+    ("budget", "marks"),
+    [
+        (3, [("system", 0), (1, 2), (2, 2)]),  # the stable end goes first
+        (2, [("system", 0), (2, 2)]),  # then the reuse point
+        (1, [("system", 0)]),  # system+tools goes last
+    ],
+)
+def test_with_fewer_breakpoints_allowed_the_least_useful_are_dropped(monkeypatch, budget, marks):
+    monkeypatch.setattr(anthropic_messages, "MAX_CACHE_BREAKPOINTS", budget)
+    request = session_request(stable_prefix_end=0, reuse_prefix_end=1)
+
+    assert cache_marks(to_messages_params(request, model="m")) == marks
+
+
+def test_without_system_or_tools_all_three_message_breakpoints_fit():
+    request = replace(session_request(stable_prefix_end=0, reuse_prefix_end=1), system="", tools=())
+
+    assert cache_marks(to_messages_params(request, model="m")) == [(0, 0), (1, 2), (2, 2)]
+
+
 def test_breakpoints_collapse_when_the_prefix_ends_at_the_last_message():
     request = session_request(stable_prefix_end=4)
 
@@ -153,6 +210,23 @@ def test_empty_texts_never_become_empty_text_blocks():
         "tool_use_id": "c1",
         "cache_control": {"type": "ephemeral"},
     }
+
+
+def test_tool_inputs_differing_only_in_key_order_go_out_as_identical_bytes(wire, sleep):
+    for _ in range(2):
+        wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
+    provider = anthropic_for(wire, sleep)
+
+    for request in reordered_pair():
+        provider.complete(request)
+
+    first, second = wire.requests_to(MESSAGES)
+    assert first.raw == second.raw
+    (tool_use,) = first.json["messages"][1]["content"]
+    assert json.dumps(tool_use["input"]) == (
+        '{"dry_run": false, "edits": [{"at": {"column": 11, "line": 2}, '
+        '"new": "a + b", "old": "a - b"}], "path": "src/app.py"}'
+    )
 
 
 def test_overloaded_529_is_retried_then_the_turn_arrives(wire, sleep):

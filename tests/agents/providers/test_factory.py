@@ -103,6 +103,8 @@ def test_fallback_endpoints_bring_their_own_settings():
     assert env_fallback.spec == "openai:gpt-4o-mini" and env_fallback._api_key == "env-openai-key"
     assert explicit.base_url == "http://vllm:8000/v1"
     assert "agent-key" not in (env_fallback._api_key, explicit._api_key)
+    # Its own base URL without its own key: the environment's key does not go there.
+    assert explicit._api_key == NO_KEY
 
 
 def test_the_providers_package_never_imports_django():

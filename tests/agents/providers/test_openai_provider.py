@@ -18,7 +18,7 @@ from agents.providers import (
 )
 from agents.providers.openai_chat import OpenAIProvider
 from observations.gateway.messages import Message, Request, ToolCall
-from tests.agents.providers.requests import first_request, session_request
+from tests.agents.providers.requests import first_request, reordered_pair, session_request
 from tests.agents.providers.wire_server import load_fixture
 
 CHAT = "/v1/chat/completions"
@@ -176,6 +176,23 @@ def test_malformed_arguments_go_back_to_the_server_exactly_as_the_model_wrote_th
     assert sent["messages"][0]["role"] == "user"  # no system message when there is no system text
     assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"cmd": '
     assert "tools" not in sent
+
+
+def test_arguments_differing_only_in_key_order_go_out_as_identical_bytes(wire, sleep):
+    for _ in range(2):
+        wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
+    provider = openai_for(wire, sleep)
+
+    for request in reordered_pair():
+        provider.complete(request)
+
+    first, second = wire.requests_to(CHAT)
+    assert first.raw == second.raw
+    arguments = first.json["messages"][2]["tool_calls"][0]["function"]["arguments"]
+    assert arguments == (
+        '{"dry_run": false, "edits": [{"at": {"column": 11, "line": 2}, '
+        '"new": "a + b", "old": "a - b"}], "path": "src/app.py"}'
+    )
 
 
 def test_a_429_is_retried_after_exactly_the_retry_after_the_server_asked_for(wire, sleep):

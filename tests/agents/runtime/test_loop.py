@@ -246,3 +246,13 @@ def test_the_loop_and_its_rules_import_no_django():
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('django' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_what_the_model_writes_is_made_storable_before_it_is_kept():
+    host = FakeHost(turns=[turn("bad\x00reply \ud800", ("c\x001", "read_file", {"path": "a\x00b"})), turn("done")])
+    loop, result = run(host)
+    reply = next(m for m in loop.ctx._rendered if m.role == "assistant")
+    assert "\x00" not in reply.text and "\ud800" not in reply.text
+    call = reply.tool_calls[0]
+    assert "\x00" not in call.id and "\x00" not in call.arguments["path"]
+    reply.text.encode("utf-8")  # no lone surrogate left

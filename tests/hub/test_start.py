@@ -1,0 +1,60 @@
+"""``manage.py start`` up to the point where it would launch Daphne and Celery."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from hub.management.commands import start
+
+
+class Launched(Exception):
+    """Raised in place of starting the first hub process."""
+
+
+@pytest.fixture
+def steps(monkeypatch) -> list[str]:
+    """Commands start runs, in order; migrate is only recorded, collectstatic really runs."""
+    ran: list[str] = []
+    real_call_command = start.call_command
+
+    def recording_call_command(name, *args, **kwargs):
+        ran.append(name)
+        if name == "collectstatic":
+            real_call_command(name, *args, **kwargs)
+
+    def no_processes(argv, **kwargs):
+        ran.append("launch")
+        raise Launched
+
+    monkeypatch.setattr(start, "call_command", recording_call_command)
+    monkeypatch.setattr(start.subprocess, "Popen", no_processes)
+    monkeypatch.setattr(start.Command, "_start_redis", lambda self: None)
+    return ran
+
+
+def test_without_debug_and_allowed_hosts_start_refuses_before_starting_anything(settings, steps, monkeypatch):
+    settings.DEBUG, settings.ALLOWED_HOSTS = False, []
+    monkeypatch.setattr(start.Command, "_start_redis", lambda self: pytest.fail("Redis was started"))
+    with pytest.raises(CommandError, match="ALLOWED_HOSTS is empty"):
+        call_command("start", "--no-demo")
+    assert steps == []
+
+
+def test_without_debug_start_collects_static_files_before_launching(settings, steps, tmp_path):
+    settings.DEBUG, settings.ALLOWED_HOSTS = False, ["127.0.0.1"]
+    settings.STATIC_ROOT = tmp_path / "static"
+    with pytest.raises(Launched):
+        call_command("start", "--no-demo")
+    assert steps == ["migrate", "collectstatic", "launch"]
+    assert (tmp_path / "static" / "admin" / "css" / "base.css").is_file()
+
+
+def test_with_debug_static_files_come_straight_from_the_apps(settings, steps, tmp_path):
+    settings.DEBUG, settings.ALLOWED_HOSTS = True, []
+    settings.STATIC_ROOT = tmp_path / "static"
+    with pytest.raises(Launched):
+        call_command("start", "--no-demo")
+    assert steps == ["migrate", "launch"]
+    assert not (tmp_path / "static").exists()
