@@ -6,6 +6,7 @@ transaction together with the session's state, under the worker's lease.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from pathlib import Path
@@ -18,11 +19,11 @@ from agents.models import ApprovalRule, Session
 from agents.providers import Completion
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
-from agents.runtime.waits import jobs_ready
 from agents.runtime.loop import Approval, CheckResult, Input
+from agents.runtime.waits import jobs_ready
 from agents.tools.box import ToolBox
-from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.outcome import ToolOutcome
+from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
 from observations.gateway.messages import Request, ToolCall
@@ -72,10 +73,8 @@ class DjangoHost:
         arguments = dict(call.arguments) if isinstance(call.arguments, dict) else {}
         path = arguments.get("path")
         if isinstance(path, str):
-            try:
+            with contextlib.suppress(PathRefused):  # the tool itself refuses it, with the reason
                 arguments["path"] = resolve_path(self.worktree.path, path).relative
-            except PathRefused:
-                pass  # the tool itself refuses it, with the reason
         return arguments
 
     # -------------------------------------------------------------- effects

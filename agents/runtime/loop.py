@@ -20,8 +20,8 @@ from agents.runtime import nudges
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
-from agents.tools.text import clean_data, clean_text
 from agents.tools.shell import JobReport
+from agents.tools.text import clean_data, clean_text
 from observations.gateway.context import ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
 from observations.gateway.tokens import estimate_tokens
