@@ -125,11 +125,13 @@ def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
 def worktree_commit(*, worktree: Worktree, message: str, author: str | None = None) -> str | None:
     """Commit every change in the worktree on its branch; the new commit, or None if clean.
 
-    ``author`` is ``"Name <email>"`` (e.g. the agent); the committer is the hub.
+    ``author`` is ``"Name <email>"`` (e.g. the agent); the committer is the hub. Nothing
+    under ``.atrium/`` is committed: intent files belong to the hub and the people, and a
+    shell command that rewrote one must not reach main through a merge.
     """
     path = worktree.path
-    git("add", "--all", cwd=path)
-    if not git("status", "--porcelain", cwd=path).strip():
+    git("add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
+    if not git("diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
     args = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message]

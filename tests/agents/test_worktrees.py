@@ -223,3 +223,13 @@ def test_a_room_whose_main_branch_has_another_name_merges_into_it(tmp_path, work
     assert result.status == "merged"
     assert (repo / "app.py").read_text() == "x = 2\n"
     assert git("rev-parse", "master", cwd=repo).strip() == result.main_after
+
+
+def test_changes_under_atrium_never_leave_the_worktree(repo, worktrees_dir):
+    tree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=78)
+    (tree.path / ".atrium" / "tasks" / "1").mkdir(parents=True)
+    (tree.path / ".atrium" / "tasks" / "1" / "intent.md").write_text("new goals, says the agent\n")
+    assert worktree_commit(worktree=tree, message="only the intent") is None
+    (tree.path / "real.py").write_text("x = 1\n")
+    worktree_commit(worktree=tree, message="work")
+    assert git("show", "--name-only", "--format=", "HEAD", cwd=tree.path).split() == ["real.py"]
