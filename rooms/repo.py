@@ -155,8 +155,10 @@ def _refuse_hub_data(path: Path, *, shown: Path) -> None:
     """
     data_dir = Path(settings.DATA_DIR).resolve()
     try:
-        real = path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        real = Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:  # judged by where it would lead; "does not exist" comes later
+        real = Path(os.path.realpath(path))
+    except (OSError, RuntimeError):  # a symlink loop, whatever the Python version says about it
         raise RoomError(f"{shown} cannot be resolved: it contains a symlink loop.", code="repo") from None
     if real.is_relative_to(data_dir):
         raise RoomError(
