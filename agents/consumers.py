@@ -64,6 +64,11 @@ class SessionConsumer(SeqStreamConsumer):
         except RoomError as exc:
             await self.send_json({"type": "error", "code": exc.code, "message": exc.message})
 
+    async def session_member_removed(self, event: dict[str, Any]) -> None:
+        """Sent by agents.events when someone leaves the session's room."""
+        if event["user_id"] == self.scope["user"].pk:
+            await self.close(code=CLOSE_FORBIDDEN)
+
     async def session_event(self, event: dict[str, Any]) -> None:
         """A committed SessionEvent, broadcast by agents.events."""
         frame = event["frame"]

@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 
 SESSION_EVENT = "session.event"  # consumer method session_event
 ROOM_SESSION_CHANGED = "room.session_changed"  # consumer method room_session_changed
+SESSION_MEMBER_REMOVED = "session.member_removed"  # consumer method session_member_removed
 
 
 def session_group(session_id: int) -> str:
@@ -45,6 +46,18 @@ def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -
         summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk, "state": payload.get("state")}
         transaction.on_commit(lambda: _send(f"room.{room_id}", summary), robust=True)
     return event
+
+
+def member_removed_on_commit(room_id: int, user_id: int) -> None:
+    """A person left the room: their open session sockets in it close once this commits."""
+    session_ids = list(Session.objects.filter(task__room_id=room_id).values_list("pk", flat=True))
+    event = {"type": SESSION_MEMBER_REMOVED, "user_id": user_id}
+
+    def send() -> None:
+        for session_id in session_ids:
+            _send(session_group(session_id), event)
+
+    transaction.on_commit(send, robust=True)
 
 
 def _send(group: str, event: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
+from agents.events import member_removed_on_commit
 from agents.models import AgentProfile, RoomAgent, Session
 from rooms import events
 from rooms.checks import (
@@ -122,8 +123,9 @@ def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int) -> N
         room=room, actor=actor,
         text=f"{actor.get_username()} removed {membership.user.get_username()}.",
     )
-    # Open websockets of the removed person stop receiving the room.
+    # Open websockets of the removed person stop receiving the room and its sessions.
     events.broadcast_on_commit(room.pk, {"type": events.MEMBER_REMOVED, "user_id": user_id})
+    member_removed_on_commit(room.pk, user_id)
 
 
 # --- agents -----------------------------------------------------------------------------
