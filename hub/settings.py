@@ -133,6 +133,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 # The Docker image collects static files at build time, outside the data volume.
 STATIC_ROOT = Path(env("STATIC_ROOT", str(DATA_DIR / "static")))
+# WhiteNoise warns on every request while the folder is missing (before collectstatic).
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # WhiteNoise serves static files in every process shape; in DEBUG straight from the
 # apps (no collectstatic needed), in production from STATIC_ROOT (the image collects).
 WHITENOISE_USE_FINDERS = DEBUG
