@@ -11,6 +11,7 @@ client is preceded by the rows in between, read from the database.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -21,17 +22,17 @@ CLOSE_FORBIDDEN = 4403
 REPLAY_BATCH = 200  # rows read and sent per database round trip
 
 
-class SeqStreamConsumer(AsyncWebsocketConsumer):
+class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
     # Highest seq sent to this client; None until hello has joined the live group.
     last_sent_seq: int | None = None
 
+    @abstractmethod
     def stream_group(self) -> str:
         """The channel-layer group whose events carry this stream's rows."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` frames with ``after_seq < seq [<= up_to_seq]``, oldest first."""
-        raise NotImplementedError
 
     async def disconnect(self, code: int) -> None:
         if self.last_sent_seq is not None:
