@@ -47,6 +47,9 @@ class SessionConsumer(SeqStreamConsumer):
     def stream_group(self) -> str:
         return session_group(self.session_id)
 
+    async def still_allowed(self) -> bool:
+        return await database_sync_to_async(_can_see)(self.scope["user"], self.session_id)
+
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         return await database_sync_to_async(_frames_after)(self.session_id, after_seq, up_to_seq, limit)
 
@@ -73,6 +76,14 @@ class SessionConsumer(SeqStreamConsumer):
         """A committed SessionEvent, broadcast by agents.events."""
         frame = event["frame"]
         await self.stream_forward(frame["seq"], with_html(frame))
+
+
+def _can_see(user, session_id: int) -> bool:
+    try:
+        access_session(user, session_id)
+    except Http404:
+        return False
+    return True
 
 
 def _frames_after(session_id: int, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:

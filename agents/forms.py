@@ -44,6 +44,18 @@ class AgentProfileForm(forms.ModelForm):
                         "needs none): the hub's key never goes to a URL set here.",
         }
 
+    def clean(self):
+        cleaned = super().clean()
+        stored = self.instance.pk and self.instance.api_key
+        if stored and not cleaned.get("new_api_key") and not cleaned.get("clear_api_key"):
+            old_provider = self.instance.model.partition(":")[0]
+            new_provider = (cleaned.get("model") or "").partition(":")[0]
+            if "base_url" in self.changed_data or old_provider != new_provider:
+                # A stored key must never follow its profile to another endpoint.
+                self.add_error("new_api_key", "The stored key belongs to the old endpoint: enter the key "
+                                              "for the new one, or remove the stored key.")
+        return cleaned
+
     def save(self, commit: bool = True) -> AgentProfile:
         profile = super().save(commit=False)
         if self.cleaned_data.get("clear_api_key"):

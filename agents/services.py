@@ -21,6 +21,8 @@ from rooms.models import Membership, Message, Room
 from rooms.services import message_post
 
 TITLE_MAX = 200
+# A queued session not picked up by then is enqueued again by beat's sweep.
+REQUEUE_AFTER = timedelta(seconds=60)
 
 
 def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
@@ -53,7 +55,7 @@ def session_transition(session: Session, target: str, *, reason: str = "", expec
     if target in states.PARKED or target == states.QUEUED:
         fields.update(lease_owner="", lease_expires_at=None)
     if target == states.QUEUED:
-        fields.update(wake_at=None)
+        fields.update(wake_at=now + REQUEUE_AFTER)
     updated = Session.objects.filter(pk=session.pk, state=current).update(**fields)
     if updated != 1:
         return False
@@ -118,10 +120,16 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     if not RoomAgent.objects.filter(room_id=task.room_id, agent=agent).exists():
         raise RoomError(f"{agent.name} is not assigned to this room.", code="unknown_agent")
     Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise attempt numbers
+    active = Session.objects.filter(task=task, agent=agent, state__in=states.ACTIVE).first()
+    if active is not None:
+        # Two attempts of one agent at one task would work the same branch of thought
+        # side by side; one at a time.
+        raise RoomError(f"{agent.name} is already on this task (attempt {active.attempt}, {active.state}).",
+                        code="active")
     last = Session.objects.filter(task=task, agent=agent).aggregate(n=Max("attempt"))["n"] or 0
     session = Session.objects.create(
         task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor or dispatched_by,
-        time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS,
+        time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS, wake_at=timezone.now() + REQUEUE_AFTER,
     )
     session_event_append(session, "session.state_changed", {"state": session.state, "attempt": session.attempt,
                                                             "retry_of": previous.pk if previous else None})
@@ -212,7 +220,8 @@ def approval_request(*, session: Session, call_id: str, tool: str, arguments: di
 
 @transaction.atomic
 def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str) -> Approval:
-    """approve / deny / always (approve, and the same tool for the rest of the session).
+    """approve / deny / always (approve, and the same kind of call for the rest of the
+    session: see agents.runtime.approvals.always_rule).
 
     Compare-and-swap on the pending state: a second click, or a decision racing the
     timeout, changes nothing. The decision is the only path to execution.

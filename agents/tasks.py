@@ -15,9 +15,8 @@ from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.waits import jobs_ready
-from agents.services import approvals_expire, session_transition, session_wake
-
-REQUEUE_AFTER = timedelta(seconds=60)
+from agents.services import REQUEUE_AFTER, approvals_expire, session_transition, session_wake
+from agents.tools.jobs import JobRegistry
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -30,9 +29,8 @@ def run_session(session_id: int) -> str:
 @shared_task(ignore_result=True)
 def stop_session_jobs(session_id: int) -> int:
     """Stop the jobs of a session that ended (cancel, time-out)."""
-    from agents.tools.jobs import JobRegistry
-
-    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs")
+    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
+                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
     stopped = 0
     for handle in registry.handles():
         if not registry.status(handle).done:
@@ -47,14 +45,14 @@ def sweep_sessions() -> dict[str, int]:
     now = timezone.now()
     counts = {"requeued": 0, "woken": 0, "expired_approvals": approvals_expire(now), "timed_out": 0}
 
-    # Leases that ran out (the worker died) and queued sessions whose message got lost:
-    # enqueue again; the claim's compare-and-swap makes duplicates harmless.
-    stale = Session.objects.filter(
-        Q(state=states.RUNNING, lease_expires_at__lt=now)
-        | Q(state=states.QUEUED, created_at__lt=now - REQUEUE_AFTER) & (Q(wake_at__isnull=True) | Q(wake_at__lte=now))
-    )
+    # Sessions nobody runs: a lease that ran out (the worker died), a turn given back at
+    # the end of a time slice, a queue message that got lost. Enqueue again, at most once
+    # per REQUEUE_AFTER while it waits; the claim's compare-and-swap makes duplicates
+    # harmless anyway.
+    unowned = Q(state=states.RUNNING) & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
+    stale = Session.objects.filter(unowned | Q(state=states.QUEUED)).filter(Q(wake_at__isnull=True) | Q(wake_at__lte=now))
     for session_id in stale.values_list("pk", flat=True):
-        Session.objects.filter(pk=session_id, state=states.QUEUED).update(wake_at=now + REQUEUE_AFTER)
+        Session.objects.filter(pk=session_id).update(wake_at=now + REQUEUE_AFTER)
         run_session.delay(session_id)
         counts["requeued"] += 1
 
@@ -91,5 +89,6 @@ def _should_wake(session: Session, now) -> bool:
     calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
     if index < len(calls) and calls[index].get("name") == "await":
         arguments = calls[index].get("arguments") or {}
-        return jobs_ready(Path(settings.JOBS_DIR) / str(session.pk) / "jobs", arguments)
+        registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs")
+        return jobs_ready(registry, arguments, read_only=True)
     return False

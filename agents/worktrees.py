@@ -21,6 +21,8 @@ from hub.git import GitError, git
 from hub.repo_lock import room_repo_lock
 
 MAIN_BRANCH = "main"
+# Intent files: written by the hub for people, never by a session's merge.
+HUB_OWNED = ".atrium"
 
 
 class WorktreeError(RuntimeError):
@@ -131,6 +133,7 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     """
     path = worktree.path
     git("add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
+    git("reset", "--quiet", "--", HUB_OWNED, cwd=path)  # staged there by a shell command
     if not git("diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
@@ -176,6 +179,12 @@ def worktree_merge(*, repo: Path, branch: str, message: str | None = None,
         if _is_ancestor(repo, tip, main_before):
             return MergeResult(status="up_to_date", branch=branch, main_before=main_before,
                                main_after=main_before)
+        hub_owned = git("diff", "--name-only", f"{main_before}...{tip}", "--", HUB_OWNED, cwd=repo).split()
+        if hub_owned:
+            # Commits made with shell git can still carry them: a person decides.
+            return MergeResult(status="conflict", branch=branch, main_before=main_before,
+                               main_after=main_before, conflicts=tuple(hub_owned),
+                               detail=f"the session changed files under {HUB_OWNED}/, which only the hub writes")
         tree, conflicts, detail = _preflight(repo, main_before, tip, target)
         if tree is None:
             return MergeResult(status="conflict", branch=branch, main_before=main_before,

@@ -50,6 +50,9 @@ class RoomConsumer(SeqStreamConsumer):
     def stream_group(self) -> str:
         return events.room_group(self.room_id)
 
+    async def still_allowed(self) -> bool:
+        return await database_sync_to_async(_is_member)(self.user, self.room_id)
+
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         return await database_sync_to_async(_frames_after)(self.room_id, after_seq, up_to_seq, limit)
 
@@ -119,6 +122,14 @@ def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | N
     # permission check (a viewer hears "you can't post" before "no such agent").
     agent = room_agent.agent if room_agent else None
     services.message_post(room=access.room, author=user, kind=kind, text=text, agent=agent)
+
+
+def _is_member(user, room_id: int) -> bool:
+    try:
+        selectors.access_room_by_id(user, room_id)
+    except Http404:
+        return False
+    return True
 
 
 def _frames_after(room_id: int, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:

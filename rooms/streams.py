@@ -34,6 +34,10 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         """Up to ``limit`` frames with ``after_seq < seq [<= up_to_seq]``, oldest first."""
 
+    @abstractmethod
+    async def still_allowed(self) -> bool:
+        """Whether the person may still see this stream (checked again at hello)."""
+
     async def disconnect(self, code: int) -> None:
         if self.last_sent_seq is not None:
             await self.channel_layer.group_discard(self.stream_group(), self.channel_name)
@@ -44,6 +48,10 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
             raise RoomError("hello was already sent on this connection.", code="bad_request")
         if isinstance(last_seq, bool) or not isinstance(last_seq, int) or last_seq < 0:
             raise RoomError("last_seq must be a non-negative integer.", code="bad_request")
+        # Access was checked at connect; a person removed since must not replay the log.
+        if not await self.still_allowed():
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
         # Join before reading: a row committed in between is then both replayed and
         # received live, and stream_forward drops the second copy. The channel layer
         # queues live events until this handler returns.

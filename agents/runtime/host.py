@@ -89,7 +89,7 @@ class DjangoHost:
         if self.has_pending_input(chat_after=chat_after):
             return True
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        return jobs_ready(self.toolbox.jobs.directory, arguments)
+        return jobs_ready(self.toolbox.jobs, arguments)
 
     def run_check(self) -> CheckResult:
         started = time.monotonic()

@@ -152,6 +152,9 @@ class StepLoop:
         calls = self._unique_ids(tuple(
             ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls
         ))
+        # A call whose arguments had to be cleaned is not run with altered arguments.
+        unstorable = {clean.id for clean, raw in zip(calls, turn.tool_calls, strict=True)
+                      if clean.arguments != raw.arguments}
         ctx.add_assistant(text, calls)
         state.person_waiting = False
         state.last_reply = text
@@ -163,7 +166,8 @@ class StepLoop:
         })
         if calls:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
-            state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+            state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "unstorable": c.id in unstorable}
+                           for c in calls]
             return UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records)
         result = self._finish_turn(text)
         result.delivered, result.call_records = delivered, records
@@ -176,9 +180,10 @@ class StepLoop:
         seen = {obs.call_id for obs in self.ctx.observations}
         unique = []
         for n, call in enumerate(calls):
-            call_id = call.id or f"call-{self.ctx.step}-{n}"
+            call_id, attempt = call.id or f"call-{self.ctx.step}-{n}", 0
             while call_id in seen:
-                call_id = f"{call.id or 'call'}-{self.ctx.step}-{n}-{len(seen)}"
+                attempt += 1
+                call_id = f"{call.id or 'call'}-{self.ctx.step}-{n}-{attempt}"
             seen.add(call_id)
             unique.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
         return tuple(unique)
@@ -230,7 +235,9 @@ class StepLoop:
         raw = state.calls[state.next_call]
         call = ToolCall(raw["id"], raw["name"], raw["arguments"])
         suffix = ""
-        if state.yielded_job:
+        if raw.get("unstorable"):
+            outcome = host.skip(call, "its arguments hold NUL characters or invalid Unicode; send them without")
+        elif state.yielded_job:
             outcome = host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}")
         else:
             arguments = host.rule_arguments(call)
@@ -241,7 +248,9 @@ class StepLoop:
             elif decision == ASK:
                 approval = host.approval(call.id)
                 if approval is None:
-                    return UnitResult(Outcome.AWAIT_APPROVAL, approval_request=call)
+                    # People judge the call as the rules did: with its path resolved.
+                    return UnitResult(Outcome.AWAIT_APPROVAL,
+                                      approval_request=ToolCall(call.id, call.name, arguments))
                 if approval.state == "approved":
                     if approval.always:
                         state.session_allowed.append(always_rule(call.name, arguments).to_dict())

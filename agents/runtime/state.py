@@ -36,4 +36,9 @@ class RuntimeState:
         if not data:
             return cls()
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        # Saved before "always" was scoped: a bare tool name approved the whole tool.
+        known["session_allowed"] = [
+            rule if isinstance(rule, dict) else {"decision": "allow", "tool": rule}
+            for rule in known.get("session_allowed", [])
+        ]
         return cls(**known)

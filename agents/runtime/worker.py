@@ -33,7 +33,13 @@ from agents.runtime.host import DjangoHost
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
-from agents.services import approval_request, enqueue_session, session_transition, task_write_intent
+from agents.services import (
+    REQUEUE_AFTER,
+    approval_request,
+    enqueue_session,
+    session_transition,
+    task_write_intent,
+)
 from agents.tools.box import ToolBox
 from agents.worktrees import worktree_create
 from observations.blobs import blob_texts
@@ -71,8 +77,9 @@ def session_claim(session_id: int, owner: str) -> bool:
         state=states.RUNNING, lease_expires_at__isnull=True
     )
     with transaction.atomic():
+        was_queued = Session.objects.filter(pk=session_id, state=states.QUEUED).exists()
         updated = Session.objects.filter(claimable, pk=session_id).update(
-            state=states.RUNNING, lease_owner=owner,
+            state=states.RUNNING, lease_owner=owner, wake_at=None,
             lease_expires_at=now + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS),
         )
         if updated != 1:
@@ -80,7 +87,11 @@ def session_claim(session_id: int, owner: str) -> bool:
         session = Session.objects.select_related("task").get(pk=session_id)
         if session.started_at is None:
             Session.objects.filter(pk=session_id).update(started_at=now)
-        session_event_append(session, "session.state_changed", {"state": states.RUNNING, "worker": owner})
+        if was_queued:
+            session_event_append(session, "session.state_changed", {"state": states.RUNNING})
+        # Every claim is logged (a new turn, a resume after a crash), without disturbing
+        # room pages the way a state change does.
+        session_event_append(session, "session.claimed", {"worker": owner})
     return True
 
 
@@ -213,7 +224,7 @@ class SessionRunner:
             if not self.commit(result):
                 return
             if time.monotonic() > slice_ends:
-                self.stop(states.QUEUED, "")
+                self.give_turn()
                 return
 
     def _over_time_limit(self) -> bool:
@@ -224,10 +235,16 @@ class SessionRunner:
     def stop(self, target: str, reason: str) -> None:
         session = self._locked()
         session_transition(session, target, reason=reason, expected=states.RUNNING)
-        if target == states.QUEUED:
-            enqueue_session(session.pk)
-        else:
-            self.toolbox.cancel_jobs(reason)
+        self.toolbox.cancel_jobs(reason)
+
+    @transaction.atomic
+    def give_turn(self) -> None:
+        """End of the time slice: release the lease and queue the session again. It stays
+        `running` for people (nothing changed for them); any worker may claim it."""
+        session = self._locked()
+        Session.objects.filter(pk=session.pk).update(lease_owner="", lease_expires_at=None,
+                                                     wake_at=timezone.now() + REQUEUE_AFTER)
+        enqueue_session(session.pk)
 
     def _locked(self) -> Session:
         """The session row, locked, if this worker still holds it."""

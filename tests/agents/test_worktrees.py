@@ -233,3 +233,19 @@ def test_changes_under_atrium_never_leave_the_worktree(repo, worktrees_dir):
     (tree.path / "real.py").write_text("x = 1\n")
     worktree_commit(worktree=tree, message="work")
     assert git("show", "--name-only", "--format=", "HEAD", cwd=tree.path).split() == ["real.py"]
+
+
+def test_a_branch_that_changed_atrium_files_with_its_own_commits_is_not_merged(repo, worktrees_dir):
+    intent = repo / ".atrium" / "tasks" / "1" / "intent.md"
+    intent.parent.mkdir(parents=True)
+    intent.write_text("the person's intent\n")
+    _commit_all(repo, "intent")
+    tree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=79)
+    (tree.path / ".atrium" / "tasks" / "1" / "intent.md").write_text("HACKED intent\n")
+    git("add", ".atrium", cwd=tree.path)  # staged by a shell command...
+    assert worktree_commit(worktree=tree, message="sneaky") is None  # ...and unstaged by the hub
+    git("add", ".atrium", cwd=tree.path)
+    _commit_all(tree.path, "committed with shell git")
+    result = worktree_merge(repo=repo, branch=tree.branch)
+    assert result.status == "conflict" and result.conflicts == (".atrium/tasks/1/intent.md",)
+    assert intent.read_text() == "the person's intent\n"

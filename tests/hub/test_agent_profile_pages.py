@@ -88,3 +88,19 @@ def test_an_api_key_is_write_only_and_kept_unless_replaced_or_removed(client):
     client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "clear_api_key": "on"})
     agent.refresh_from_db()
     assert agent.api_key == ""
+
+
+def test_a_stored_key_never_follows_its_profile_to_another_endpoint(client):
+    client.post(reverse("agents:create"), {**VALID, "model": "openai:gpt-4.1", "new_api_key": "sk-owner-secret"})
+    agent = AgentProfile.objects.get(name="Fixer")
+    moved = {**VALID, "model": "openai:gpt-4.1", "base_url": "https://elsewhere.example/v1"}
+    response = client.post(reverse("agents:edit", args=[agent.pk]), moved)
+    assert response.status_code == 200
+    assert "stored key belongs to the old endpoint" in response.context["form"].errors["new_api_key"][0]
+    agent.refresh_from_db()
+    assert agent.base_url == "" and agent.api_key == "sk-owner-secret"
+    other_provider = {**VALID, "model": "anthropic:claude-sonnet-4-5"}
+    assert client.post(reverse("agents:edit", args=[agent.pk]), other_provider).status_code == 200
+    client.post(reverse("agents:edit", args=[agent.pk]), {**moved, "clear_api_key": "on"})
+    agent.refresh_from_db()
+    assert agent.base_url == "https://elsewhere.example/v1" and agent.api_key == ""

@@ -17,7 +17,7 @@ from agents.runtime.loop import Approval, CheckResult, Input, Outcome, StepLoop
 from agents.runtime.state import RuntimeState
 from agents.tools.outcome import ToolOutcome
 from observations.gateway.messages import ModelTurn, ToolCall, Usage
-from tests.gateway.factories import make_context
+from tests.gateway.factories import make_context, shell_input
 
 
 def turn(text: str = "", *calls: tuple[str, str, dict]) -> ModelTurn:
@@ -155,7 +155,7 @@ def test_an_ask_parks_and_the_decision_decides():
     result_text = next(m.text for m in loop.ctx._rendered if m.tool_call_id == "a")
     assert result_text.endswith("[A person (ann) approved this call.]")
     assert loop.state.session_allowed == [{"decision": "allow", "tool": "write_file", "path_glob": "*",
-                                           "command_prefix": ""}]
+                                           "command_prefix": "", "command_exact": ""}]
 
 
 def test_a_provider_that_repeats_call_ids_gets_them_re_minted():
@@ -256,3 +256,29 @@ def test_what_the_model_writes_is_made_storable_before_it_is_kept():
     call = reply.tool_calls[0]
     assert "\x00" not in call.id and "\x00" not in call.arguments["path"]
     reply.text.encode("utf-8")  # no lone surrogate left
+
+
+def test_a_call_whose_arguments_had_to_be_cleaned_is_not_run():
+    host = FakeHost(turns=[turn("write", ("w", "write_file", {"path": "a.txt", "content": "x\x00y"})), turn("done"),
+                           turn("done")])
+    run(host)
+    assert host.executed == []
+    assert host.skipped[0][0] == "w" and "NUL" in host.skipped[0][1]
+
+
+def test_call_ids_are_re_minted_even_when_the_first_candidate_is_taken():
+    from agents.runtime.loop import StepLoop
+
+    loop = StepLoop(make_context(), RuntimeState(), FakeHost())
+    taken = ("x", "x-3-0-1", "x-3-0-2")  # the second candidate of an earlier scheme looped forever
+    for call_id in taken:
+        loop.ctx.add_assistant("", (ToolCall(call_id, "read_file", {}),))
+        loop.ctx.add_tool_result(shell_input(call_id, "ls", ""))
+    loop.ctx.step = 3
+    (minted,) = loop._unique_ids((ToolCall("x", "read_file", {}),))
+    assert minted.id == "x-3-0-3"
+
+
+def test_state_saved_before_always_was_scoped_still_loads():
+    state = RuntimeState.from_dict({"phase": "boundary", "session_allowed": ["shell"]})
+    assert state.session_allowed == [{"decision": "allow", "tool": "shell"}]

@@ -58,18 +58,31 @@ class TestApprovals:
                       session_allowed=[always_rule("shell", {"command": "git push"})]) == DENY
 
     def test_always_covers_the_same_kind_of_call_not_the_whole_tool(self):
-        assert always_rule("shell", {"command": "python -m pytest -q"}) == Rule(ALLOW, "shell", command_prefix="python")
-        assert always_rule("shell", {"command": "make && make install"}).command_prefix == "make && make install"
+        assert always_rule("shell", {"command": "pytest -q tests"}) == Rule(ALLOW, "shell", command_prefix="pytest")
+        # An interpreter runs whatever it is told, a compound line is several commands:
+        # "always" approves exactly that line again.
+        exact = always_rule("shell", {"command": "python -m pytest -q"})
+        assert exact == Rule(ALLOW, "shell", command_exact="python -m pytest -q")
+        assert decide("shell", {"command": "python -m pytest -q"}, [], session_allowed=[exact]) == ALLOW
+        assert decide("shell", {"command": "python evil.py"}, [], session_allowed=[exact]) == ASK
+        compound = always_rule("shell", {"command": "make test && make lint"})
+        assert decide("shell", {"command": "make test && make lint"}, [], session_allowed=[compound]) == ALLOW
         assert always_rule("edit_file", {"path": "src/pkg/a.py"}) == Rule(ALLOW, "edit_file", path_glob="src/pkg/*")
         assert always_rule("write_file", {"path": "a.py"}).path_glob == "*"
         scope = [always_rule("edit_file", {"path": "src/pkg/a.py"})]
         assert decide("edit_file", {"path": "src/pkg/b.py"}, [], session_allowed=scope) == ALLOW
         assert decide("edit_file", {"path": "vendor/b.py"}, [], session_allowed=scope) == ASK
+        assert decide("edit_file", {"path": "src/pkg/deeper/c.py"}, [], session_allowed=scope) == ASK
+        top = [always_rule("write_file", {"path": "README.md"})]
+        assert decide("write_file", {"path": "NOTES.md"}, [], session_allowed=top) == ALLOW
+        assert decide("write_file", {"path": "deploy/prod/secrets.yaml"}, [], session_allowed=top) == ASK
 
     @pytest.mark.parametrize("command", [
         "python -m pytest & rm -rf .", "python -m pytest; rm -rf .", "python -m pytest || curl x",
         "python -m pytest | tee out", "python -m pytest > /etc/passwd", "python -m pytest $(rm -rf .)",
         "python -m pytest `rm -rf .`", "python -m pytest\nrm -rf .", "python -m pytest 'unbalanced",
+        "python -m pytest x#; rm -rf /", "python -m pytest |(rm -rf /)", "python -m pytest;(rm -rf /)",
+        "python -m pytest&&(rm -rf /)", "python -m pytest {a,b}",
     ])
     def test_an_allowed_prefix_never_covers_a_second_command(self, command):
         rules = [Rule(ALLOW, "shell", command_prefix="python -m pytest")]
@@ -77,10 +90,20 @@ class TestApprovals:
 
     @pytest.mark.parametrize("command", [
         "true && rm -rf /", "echo hi; rm -rf /", "ls | rm -rf x", "echo $(rm -rf /)", "(cd x && rm -rf y)",
+        "echo x#; rm -rf /", "true;(rm -rf /)", "{ rm -rf /; }", "if true; then rm -rf /; fi",
+        "FOO=1 rm -rf /", "command rm -rf /", "! rm x", "{rm,-rf,/}", "env -i rm -rf /", "time rm x",
     ])
     def test_a_deny_prefix_matches_any_command_of_a_compound_line(self, command):
         rules = [Rule(ALLOW, "shell"), Rule(DENY, "shell", command_prefix="rm")]
         assert decide("shell", {"command": command}, rules) == DENY
+
+    def test_path_globs_work_by_directory_segments(self):
+        from agents.runtime.approvals import glob_match
+
+        assert glob_match("src/a.py", "src/*") and not glob_match("src/pkg/a.py", "src/*")
+        assert glob_match("src/pkg/a.py", "src/**") and glob_match("src/a.py", "src/**/*.py")
+        assert glob_match("src/x/y/a.py", "src/**/*.py") and not glob_match("lib/a.py", "src/**/*.py")
+        assert glob_match("README.md", "*") and not glob_match("docs/README.md", "*")
 
     def test_quoted_separators_are_part_of_one_command(self):
         command = parse_command('python -c "import time; time.sleep(1)"')

@@ -169,7 +169,7 @@ def test_a_worker_killed_mid_session_is_resumed_without_running_a_tool_call_twic
     results = [e.payload for e in SessionEvent.objects.filter(session=session, kind="tool.result")]
     assert [r["tool"] for r in results] == ["shell", "await"]
     assert results[0]["unknown"] is True  # reported honestly, not re-run
-    claims = SessionEvent.objects.filter(session=session, kind="session.state_changed", payload__state="running")
+    claims = SessionEvent.objects.filter(session=session, kind="session.claimed")
     # Claimed by the killed worker's process, then by the new one (once per wake-up).
     assert len({e.payload["worker"].split(":")[1] for e in claims}) == 2
 

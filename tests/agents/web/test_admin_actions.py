@@ -55,30 +55,30 @@ def test_dispatch_retry_creates_the_next_attempt_linked_to_the_previous_one(staf
     failed = session_in(task, agent, "failed", reason="verify failed")
     timed_out = session_in(task, agent, "timed_out")
     messages = act(staff, "dispatch_retry", [failed, timed_out])
-    retries = {s.previous_id: s for s in Session.objects.filter(previous__isnull=False)}
-    assert set(retries) == {failed.pk, timed_out.pk}
-    assert (retries[failed.pk].attempt, retries[timed_out.pk].attempt) == (3, 4)
-    assert all(r.state == "queued" and r.task == task and r.agent == agent for r in retries.values())
+    retry = Session.objects.get(previous__isnull=False)
+    assert (retry.previous_id, retry.attempt, retry.state, retry.task, retry.agent) == (
+        failed.pk, 3, "queued", task, agent)
+    assert retry.created_by.username == "admin"  # who dispatched it
+    # One attempt of an agent at a task at a time: the second retry waits its turn.
     assert messages == [
-        f"Retry dispatched: session {retries[failed.pk].pk} (attempt 3 of fixer on “Fix median”, after attempt 1); "
-        f"session {retries[timed_out.pk].pk} (attempt 4 of fixer on “Fix median”, after attempt 2)."
+        f"Retry dispatched: session {retry.pk} (attempt 3 of fixer on “Fix median”, after attempt 1).",
+        f"Session {timed_out.pk} not retried: fixer is already on this task (attempt 3, queued).",
     ]
     # A fresh ledger: the new attempt starts with nothing but its queued event.
-    assert list(SessionEvent.objects.filter(session=retries[failed.pk]).values_list("kind", flat=True)) == [
+    assert list(SessionEvent.objects.filter(session=retry).values_list("kind", flat=True)) == [
         "session.state_changed"]
-    assert LogEntry.objects.filter(object_id=str(retries[failed.pk].pk)).exists()
+    assert LogEntry.objects.filter(object_id=str(retry.pk)).exists()
 
 
 def test_dispatch_retry_reports_active_and_already_retried_sessions_instead_of_crashing(staff, task, agent):
-    running = session_in(task, agent, "running")
     failed = session_in(task, agent, "failed")
     act(staff, "dispatch_retry", [failed])
-    messages = act(staff, "dispatch_retry", [running, failed])
+    retry = Session.objects.get(previous=failed)
+    messages = act(staff, "dispatch_retry", [retry, failed])
     assert messages == [
-        f"Session {running.pk} not retried: Attempt 1 is still running; cancel it before retrying.",
-        f"Session {failed.pk} not retried: Attempt 2 was already retried as attempt 3.",
+        f"Session {failed.pk} not retried: Attempt 1 was already retried as attempt 2.",
+        f"Session {retry.pk} not retried: Attempt 2 is still queued; cancel it before retrying.",
     ]
-    assert Session.objects.count() == 3
 
 
 def test_cancel_ends_active_sessions_and_reports_the_ones_already_ended(staff, task, agent):

@@ -241,3 +241,20 @@ def test_a_person_removed_from_the_room_is_closed_out_of_its_sessions(room, task
         await socket.close()
 
     async_to_sync(scenario)()
+
+
+def test_a_socket_opened_before_removal_cannot_replay_the_log_after_it(room, task, agent, member, owner):
+    from rooms.services import membership_remove
+
+    session = session_in(task, agent, "running")
+    cookie = cookie_for(member)
+
+    async def scenario():
+        socket = session_socket(session, cookie)
+        assert await socket.open()
+        await database_sync_to_async(membership_remove)(room=room, actor=owner, user_id=member.pk)
+        await socket.send(type="hello", last_seq=0)
+        assert await socket.close_code() == CLOSE_FORBIDDEN
+        await socket.close()
+
+    async_to_sync(scenario)()
