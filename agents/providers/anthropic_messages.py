@@ -22,14 +22,7 @@ from typing import Any
 import anthropic
 
 from agents.providers.ambient import withheld_headers
-from agents.providers.errors import (
-    ConnectionFailed,
-    ProviderError,
-    Transient,
-    display_url,
-    error_from_status,
-    redact,
-)
+from agents.providers.errors import sdk_errors
 from agents.providers.toolcalls import canonical, parse_arguments
 from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, Usage
 
@@ -86,30 +79,16 @@ class AnthropicProvider:
     def complete(self, request: Request) -> ModelTurn:
         params = to_messages_params(request, model=self.model)
         started = time.monotonic()
-        try:
+        with sdk_errors(
+            anthropic,
+            base_error=anthropic.AnthropicError,
+            spec=self.spec,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            api_key=self._api_key,
+            code_of=lambda exc: exc.error_code or exc.type,
+        ):
             message = self._client.messages.create(**params)
-        except anthropic.APITimeoutError:
-            raise Transient(
-                f"{self.spec}: no answer within {self._timeout:g} s", spec=self.spec
-            ) from None
-        except anthropic.APIConnectionError as exc:
-            cause = redact(str(exc.__cause__ or exc), [self._api_key])
-            raise ConnectionFailed(
-                f"{self.spec}: cannot reach {display_url(self.base_url)}: {cause}", spec=self.spec
-            ) from None
-        except anthropic.APIStatusError as exc:
-            raise error_from_status(
-                spec=self.spec,
-                status=exc.status_code,
-                headers=exc.response.headers,
-                body_text=exc.response.text,
-                code=exc.error_code or exc.type,
-                secrets=[self._api_key],
-            ) from None
-        except anthropic.AnthropicError as exc:
-            raise ProviderError(
-                f"{self.spec}: {redact(str(exc), [self._api_key])}", spec=self.spec
-            ) from None
         latency_ms = int((time.monotonic() - started) * 1000)
         return from_message(message, latency_ms=latency_ms)
 

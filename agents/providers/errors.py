@@ -16,7 +16,8 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -165,3 +166,26 @@ def _error_message(body_text: str) -> str:
             text = parsed["message"]
     text = " ".join(text.split())
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 1] + "…"
+
+
+@contextmanager
+def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: str, timeout: float,
+               api_key: str | None, code_of: Callable[[Any], str | None]) -> Iterator[None]:
+    """Turn the errors of an official SDK (``openai`` or ``anthropic``: both generated
+    alike) into ProviderErrors, keys redacted. ``base_error`` is the SDK's root error
+    class and ``code_of`` reads the error code off an APIStatusError: the two SDKs name
+    both differently."""
+    try:
+        yield
+    except sdk.APITimeoutError:  # a subclass of APIConnectionError: first
+        raise Transient(f"{spec}: no answer within {timeout:g} s", spec=spec) from None
+    except sdk.APIConnectionError as exc:
+        cause = redact(str(exc.__cause__ or exc), [api_key])
+        raise ConnectionFailed(f"{spec}: cannot reach {display_url(base_url)}: {cause}", spec=spec) from None
+    except sdk.APIStatusError as exc:
+        raise error_from_status(
+            spec=spec, status=exc.status_code, headers=exc.response.headers, body_text=exc.response.text,
+            code=code_of(exc), secrets=[api_key],
+        ) from None
+    except base_error as exc:
+        raise ProviderError(f"{spec}: {redact(str(exc), [api_key])}", spec=spec) from None

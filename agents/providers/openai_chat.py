@@ -15,13 +15,8 @@ import openai
 
 from agents.providers.ambient import withheld_headers
 from agents.providers.errors import (
-    ConnectionFailed,
-    ProviderError,
     Rejected,
-    Transient,
-    display_url,
-    error_from_status,
-    redact,
+    sdk_errors,
 )
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage, serialize_request
@@ -83,30 +78,16 @@ class OpenAIProvider:
     def complete(self, request: Request) -> ModelTurn:
         params = to_chat_params(request, model=self.model, token_limit_field=self.token_limit_field)
         started = time.monotonic()
-        try:
+        with sdk_errors(
+            openai,
+            base_error=openai.OpenAIError,
+            spec=self.spec,
+            base_url=self.base_url,
+            timeout=self._timeout,
+            api_key=self._api_key,
+            code_of=lambda exc: exc.code,
+        ):
             completion = self._client.chat.completions.create(**params)
-        except openai.APITimeoutError:
-            raise Transient(
-                f"{self.spec}: no answer within {self._timeout:g} s", spec=self.spec
-            ) from None
-        except openai.APIConnectionError as exc:
-            cause = redact(str(exc.__cause__ or exc), [self._api_key])
-            raise ConnectionFailed(
-                f"{self.spec}: cannot reach {display_url(self.base_url)}: {cause}", spec=self.spec
-            ) from None
-        except openai.APIStatusError as exc:
-            raise error_from_status(
-                spec=self.spec,
-                status=exc.status_code,
-                headers=exc.response.headers,
-                body_text=exc.response.text,
-                code=exc.code,
-                secrets=[self._api_key],
-            ) from None
-        except openai.OpenAIError as exc:
-            raise ProviderError(
-                f"{self.spec}: {redact(str(exc), [self._api_key])}", spec=self.spec
-            ) from None
         latency_ms = int((time.monotonic() - started) * 1000)
         return from_chat_completion(
             completion, request=request, spec=self.spec, latency_ms=latency_ms
