@@ -31,12 +31,7 @@ def stop_session_jobs(session_id: int) -> int:
     """Stop the jobs of a session that ended (cancel, time-out)."""
     registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
                            silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
-    stopped = 0
-    for handle in registry.handles():
-        if not registry.status(handle).done:
-            registry.cancel(handle, "the session ended")
-            stopped += 1
-    return stopped
+    return len(registry.cancel_running("the session ended"))
 
 
 @shared_task(ignore_result=True)

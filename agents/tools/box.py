@@ -145,8 +145,7 @@ class ToolBox:
 
     def cancel_jobs(self, reason: str = "the session was cancelled") -> tuple[JobStatus, ...]:
         """Stop every running job of the session (on cancel, time-out or the end)."""
-        return tuple(self.jobs.cancel(s.handle, reason)
-                     for s in self.job_statuses() if not s.done)
+        return self.jobs.cancel_running(reason)
 
     def _settle(self, call_id: str, tool: str, arguments: Mapping[str, Any], result: Result,
                 *, unknown: bool = False, duration_ms: int = 0) -> ToolOutcome:

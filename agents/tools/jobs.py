@@ -254,6 +254,10 @@ class JobRegistry:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(int(proc["pid"]), signal.SIGKILL)
 
+    def cancel_running(self, reason: str) -> tuple[JobStatus, ...]:
+        """Stop every job still running (a session cancelled, timed out or ended)."""
+        return tuple(self.cancel(h, reason) for h in self.handles() if not self.status(h).done)
+
     def cancel(self, handle: str, reason: str = "cancelled") -> JobStatus:
         """Stop a running job and record it cancelled; a job already ended keeps its result."""
         job_dir = self._dir(handle)
