@@ -21,6 +21,7 @@ ARGUMENT_PREVIEW = 160  # characters of a tool call's arguments shown inline
 # Kinds after which the page reloads its status region (header, gauge, approvals).
 STATUS_KINDS = frozenset({
     "session.state_changed", "step.started", "model.reply", "approval.requested", "approval.decided", "merge",
+    "segment.started", "segment.requested", "input.delivered",
 })
 
 

@@ -118,6 +118,18 @@ class SteerForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Tell the agent something; "
                                                         "it reads it at its next step boundary."}),
                            error_messages={"required": "Write what the agent should hear."})
+    replaces = forms.TypedMultipleChoiceField(
+        coerce=int, required=False, widget=forms.CheckboxSelectMultiple,
+        label="It replaces", help_text="Earlier instructions this one takes the place of: every later handoff "
+        "marks them superseded.",
+    )
+
+    def __init__(self, *args, decisions=(), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["replaces"].choices = [
+            (d.number, f"{d.label}: {d.text if len(d.text) <= 80 else d.text[:79] + '…'}")
+            for d in decisions if d.in_force
+        ]
 
 
 class ApprovalDecisionForm(forms.Form):

@@ -149,6 +149,9 @@ class Session(models.Model):
     runtime_state = models.JSONField(default=dict, blank=True)
     # A waiting or awaiting_approval session is looked at again at this time by beat.
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # A person asked for a new segment (the session page's button); the next boundary
+    # starts one and clears this.
+    segment_requested_by = models.CharField(max_length=150, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -196,6 +199,8 @@ class ProviderCall(models.Model):
     reasoning_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     prefix_hash = models.CharField(max_length=64, blank=True)
+    # "step" (the agent's turn) or "handoff" (the prose of a new segment's handoff).
+    purpose = models.CharField(max_length=10, default="step")
     projected_tokens = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -248,6 +253,7 @@ class Approval(models.Model):
     arguments = models.JSONField(default=dict)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     always = models.BooleanField(default=False, help_text="Approved for the rest of this session.")
+    reason = models.TextField(blank=True, help_text="Why it was denied, in the person's words.")
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -10,6 +10,8 @@ from django.http import Http404
 
 from agents.models import Approval, Session, SessionEvent, Task
 from agents.runtime import states
+from observations.gateway.decisions import Decision, Decisions
+from observations.models import Segment
 from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
 
@@ -156,3 +158,18 @@ def session_events_tail(session: Session, limit: int) -> tuple[list[SessionEvent
     newest_first = list(SessionEvent.objects.filter(session=session).order_by("-seq")[:limit])
     left_out = newest_first[-1].seq - 1 if len(newest_first) == limit else 0
     return list(reversed(newest_first)), left_out
+
+
+# --- decisions and segments ----------------------------------------------------------------
+
+
+def session_decisions(session: Session) -> list[Decision]:
+    """The session's decisions (the task's constraints, people's words), D1 first, as the
+    gateway keeps them: what every handoff carries verbatim."""
+    state = Session.objects.filter(pk=session.pk).values_list("gateway_state", flat=True).first() or {}
+    return Decisions.from_json(state.get("decisions", [])).items
+
+
+def session_segments(session: Session):
+    """The session's resets, first to last, with their handoffs."""
+    return list(Segment.objects.filter(session=session).order_by("number"))

@@ -15,6 +15,7 @@ from django.utils import timezone
 from agents.events import session_event_append
 from agents.models import AgentProfile, Approval, RoomAgent, Session, Task
 from agents.runtime import states
+from agents.selectors import session_decisions
 from observations.intent import intent_write, render_intent
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
@@ -184,14 +185,33 @@ def session_wake(session: Session) -> bool:
 
 
 @transaction.atomic
-def session_steer(*, session: Session, actor: AbstractBaseUser, text: str) -> Message:
-    """Steer one session: stored and shown now, delivered at its next step boundary."""
+def session_steer(*, session: Session, actor: AbstractBaseUser, text: str, replaces: tuple[int, ...] = ()) -> Message:
+    """Steer one session: stored and shown now, delivered at its next step boundary.
+    ``replaces``: decisions of the session (D<n>) this steer takes the place of."""
     if session.state in states.TERMINAL:
         raise RoomError("This session has ended; steer a running one or start a retry.", code="ended")
+    in_force = {d.number for d in session_decisions(session) if d.in_force}
+    unknown = sorted(set(replaces) - in_force)
+    if unknown:
+        raise RoomError(f"{', '.join(f'D{n}' for n in unknown)} is not a decision in force in this session.",
+                        code="invalid")
     message = message_post(room=session.task.room, author=actor, kind=Message.Kind.STEER, text=text,
-                           agent=session.agent, session=session)
+                           agent=session.agent, session=session, replaces=tuple(sorted(set(replaces))))
     session_wake(session)
     return message
+
+
+@transaction.atomic
+def session_request_segment(*, session: Session, actor: AbstractBaseUser) -> None:
+    """A person asks for a new segment: the next step boundary starts one (a handoff,
+    then a fresh context). Repeated asks before it happens are one ask."""
+    _check_can_act(session.task.room, actor)
+    if session.state in states.TERMINAL:
+        raise RoomError("This session has ended; a new segment only helps a running one.", code="ended")
+    who = actor.get_username()
+    if Session.objects.filter(pk=session.pk, segment_requested_by="").update(segment_requested_by=who):
+        session_event_append(session, "segment.requested", {"by": who})
+    session_wake(session)
 
 
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:

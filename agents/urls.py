@@ -18,6 +18,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/status/", views.session_status, name="session_status"),
     path("sessions/<int:session_id>/steer/", views.session_steer, name="session_steer"),
     path("sessions/<int:session_id>/cancel/", views.session_cancel, name="session_cancel"),
+    path("sessions/<int:session_id>/segment/", views.session_new_segment, name="session_new_segment"),
     path("sessions/<int:session_id>/retry/", views.session_retry, name="session_retry"),
     path("sessions/<int:session_id>/approvals/<int:approval_id>/", views.approval_decide, name="approval_decide"),
 ]

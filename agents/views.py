@@ -162,7 +162,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "events": events,
         "events_left_out": left_out,
         "last_seq": events[-1].seq if events else 0,
-        "steer_form": SteerForm(),
+        "steer_form": SteerForm(decisions=selectors.session_decisions(access.session)),
+        "segments": selectors.session_segments(access.session),
     }
     return render(request, "agents/session.html", context)
 
@@ -177,21 +178,35 @@ def session_status(request: HttpRequest, session_id: int) -> HttpResponse:
 @require_POST
 def session_steer(request: HttpRequest, session_id: int) -> HttpResponse:
     access = selectors.access_session(request.user, session_id)
-    form = SteerForm(request.POST)
+    form = SteerForm(request.POST, decisions=selectors.session_decisions(access.session))
     notice = None
     if form.is_valid():
         try:
-            services.session_steer(session=access.session, actor=request.user, text=form.cleaned_data["text"])
+            services.session_steer(session=access.session, actor=request.user, text=form.cleaned_data["text"],
+                                   replaces=tuple(form.cleaned_data["replaces"]))
         except RoomError as exc:
             form.add_error("text", _refusal(request, exc))
         else:
             notice = "Sent. The agent reads it at its next step boundary; the log shows when it is delivered."
-            form = SteerForm()
+            form = SteerForm(decisions=selectors.session_decisions(access.session))
     if request.htmx:
         return render(request, "agents/_session_steer.html",
                       {**_status_context(access), "steer_form": form, "steer_notice": notice})
     _flash(request, notice, "; ".join(form.errors.get("text", [])))
     return redirect("agents:session", session_id=session_id)
+
+
+@require_POST
+def session_new_segment(request: HttpRequest, session_id: int) -> HttpResponse:
+    access = selectors.access_session(request.user, session_id)
+    notice = error = None
+    try:
+        services.session_request_segment(session=access.session, actor=request.user)
+    except RoomError as exc:
+        error = _refusal(request, exc)
+    else:
+        notice = "A new segment starts at the next step boundary: a handoff, then a fresh context."
+    return _status_response(request, access, notice, error)
 
 
 @require_POST
@@ -251,6 +266,7 @@ def _status_context(access: SessionAccess, **extra: Any) -> dict[str, Any]:
         "gauge": selectors.session_gauge(session),
         "approvals": selectors.pending_approvals(session),
         "next_attempt": selectors.session_next_attempt(session),
+        "decisions": selectors.session_decisions(session),
         **extra,
     }
 

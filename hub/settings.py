@@ -163,10 +163,11 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
 ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "5")
-REPLAYS_DIR = BASE_DIR / "agents" / "replays"
+# Recordings a `replay:<file>` model may play (agents/providers/replay.py).
+REPLAYS_DIR = Path(env("ATRIUM_REPLAYS_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
 # Overrides of the context gateway's fold rules; unset keeps the tuned defaults of
 # observations/gateway/budget.Budget (trigger_ratio, target_ratio, min_freed_tokens,
-# max_postponements), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.
+# max_postponements, segment_ratio), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.
 ATRIUM_FOLD_OVERRIDES = {
     field: read(name, "")
     for field, name, read in (
@@ -174,6 +175,7 @@ ATRIUM_FOLD_OVERRIDES = {
         ("target_ratio", "ATRIUM_FOLD_TARGET_RATIO", envfloat),
         ("min_freed_tokens", "ATRIUM_FOLD_MIN_FREED_TOKENS", envint),
         ("max_postponements", "ATRIUM_FOLD_MAX_POSTPONEMENTS", envint),
+        ("segment_ratio", "ATRIUM_SEGMENT_RATIO", envfloat),
     )
     if env(name)
 }

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation
+from observations.models import (
+    Blob,
+    Calibration,
+    Fold,
+    HistoryEntry,
+    LedgerEntry,
+    Observation,
+    Payload,
+    Segment,
+)
 
 
 @admin.register(Blob)
@@ -45,3 +54,37 @@ class FoldAdmin(admin.ModelAdmin):
 class CalibrationAdmin(admin.ModelAdmin):
     list_display = ("model", "ratio", "samples", "updated_at")
     search_fields = ("model",)
+
+
+class _RecordAdmin(admin.ModelAdmin):
+    """Records the gateway writes: read in the admin, never edited there."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Segment)
+class SegmentAdmin(_RecordAdmin):
+    list_display = ("session", "number", "started_step", "reason", "prose_source", "handoff_bytes",
+                    "first_request_tokens", "archived")
+    list_filter = ("prose_source",)
+    raw_id_fields = ("session",)
+
+
+@admin.register(Payload)
+class PayloadAdmin(_RecordAdmin):
+    list_display = ("session", "pid", "segment", "step", "what", "path", "size", "state", "fold_number")
+    list_filter = ("state",)
+    search_fields = ("path", "blob__sha256")
+    raw_id_fields = ("room", "session", "blob")
+
+
+@admin.register(HistoryEntry)
+class HistoryEntryAdmin(_RecordAdmin):
+    list_display = ("session", "segment", "position", "step", "kind", "label", "ref")
+    list_filter = ("kind",)
+    search_fields = ("label", "ref")
+    raw_id_fields = ("session",)

@@ -27,6 +27,7 @@ class Observation(models.Model):
         FRESH = "fresh"
         CONSUMED = "consumed"
         RECEIPTED = "receipted"
+        ARCHIVED = "archived", "archived (its segment ended)"
 
     class Served(models.TextChoices):
         TEXT = "text", "full text"
@@ -37,6 +38,7 @@ class Observation(models.Model):
     session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="observations")
     seq = models.PositiveIntegerField(help_text="Position among the session's observations, from 0.")
     step = models.PositiveIntegerField()
+    segment = models.PositiveIntegerField(default=1)
     call_id = models.CharField(max_length=100)
     tool = models.CharField(max_length=60)
     arguments = models.JSONField(default=dict)
@@ -53,6 +55,8 @@ class Observation(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.FRESH)
     served = models.CharField(max_length=10, choices=Served.choices, default=Served.TEXT)
     fold_number = models.PositiveIntegerField(null=True, blank=True)
+    # The receipt text the model saw in its place once it was folded out, verbatim.
+    receipt = models.TextField(blank=True)
     alias_of_seq = models.PositiveIntegerField(null=True, blank=True)
     reread_of_seq = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -125,3 +129,80 @@ class Calibration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model}: ×{self.ratio:.3f} ({self.samples} samples)"
+
+
+class Segment(models.Model):
+    """A stretch of one session's conversation; a new one opens with a handoff."""
+
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="segments")
+    number = models.PositiveIntegerField(help_text="The segment this handoff opened (2 is the first reset).")
+    started_step = models.PositiveIntegerField()
+    reason = models.TextField()
+    prose_source = models.CharField(max_length=20, help_text="model, records or stand-in")
+    handoff = models.TextField()
+    handoff_sizes = models.JSONField(default=dict, help_text="Bytes per section.")
+    handoff_bytes = models.PositiveIntegerField()
+    handoff_tokens = models.PositiveIntegerField()
+    first_request_tokens = models.PositiveIntegerField(default=0)
+    archived = models.PositiveIntegerField(default=0, help_text="Observations that left with the old segment.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "number"]
+        constraints = [models.UniqueConstraint(fields=["session", "number"], name="one_segment_per_number")]
+
+    def __str__(self) -> str:
+        return f"segment {self.number} of session {self.session_id}"
+
+
+class Payload(models.Model):
+    """A body the agent wrote inside a tool call (a file's content, a heredoc), stored so
+    that the receipt standing in for it is true: `recall` returns these bytes."""
+
+    room = models.ForeignKey("rooms.Room", on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="payloads")
+    pid = models.PositiveIntegerField()
+    segment = models.PositiveIntegerField(default=1)
+    step = models.PositiveIntegerField()
+    what = models.CharField(max_length=60)
+    path = models.CharField(max_length=500, blank=True)
+    blob = models.ForeignKey(Blob, on_delete=models.PROTECT, related_name="payloads")
+    size = models.PositiveBigIntegerField()
+    state = models.CharField(max_length=10, choices=Observation.State.choices, default=Observation.State.FRESH)
+    fold_number = models.PositiveIntegerField(null=True, blank=True)
+    receipt = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["session", "pid"]
+        constraints = [models.UniqueConstraint(fields=["session", "pid"], name="one_payload_per_pid")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}:p{self.pid} {self.what} {self.path}"
+
+
+class HistoryEntry(models.Model):
+    """One message, call or result of a session's ended segment, for history_search.
+
+    Searched with the database's own full-text search: PostgreSQL's tsvector (a GIN
+    index on the expression), SQLite's FTS5 (a virtual table kept beside this one).
+    """
+
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="history")
+    segment = models.PositiveIntegerField()
+    position = models.PositiveIntegerField()
+    step = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20)
+    label = models.CharField(max_length=300)
+    ref = models.CharField(max_length=12, blank=True)
+    call_id = models.CharField(max_length=100, blank=True)
+    tool = models.CharField(max_length=60, blank=True)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["session", "segment", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "segment", "position"], name="one_history_entry_per_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} segment {self.segment} #{self.position} {self.kind}"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, Sum
 
-from observations.models import Fold, Observation
+from observations.models import Fold, Observation, Payload, Segment
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,10 @@ class LedgerRow:
     @property
     def state_label(self) -> str:
         o = self.observation
-        if o.state == Observation.State.RECEIPTED:
-            label = f"receipted at fold {o.fold_number}" if o.fold_number else "receipted"
+        if o.state == Observation.State.ARCHIVED:
+            label = f"archived with segment {o.segment}"
+        elif o.state == Observation.State.RECEIPTED:
+            label = f"receipted at fold {o.fold_number}" if o.fold_number else "receipted: too large for a new segment"
         elif o.served == Observation.Served.NOTE:
             label = f"note → #{o.alias_of_seq}"
         else:
@@ -48,10 +50,18 @@ class LedgerTotals:
     folds: int
 
 
-def session_ledger(session) -> tuple[list[LedgerRow], list[Fold], LedgerTotals]:
+@dataclass(frozen=True)
+class SegmentGroup:
+    number: int
+    segment: Segment | None  # the reset that opened it (None for the first)
+    rows: list[LedgerRow]
+    payloads: list[Payload]
+
+
+def session_ledger(session) -> tuple[list[SegmentGroup], list[Fold], LedgerTotals]:
     observations = Observation.objects.filter(session=session).only(
-        "seq", "step", "call_id", "tool", "purpose", "path", "line_start", "line_end", "size",
-        "token_estimate", "blob_id", "state", "served", "fold_number", "alias_of_seq", "reread_of_seq",
+        "seq", "step", "segment", "call_id", "tool", "purpose", "path", "line_start", "line_end", "size",
+        "token_estimate", "blob_id", "state", "served", "fold_number", "receipt", "alias_of_seq", "reread_of_seq",
     )
     folds = list(Fold.objects.filter(session=session))
     agg = Observation.objects.filter(session=session).aggregate(
@@ -72,4 +82,13 @@ def session_ledger(session) -> tuple[list[LedgerRow], list[Fold], LedgerTotals]:
         notes=agg["notes"],
         folds=len(folds),
     )
-    return [LedgerRow(o) for o in observations], folds, totals
+    segments = {s.number: s for s in Segment.objects.filter(session=session)}
+    rows_by: dict[int, list[LedgerRow]] = {}
+    for o in observations:
+        rows_by.setdefault(o.segment, []).append(LedgerRow(o))
+    payloads_by: dict[int, list[Payload]] = {}
+    for p in Payload.objects.filter(session=session):
+        payloads_by.setdefault(p.segment, []).append(p)
+    numbers = sorted(set(rows_by) | set(payloads_by) | set(segments) | {1})
+    groups = [SegmentGroup(n, segments.get(n), rows_by.get(n, []), payloads_by.get(n, [])) for n in numbers]
+    return groups, folds, totals

@@ -14,8 +14,8 @@ from django.db import transaction
 from observations.blobs import blob_put
 from observations.gateway.budget import Calibration as CalibrationState
 from observations.gateway.context import SessionContext
-from observations.gateway.transcript import ObservationInput
-from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation
+from observations.gateway.transcript import ObservationInput, ObsState
+from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation, Payload, Segment
 
 
 def args_key(tool: str, arguments: dict) -> str:
@@ -48,15 +48,18 @@ def room_cache_lookup(*, room_id: int, source: ObservationInput) -> Blob | None:
 
 @transaction.atomic
 def observations_sync(*, session, ctx: SessionContext) -> None:
-    """Bring the session's observation, ledger and fold rows up to date with ``ctx``."""
+    """Bring the session's observation, payload, ledger, fold and segment rows up to
+    date with ``ctx``."""
     room_id = session.task.room_id
-    rows = {o.seq: o for o in Observation.objects.filter(session=session).exclude(state=Observation.State.RECEIPTED)}
+    rows = {o.seq: o for o in Observation.objects.filter(session=session, seq__gte=ctx.obs_base)}
     known = Observation.objects.filter(session=session).count()
     new_rows, changed = [], []
-    for obs in ctx.observations[known:]:
+    for obs in ctx.observations:
+        if obs.obs_id < known:
+            continue
         src = obs.source
         new_rows.append(Observation(
-            room_id=room_id, session=session, seq=obs.obs_id, step=obs.step, call_id=src.call_id,
+            room_id=room_id, session=session, seq=obs.obs_id, step=obs.step, segment=obs.segment, call_id=src.call_id,
             tool=src.tool, arguments=src.arguments, args_key=args_key(src.tool, src.arguments),
             purpose=src.purpose[:300], path=src.read.path if src.read else "",
             line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
@@ -65,15 +68,64 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
             state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
             served=_served(obs),
         ))
-    for obs in ctx.observations[:known]:
+    for obs in ctx.observations:
         row = rows.get(obs.obs_id)
         if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
             row.state, row.fold_number = obs.state.value, obs.fold
+            # What the model saw in the result's place from now on, exactly.
+            row.receipt = ctx.shown_text(obs) if obs.state is ObsState.RECEIPTED else ""
             changed.append(row)
     Observation.objects.bulk_create(new_rows)
-    Observation.objects.bulk_update(changed, ["state", "fold_number"])
+    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt"])
+    # Everything before this segment's first observation left with an earlier segment.
+    Observation.objects.filter(session=session, seq__lt=ctx.obs_base).exclude(
+        state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
+    _sync_payloads(session, room_id, ctx)
     _sync_ledger(session, ctx)
     _sync_folds(session, ctx)
+    _sync_segments(session, ctx)
+
+
+def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
+    rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__gte=ctx.payload_base)}
+    new, changed = [], []
+    for payload in ctx.payloads:
+        row = rows.get(payload.pid)
+        if row is None:
+            spec = payload.spec
+            new.append(Payload(
+                room_id=room_id, session=session, pid=payload.pid, segment=ctx.segment, step=payload.step,
+                what=spec.what[:60], path=spec.path[:500], blob=blob_put(spec.text, sha256=payload.sha256),
+                size=payload.size, state=payload.state.value, fold_number=payload.fold,
+            ))
+        elif row.state != payload.state.value or row.fold_number != payload.fold:
+            row.state, row.fold_number = payload.state.value, payload.fold
+            row.receipt = ctx.payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
+            changed.append(row)
+    Payload.objects.bulk_create(new)
+    Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt"])
+    Payload.objects.filter(session=session, pid__lt=ctx.payload_base).exclude(
+        state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
+
+
+def _sync_segments(session, ctx: SessionContext) -> None:
+    """One row per reset. The handoff text is the newest segment's own opening message:
+    a unit starts at most one segment, and this runs in the unit that started it."""
+    recorded = {s.number: s for s in Segment.objects.filter(session=session)}
+    for record in ctx.segment_log:
+        row = recorded.get(record["number"])
+        if row is None:
+            handoff = next(e.text for e in ctx.entries if e.kind == "handoff")
+            Segment.objects.create(
+                session=session, number=record["number"], started_step=record["started_step"],
+                reason=record["reason"][:2000], prose_source=record["prose_source"], handoff=handoff,
+                handoff_sizes=record["handoff_sizes"], handoff_bytes=record["handoff_bytes"],
+                handoff_tokens=record["handoff_tokens"], first_request_tokens=record["first_request_tokens"],
+                archived=len(record["archived"]),
+            )
+        elif row.first_request_tokens != record["first_request_tokens"]:
+            row.first_request_tokens = record["first_request_tokens"]
+            row.save(update_fields=["first_request_tokens"])
 
 
 def _blob_for(room_id: int, source: ObservationInput) -> Blob:
@@ -110,6 +162,10 @@ def _sync_ledger(session, ctx: SessionContext) -> None:
             changed.append(row)
     LedgerEntry.objects.bulk_create(new)
     LedgerEntry.objects.bulk_update(changed, list(fields))
+    # Ranges of an ended segment are not in the context any more.
+    current = {range_key(e.range.path, e.range.start, e.range.end, e.range.content_hash) for e in ctx.ledger}
+    LedgerEntry.objects.filter(session=session, in_context=True).exclude(range_key__in=current).update(
+        in_context=False)
 
 
 def _sync_folds(session, ctx: SessionContext) -> None:

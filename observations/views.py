@@ -13,11 +13,12 @@ from observations.selectors import session_ledger
 @require_GET
 def ledger(request: HttpRequest, session_id: int) -> HttpResponse:
     access = access_session(request.user, session_id)
-    rows, folds, totals = session_ledger(access.session)
+    groups, folds, totals = session_ledger(access.session)
     return render(
         request,
         "observations/ledger.html",
-        {"session": access.session, "room": access.room_access.room, "rows": rows, "folds": folds, "totals": totals},
+        {"session": access.session, "room": access.room_access.room, "groups": groups, "folds": folds,
+         "totals": totals},
     )
 
 

@@ -76,6 +76,8 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # When a steer reached a running session at a step boundary.
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # A steer that replaces earlier decisions of the session (their numbers, D<n>).
+    replaces = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["room", "seq"]

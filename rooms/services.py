@@ -165,6 +165,7 @@ def message_post(
     text: str,
     agent: AgentProfile | None = None,
     session: Session | None = None,
+    replaces: tuple[int, ...] = (),
 ) -> Message:
     """Persist a message with the room's next seq; broadcast it after commit.
 
@@ -189,7 +190,8 @@ def message_post(
 
     seq = _next_seq(room)
     message = Message.objects.create(
-        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text
+        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text,
+        replaces=list(replaces),
     )
     events.broadcast_on_commit(
         room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}

@@ -28,6 +28,10 @@ from observations.gateway.messages import Message, ModelTurn, Request, ToolCall,
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 MAX_CACHE_BREAKPOINTS = 4
+# The Messages API needs max_tokens. A request without a limit of ours (Request.max_tokens
+# 0: a handoff's prose, where a reasoning model must not run out while thinking) gets
+# the most current Claude models accept.
+UNBOUNDED_MAX_TOKENS = 32_000
 EMPTY_TEXT = "(empty)"  # the API refuses empty text blocks
 
 _CACHE = {"type": "ephemeral"}
@@ -94,7 +98,7 @@ class AnthropicProvider:
 
 
 def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
-    params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens}
+    params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens or UNBOUNDED_MAX_TOKENS}
     tools = [
         {"name": t.name, "description": t.description, "input_schema": t.parameters}
         for t in request.tools

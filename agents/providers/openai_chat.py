@@ -122,11 +122,9 @@ def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> d
             elif not message.text:
                 wire["content"] = ""
             messages.append(wire)
-    params: dict[str, Any] = {
-        "model": model,
-        "messages": messages,
-        token_limit_field: request.max_tokens,
-    }
+    params: dict[str, Any] = {"model": model, "messages": messages}
+    if request.max_tokens:  # 0: no limit of ours, the server's own maximum
+        params[token_limit_field] = request.max_tokens
     if request.tools:
         params["tools"] = [
             {

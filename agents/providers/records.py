@@ -53,6 +53,7 @@ class CallRecord:
     stop_reason: str = ""
     error: str | None = None  # redacted message of the final error
     error_kind: str | None = None  # ProviderError.kind of the final error
+    purpose: str = "step"  # "handoff": the prose call of a new segment
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

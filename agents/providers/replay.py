@@ -16,10 +16,13 @@ File format (JSON, UTF-8)::
       ]
     }
 
-The turn played is the number of assistant messages already in the request, so the
-provider is stateless: a resumed session continues at the right turn, and the same
-request always gets the same answer (tool call ids included: ``replay-<turn>-<call>``
-unless the file gives one). After the last turn it answers with a final text turn
+The turn played is the request's step (the model calls the session made before it; the
+number of assistant messages in the request when no step is given), so the provider
+is stateless: a resumed session, or one that started a new segment with fewer
+messages, continues at the right turn, and the same request always gets the same
+answer (tool call ids included: ``replay-<turn>-<call>`` unless the file gives one).
+A request for a handoff's prose is answered from ``"handoffs"`` (a list of texts,
+one per reset, the last one repeated) or, without it, by a line saying so. After the last turn it answers with a final text turn
 that says the recording ended. Without recorded usage, usage is estimated from the
 request with the gateway's token estimator, deterministically.
 """
@@ -27,6 +30,7 @@ request with the gateway's token estimator, deterministically.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ from observations.gateway.tokens import estimate_tokens
 
 DEFAULT_REPLAY_DIR = Path(__file__).resolve().parent.parent / "replays"
 _USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
+_HANDOFF_HEADING = re.compile(r"# Handoff: segment (\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,21 +55,25 @@ class RecordedTurn:
 
 class ReplayProvider:
     def __init__(
-        self, path: Path, *, model: str, turns: tuple[RecordedTurn, ...], name: str | None = None
+        self, path: Path, *, model: str, turns: tuple[RecordedTurn, ...], name: str | None = None,
+        handoffs: tuple[str, ...] = (),
     ) -> None:
         self.path = path
         self.spec = f"replay:{name or path.name}"
         self.model = model
         self.turns = turns
+        self.handoffs = handoffs
 
     @classmethod
     def from_spec(cls, name: str, *, replay_dir: Path | str | None = None) -> ReplayProvider:
         path = resolve_replay_path(name, replay_dir=replay_dir)
-        model, turns = load_recording(path)
-        return cls(path, model=model, turns=turns, name=name)
+        model, turns, handoffs = load_recording(path)
+        return cls(path, model=model, turns=turns, name=name, handoffs=handoffs)
 
     def complete(self, request: Request) -> ModelTurn:
-        played = sum(1 for m in request.messages if m.role == "assistant")
+        if request.purpose == "handoff":
+            return self._handoff(request)
+        played = max(request.step, sum(1 for m in request.messages if m.role == "assistant"))
         if played >= len(self.turns):
             text = (
                 f"The recording {self.path.name} has ended after {len(self.turns)} turns; "
@@ -88,6 +97,19 @@ class ReplayProvider:
             model=self.model,
             stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
         )
+
+    def _handoff(self, request: Request) -> ModelTurn:
+        # The segment ending now opened with "# Handoff: segment N" (none: the first).
+        opened = [int(m.group(1)) for msg in request.messages if msg.role == "user"
+                  if (m := _HANDOFF_HEADING.match(msg.text))]
+        resets_before = opened[-1] - 1 if opened else 0
+        if self.handoffs:
+            text = self.handoffs[min(resets_before, len(self.handoffs) - 1)]
+        else:
+            text = ("## Progress and blockers\nThe recording holds no handoff prose; the records above say "
+                    "what was done.\n## Next step\nGo on with the recorded turns.")
+        return ModelTurn(text=text, usage=self._estimate(request, text, (), 1), model=self.model,
+                         stop_reason="end_turn")
 
     @staticmethod
     def _estimate(request: Request, text: str, calls: tuple[ToolCall, ...], played: int) -> Usage:
@@ -117,7 +139,7 @@ def resolve_replay_path(name: str, *, replay_dir: Path | str | None = None) -> P
     return path
 
 
-def load_recording(path: Path) -> tuple[str, tuple[RecordedTurn, ...]]:
+def load_recording(path: Path) -> tuple[str, tuple[RecordedTurn, ...], tuple[str, ...]]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -125,14 +147,18 @@ def load_recording(path: Path) -> tuple[str, tuple[RecordedTurn, ...]]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InvalidModelSpec(f"replay file {path} is not readable JSON: {exc}") from None
     model = "replay"
+    handoffs: Any = []
     if isinstance(raw, dict):
         model = str(raw.get("model") or model)
+        handoffs = raw.get("handoffs", [])
         raw = raw.get("turns")
     if not isinstance(raw, list):
         raise InvalidModelSpec(
             f"replay file {path}: expected a list of turns or an object with 'turns'"
         )
-    return model, tuple(_turn(path, index, item) for index, item in enumerate(raw))
+    if not isinstance(handoffs, list) or not all(isinstance(h, str) for h in handoffs):
+        raise InvalidModelSpec(f"replay file {path}: 'handoffs' must be a list of texts")
+    return model, tuple(_turn(path, index, item) for index, item in enumerate(raw)), tuple(handoffs)
 
 
 def _turn(path: Path, index: int, item: Any) -> RecordedTurn:

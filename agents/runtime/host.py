@@ -52,6 +52,9 @@ class DjangoHost:
     def has_pending_input(self, *, chat_after: int) -> bool:
         return inputs.has_pending_input(self.session, chat_after=chat_after)
 
+    def segment_request(self) -> str:
+        return Session.objects.filter(pk=self.session.pk).values_list("segment_requested_by", flat=True).first() or ""
+
     def read_intent(self) -> str | None:
         return intent_read(repo_path=self.room.repo_path, task_id=self.session.task_id)
 
@@ -66,7 +69,8 @@ class DjangoHost:
         row = ApprovalRow.objects.filter(session=self.session, call_id=call_id).select_related("decided_by").first()
         if row is None or row.state == ApprovalRow.State.PENDING:
             return None
-        return Approval(state=row.state, by=row.decided_by.get_username() if row.decided_by else "", always=row.always)
+        return Approval(state=row.state, by=row.decided_by.get_username() if row.decided_by else "", always=row.always,
+                        reason=row.reason)
 
     def rule_arguments(self, call: ToolCall) -> dict[str, Any]:
         """The call's arguments with its path resolved in the worktree, as rules see it."""

@@ -37,7 +37,8 @@ def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
     steers = list(_steers(session).filter(session=session).select_related("author"))
     messages = sorted(steers + _mentions(session, chat_after), key=lambda m: m.seq)
     return [
-        Input(id=m.pk, seq=m.seq, kind=m.kind, author=m.author.get_username() if m.author else "someone", text=m.text)
+        Input(id=m.pk, seq=m.seq, kind=m.kind, author=m.author.get_username() if m.author else "someone", text=m.text,
+              replaces=tuple(n for n in m.replaces if isinstance(n, int)) if m.kind == Message.Kind.STEER else ())
         for m in messages
     ]
 

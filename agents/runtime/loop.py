@@ -10,6 +10,7 @@ that dies loses at most the unit in flight. Nothing here touches the database: t
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,17 +19,23 @@ from typing import Any, Protocol
 from agents.providers import CallRecord, ContextOverflow, ProviderError
 from agents.runtime import nudges
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
+from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
-from observations.gateway.context import ContextTooLarge, SessionContext
+from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeeded, SessionContext
 from observations.gateway.messages import ToolCall
+from observations.gateway.receipts import meaningful_first_line
+from observations.gateway.segments import HistoryItem
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 
 MAX_VERIFY_ROUNDS = 2
 WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
+# Tools whose result is a range of something, served through the session's ledger.
+RANGE_TOOLS = frozenset({"read_file", "recall"})
+_EXIT = re.compile(r"^exit (-?\d+) after ")
 
 
 class Outcome(StrEnum):
@@ -49,11 +56,7 @@ class Input:
     kind: str  # "steer" or "chat" (a chat message that mentions the agent)
     author: str
     text: str
-
-    def render(self) -> str:
-        if self.kind == "steer":
-            return f"[steer from {self.author}] {self.text}"
-        return f"[{self.author} in the room] {self.text}"
+    replaces: tuple[int, ...] = ()  # decisions (D<n>) a steer replaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class Approval:
     state: str  # "approved", "denied" or "expired"
     by: str = ""
     always: bool = False
+    reason: str = ""  # a denial's reason, in the person's words
 
 
 @dataclass
@@ -83,11 +87,15 @@ class UnitResult:
     delivered: tuple[int, ...] = ()  # steer ids to mark delivered when this unit commits
     call_records: list[CallRecord] = field(default_factory=list)
     approval_request: ToolCall | None = None
+    # A segment ended in this unit: its number and its messages, calls and results, to
+    # be stored for history_search.
+    closed_segment: tuple[int, list[HistoryItem]] | None = None
 
 
 class Host(Protocol):
     check_command: str
 
+    def segment_request(self) -> str: ...  # who asked for a new segment ("" if nobody)
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]: ...
     def pending_inputs(self, *, chat_after: int) -> list[Input]: ...
     def read_intent(self) -> str | None: ...
@@ -106,6 +114,7 @@ class Host(Protocol):
 class StepLoop:
     def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time) -> None:
         self.ctx, self.state, self.host, self.clock = ctx, state, host, clock
+        self.segments = SegmentStarter(ctx, host)
 
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
@@ -120,8 +129,9 @@ class StepLoop:
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
         inputs = host.pending_inputs(chat_after=state.chat_cursor)
         for item in inputs:
-            ctx.add_user(item.render(), kind=item.kind)
-            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author})
+            decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
+            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
+                                          "decision": decision.label, "replaces": list(item.replaces)})
         if inputs:
             state.person_waiting = True
             state.chat_cursor = max([state.chat_cursor] + [i.seq for i in inputs if i.kind == "chat"])
@@ -129,19 +139,20 @@ class StepLoop:
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
         delivered = tuple(item.id for item in inputs if item.kind == "steer")
-        try:
-            boundary = ctx.prepare(person_waiting=state.person_waiting)
-        except ContextTooLarge as exc:
-            return UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered)
-        self._emit_boundary(boundary)
+        asked = host.segment_request()
+        if asked and not ctx.segment_requested:
+            ctx.segment_requested = asked
         records: list[CallRecord] = []
         try:
+            boundary = self._prepare(records)
+            self._emit_boundary(boundary)
             completion = self._call(boundary, records)
         except ContextTooLarge as exc:
-            return UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered, call_records=records)
+            return self._with_segment(UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered,
+                                                 call_records=records))
         except ProviderError as exc:
-            return UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}", delivered=delivered,
-                              call_records=records)
+            return self._with_segment(UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}",
+                                                 delivered=delivered, call_records=records))
         turn = completion.turn
         record = completion.record
         if record.usage_reported:
@@ -168,11 +179,23 @@ class StepLoop:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
             state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "unstorable": c.id in unstorable}
                            for c in calls]
-            return UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records)
+            return self._with_segment(UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records))
         result = self._finish_turn(text)
         result.delivered, result.call_records = delivered, records
-        return result
+        return self._with_segment(result)
 
+    def _prepare(self, records: list[CallRecord]) -> Boundary:
+        """The next request; a new segment first when folds cannot (or should not) make
+        room. Raises ContextTooLarge when even a new segment cannot."""
+        try:
+            return self.ctx.prepare(person_waiting=self.state.person_waiting)
+        except SegmentNeeded as need:
+            self.segments.start(need.reason, records)
+            return self.ctx.prepare(person_waiting=self.state.person_waiting)
+
+    def _with_segment(self, result: UnitResult) -> UnitResult:
+        result.closed_segment = self.segments.take_closed()
+        return result
     def _unique_ids(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
         """Call ids key idempotency records, jobs and approvals: a provider that repeats
         an id (within a turn or across the session) gets it re-minted, never a stale
@@ -189,29 +212,39 @@ class StepLoop:
         return tuple(unique)
 
     def _call(self, boundary, records: list[CallRecord]):
-        """Send the request; an overflow folds (mandatory) and retries once, never as-is."""
-        try:
-            completion = self.host.call_model(boundary.request)
-        except ContextOverflow as exc:
-            if exc.record is not None:
-                records.append(exc.record)
-            self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
-            boundary = self.ctx.after_overflow()
-            self._emit_boundary(boundary)
+        """Send the request. An overflow is never sent again as it was: the first one
+        forces a fold (or, with nothing left to fold, a new segment), a second one a new
+        segment; a session fails only when even a fresh segment does not fit."""
+        folded = False
+        while True:
             try:
                 completion = self.host.call_model(boundary.request)
-            except ContextOverflow as again:
-                if again.record is not None:
-                    records.append(again.record)
-                raise ContextTooLarge(
-                    "the provider still rejected the request as too long after a mandatory fold"
-                ) from again
-        except ProviderError as exc:
-            if exc.record is not None:
-                records.append(exc.record)
-            raise
-        records.append(completion.record)
-        return completion
+            except ContextOverflow as exc:
+                if exc.record is not None:
+                    records.append(exc.record)
+                self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
+                boundary = self._after_overflow(folded, records)
+                folded = True
+                self._emit_boundary(boundary)
+                continue
+            except ProviderError as exc:
+                if exc.record is not None:
+                    records.append(exc.record)
+                raise
+            records.append(completion.record)
+            return completion
+
+    def _after_overflow(self, folded: bool, records: list[CallRecord]) -> Boundary:
+        ctx = self.ctx
+        try:
+            if not folded:
+                return ctx.after_overflow()
+            if not (ctx.segments_enabled and ctx.step > ctx.segment_started_step):
+                raise ContextTooLarge("the provider still rejected the request as too long after a mandatory fold")
+            raise SegmentNeeded("the provider still rejected the folded request as too long")
+        except SegmentNeeded as need:
+            self.segments.start(need.reason, records)
+            return ctx.prepare(person_waiting=self.state.person_waiting)
 
     def _emit_boundary(self, boundary) -> None:
         budget = self.ctx.budget
@@ -226,7 +259,7 @@ class StepLoop:
                 "number": fold.number, "step": fold.step, "epoch": fold.epoch, "reason": fold.reason.value,
                 "postponements": fold.postponements, "projection_before": fold.projection_before,
                 "projection_after": fold.projection_after, "evicted": list(fold.evicted),
-                "tokens_freed": fold.tokens_freed,
+                "payloads": list(fold.payloads), "tokens_freed": fold.tokens_freed,
             })
 
     # ------------------------------------------------------------- tool calls
@@ -257,7 +290,10 @@ class StepLoop:
                     outcome = host.execute(call)
                     suffix = f"\n[A person ({approval.by}) approved this call.]"
                 elif approval.state == "denied":
-                    outcome = host.skip(call, f"a person ({approval.by}) denied it")
+                    because = f": {approval.reason}" if approval.reason else ""
+                    outcome = host.skip(call, f"a person ({approval.by}) denied it{because}")
+                    self.ctx.add_decision(kind="denial", author=approval.by or "someone",
+                                          text=f"{_describe_call(call.name, arguments)} was denied{because}")
                 else:
                     outcome = host.skip(call, "nobody approved it in time, so it was denied")
             elif call.name == "await":
@@ -311,6 +347,7 @@ class StepLoop:
             check = host.run_check()
             state.verifies += 1
             line = f"verify #{state.verifies}: {check.line}"
+            ctx.add_check(f"- step {ctx.step}: {line}")
             host.emit("verify", {"number": state.verifies, "line": line, "exit_code": check.exit_code,
                                  "output": check.output[-4000:]})
             if check.exit_code != 0:
@@ -334,10 +371,22 @@ def _await_seconds(call: ToolCall) -> float:
     return float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else 3600.0
 
 
+def _describe_call(tool: str, arguments: dict[str, Any]) -> str:
+    if tool == "shell":
+        return f"the command `{arguments.get('command', '')}`"
+    if "path" in arguments:
+        return f"{tool} on {arguments['path']}"
+    return f"the {tool} call"
+
+
 def observation_input(outcome: ToolOutcome, text: str) -> ObservationInput:
     read = None
-    if outcome.tool == "read_file" and not outcome.is_error and outcome.path and outcome.range_sha256:
+    if outcome.tool in RANGE_TOOLS and not outcome.is_error and outcome.path and outcome.range_sha256:
         read = FileRange(outcome.path, outcome.line_start, outcome.line_end, outcome.range_sha256)
+    exit_code = None
+    if outcome.tool == "shell" and (match := _EXIT.match(text)):
+        exit_code = int(match.group(1))
+    written = (outcome.path,) if outcome.tool in WRITING_TOOLS and outcome.path and not outcome.is_error else ()
     data = text.encode("utf-8", "surrogatepass")
     return ObservationInput(
         call_id=outcome.call_id,
@@ -350,5 +399,7 @@ def observation_input(outcome: ToolOutcome, text: str) -> ObservationInput:
         purpose=outcome.purpose,
         read=read,
         file_fingerprint=outcome.file_sha256 or "",
-        first_line=text.split("\n", 1)[0][:300],
+        first_line=meaningful_first_line(text),
+        exit_code=exit_code,
+        written=written,
     )

@@ -10,8 +10,12 @@ Work only through the tools. Paths are relative to the repository root of your o
 - People may steer you; their messages arrive between steps and take priority over your plan.
 - A long shell command keeps running as a job: you get its handle, and its result arrives later
   (use `await`).
-- Earlier tool results may be replaced by a receipt when the context fills up. A receipt means the
-  text is no longer in front of you; call the tool again whenever you need it.
+- When the context fills up, earlier tool results and large bodies you wrote in tool calls may be
+  replaced by a receipt: the text is no longer in front of you, and recall("<ref>") with the ref it
+  shows returns the exact text (reading a file again returns its current text).
+- When even that is not enough, a new segment starts with a handoff: the task, your coordinates,
+  people's decisions word for word, what was verified, progress and next step. history_search
+  finds anything from earlier segments.
 - When you are done, answer without tool calls and summarise what you changed.{check}"""
 
 CHECK = "\n- Then the room's check runs (`{command}`); if it fails you get its output and continue."

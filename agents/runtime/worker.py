@@ -31,6 +31,7 @@ from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
 from agents.runtime.host import DjangoHost
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
+from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
 from agents.services import (
@@ -46,6 +47,7 @@ from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.state import dump_state, load_state
+from observations.history import history_record
 from observations.intent import intent_read, intent_relpath
 from observations.services import calibration_load, calibration_save, observations_sync
 from rooms.models import Message
@@ -158,6 +160,7 @@ class SessionRunner:
             allowed_tools=agent.allowed_tools or None,
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
             env=tool_environment(),
+            session_memory=DatabaseMemory(session.pk),
         )
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
@@ -270,11 +273,17 @@ class SessionRunner:
                 session=session, step=ctx.step, model=record.model, input_tokens=record.input_tokens,
                 cached_input_tokens=record.cached_input_tokens, output_tokens=record.output_tokens,
                 reasoning_tokens=record.reasoning_tokens, latency_ms=record.latency_ms,
-                prefix_hash=record.prefix_hash, error=record.error or "",
+                prefix_hash=record.prefix_hash, error=record.error or "", purpose=record.purpose,
             )
         session.save(update_fields=["gateway_state", "runtime_state", "step", "tokens_input", "tokens_cached",
                                     "tokens_output"])
         observations_sync(session=session, ctx=ctx)
+        if result.closed_segment is not None:
+            ended, history = result.closed_segment
+            history_record(session=session, segment=ended, items=history)
+            if session.segment_requested_by and not ctx.segment_requested:
+                Session.objects.filter(pk=session.pk, segment_requested_by=session.segment_requested_by).update(
+                    segment_requested_by="")
         calibration_save(ctx.calibration)
         for message in Message.objects.filter(pk__in=result.delivered):
             message_mark_delivered(message=message, session=session)

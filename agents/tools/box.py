@@ -15,7 +15,7 @@ from typing import Any
 
 from observations.gateway.messages import ToolCall, ToolSchema
 
-from . import edits, files, search, shell
+from . import edits, files, memory, search, shell
 from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError, ToolOutcome
 from .paths import PathRefused
@@ -26,7 +26,7 @@ from .snapshots import SnapshotStore
 from .text import clean_data, clean_text, one_line
 
 # Calls without side effects: after a crash mid-call they are simply run again.
-SIDE_EFFECT_FREE = frozenset({"read_file", "list_files", "search", "await"})
+SIDE_EFFECT_FREE = frozenset({"read_file", "list_files", "search", "await", "recall", "history_search"})
 PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
 
 
@@ -63,11 +63,13 @@ class ToolBox:
         allowed_tools: Iterable[str] | None = None,
         silence_limit_seconds: float = 900.0,
         env: Mapping[str, str] | None = None,
+        session_memory: memory.SessionMemory | None = None,
     ) -> None:
         self.worktree = Path(worktree).resolve()
         self.state_dir = Path(state_dir).resolve()
         self.post_message = post_message
         self.interrupted = interrupted
+        self.session_memory = session_memory
         allowed = set(allowed_tools or ())
         self.allowed = frozenset(allowed) if allowed else frozenset(s.name for s in TOOL_SCHEMAS)
         self.jobs = JobRegistry(self.state_dir / "jobs",
@@ -199,6 +201,13 @@ class ToolBox:
                 raise ToolError("post_message: this session has no room chat to post to")
             self.post_message(clean_text(v["text"]))
             return Result(text="Posted to the room chat.", purpose="post message")
+        if tool in ("recall", "history_search"):
+            if self.session_memory is None:
+                raise ToolError(f"{tool}: this session keeps no records to look in")
+            if tool == "recall":
+                return memory.recall(self.session_memory, ref=v["ref"], start_line=v["start_line"],
+                                     end_line=v["end_line"])
+            return memory.history_search(self.session_memory, query=v["query"], limit=v["limit"])
         raise AssertionError(f"no implementation for tool {tool!r}")
 
 

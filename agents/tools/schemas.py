@@ -83,6 +83,17 @@ TOOL_SCHEMAS: tuple[ToolSchema, ...] = (
         "Post a message to the room chat.",
         _object({"text": _S}, "text"),
     ),
+    ToolSchema(
+        "recall",
+        "Exact text of a result you received or a body you wrote, by the ref a receipt or "
+        "handoff shows; start_line/end_line: part of it.",
+        _object({"ref": _S, "start_line": _I, "end_line": _I}, "ref"),
+    ),
+    ToolSchema(
+        "history_search",
+        "Search this session's earlier segments (messages, calls, results); hits carry refs.",
+        _object({"query": _S, "limit": _I}, "query"),
+    ),
 )
 
 SCHEMAS_BY_NAME = {schema.name: schema for schema in TOOL_SCHEMAS}
@@ -98,6 +109,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "shell": {"timeout": None},
     "await": {"handles": None, "seconds": None},
     "post_message": {},
+    "recall": {"start_line": None, "end_line": None},
+    "history_search": {"limit": 10},
 }
 
 # Constraints the schemas leave out to stay short.
@@ -106,10 +119,13 @@ _MINIMUMS: dict[tuple[str, str], float] = {
     ("read_file", "end"): 1,
     ("shell", "timeout"): 0.001,
     ("await", "seconds"): 0,
+    ("recall", "start_line"): 1,
+    ("recall", "end_line"): 1,
+    ("history_search", "limit"): 1,
 }
 _NON_BLANK = {("read_file", "path"), ("search", "pattern"), ("shell", "command"),
               ("undo_edit", "call_id"), ("post_message", "text"), ("write_file", "path"),
-              ("edit_file", "path")}
+              ("edit_file", "path"), ("recall", "ref"), ("history_search", "query")}
 # Whitespace is a legitimate thing to replace, but nothing is not.
 _NON_EMPTY = {("edit_file", "old")}
 # A command line is C strings: bash never sees what follows a NUL.

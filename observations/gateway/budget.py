@@ -15,7 +15,8 @@ class Budget:
     trigger: a fold is due above it. ceiling: a fold is mandatory above it; the lower
     of 90% of the window and what is left after the requested output and a reserve.
     target: where a fold brings the projection back to. min_freed: a fold that frees
-    less is not worth breaking the provider's prefix cache for.
+    less is not worth breaking the provider's prefix cache for. segment: above it, what
+    cannot be folded away is too much for folds to be worth it (segments.py).
 
     The target is deep on purpose: a fold re-sends what it keeps as a cache write, so
     it pays back after about 11.5·kept/freed − 1 requests (policies.payback_requests).
@@ -32,12 +33,18 @@ class Budget:
     target_ratio: float = 0.30
     min_freed_tokens: int = 16_000
     max_postponements: int = 2
+    # A new segment starts, instead of a fold, once what no fold can remove passes this
+    # share of the window: folds would then be frequent and small, each breaking the
+    # cache for little.
+    segment_ratio: float = 0.60
 
     def __post_init__(self) -> None:
         if self.window <= 0 or self.output_budget < 0 or self.reserve < 0:
             raise ValueError("window must be positive; output budget and reserve not negative")
         if not 0 < self.target_ratio <= self.trigger_ratio <= 1:
             raise ValueError("need 0 < target_ratio <= trigger_ratio <= 1")
+        if not 0 < self.segment_ratio <= 1:
+            raise ValueError("need 0 < segment_ratio <= 1")
         if self.max_postponements < 0:
             raise ValueError("max_postponements must be 0 or more")
 
@@ -53,6 +60,10 @@ class Budget:
     @property
     def target(self) -> int:
         return min(int(self.window * self.target_ratio), self.trigger)
+
+    @property
+    def segment(self) -> int:
+        return int(self.window * self.segment_ratio)
 
     @property
     def min_freed(self) -> int:

@@ -4,10 +4,13 @@ model request contains.
 Invariants:
 - Within an epoch the request is append-only: every rendered message is cached and
   only a fold (which starts a new epoch) re-renders old messages.
-- Only consumed tool results are evicted; a receipt replaces the text inside the
-  same tool_result, so tool_use/tool_result pairs stay valid.
+- Only consumed tool results and the payloads of answered tool calls are evicted; a
+  receipt replaces the text inside the same message, so tool_use/tool_result pairs
+  stay valid.
 - "Serve text or a note" is decided by this session's ledger alone, and a note is
   given only while the earlier text really is in the request.
+- When folds cannot keep the request under the ceiling, a new segment starts
+  (segments.py): same system prompt and tools, the intent, a handoff, the last step.
 """
 
 from __future__ import annotations
@@ -17,19 +20,46 @@ from dataclasses import dataclass
 
 from observations.gateway import receipts
 from observations.gateway.budget import Budget, Calibration
+from observations.gateway.decisions import Decision, Decisions, render_person_message
+from observations.gateway.handoff import FileNote, is_check_command, symbols_in
 from observations.gateway.ledger import ReadLedger
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
+from observations.gateway.payloads import (
+    Payload,
+    apply_receipts,
+    find_payloads,
+    payload_gain,
+    text_sha256,
+)
 from observations.gateway.policies import MIN_GAIN_TOKENS, FoldReason, Plan, Policy, policy_named
 from observations.gateway.tokens import (
     estimate_message_tokens,
     estimate_request_message,
     estimate_tokens,
 )
-from observations.gateway.transcript import Entry, Observation, ObservationInput, ObsState
+from observations.gateway.transcript import (
+    RESET_FOLD,
+    Entry,
+    Observation,
+    ObservationInput,
+    ObsState,
+)
+
+Evictable = Observation | Payload
+MAX_CHECKS = 8  # verification lines a handoff can show
 
 
 class ContextTooLarge(Exception):
-    """What cannot be evicted alone exceeds the ceiling: the session must stop."""
+    """What cannot be evicted alone exceeds the ceiling, even in a new segment."""
+
+
+class SegmentNeeded(ContextTooLarge):
+    """No fold can (or should) keep the request under the ceiling: start a new segment
+    (segments.start_segment). A caller that cannot does what it did on ContextTooLarge."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +74,7 @@ class FoldRecord:
     evicted: tuple[int, ...]  # obs_ids
     tokens_freed: int  # estimated, before calibration
     first_changed_message: int  # index into request.messages
+    payloads: tuple[int, ...] = ()  # payload ids receipted
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +105,9 @@ class SessionContext:
         intent_text: str = "",
         intent_path: str = ".atrium/intent.md",
         notes: bool = True,
+        payload_receipts: bool = True,
+        segments: bool = True,
+        legacy_receipts: bool = False,
         room_seen: set | None = None,
     ) -> None:
         self.model = model
@@ -83,12 +117,18 @@ class SessionContext:
         self.policy = policy_named(policy) if isinstance(policy, str) else policy
         self.calibration = calibration or Calibration(model)
         self.notes = notes
+        self.payload_receipts = payload_receipts
+        # Segments are on_demand's answer to a full window; the baselines send anyway.
+        self.segments_enabled = segments and self.policy.name == "on_demand"
+        # Comparison only: receipts as they were before `recall` existed.
+        self.legacy_receipts = legacy_receipts
         # Comparison only: the room-wide "already read" set of the gateway that
         # deadlocked. Production never passes it; see tests/gateway/test_deadlock.py.
         self.room_seen = room_seen
 
         self.entries: list[Entry] = []
-        self.observations: list[Observation] = []
+        self.observations: list[Observation] = []  # this segment's, from obs_id obs_base
+        self.payloads: list[Payload] = []  # this segment's, from pid payload_base
         self.ledger = ReadLedger()
         self.folds: list[FoldRecord] = []
         self.step = 0
@@ -97,6 +137,17 @@ class SessionContext:
         self.intent_path = intent_path
         self.intent_text = intent_text  # the copy in the context
         self.intent_file_text = intent_text  # the file as last read
+        # What a handoff is built from; kept across segments.
+        self.segment = 1
+        self.segment_started_step = 0
+        self.segment_log: list[dict] = []  # segments.SegmentRecord as dicts
+        self.segment_requested = ""  # who asked for a new segment, if someone did
+        self.decisions = Decisions()
+        self.decisions.sync_constraints(intent_text, 0)
+        self.files: dict[str, FileNote] = {}
+        self.checks: list[str] = []
+        self.obs_base = 0
+        self.payload_base = 0
         self._intent_updates: list[Entry] = []
         self._stable_prefix_end = -1
         self._reuse_prefix_end = -1  # see Request.reuse_prefix_end
@@ -107,13 +158,15 @@ class SessionContext:
         )
         self._rendered: list[Message] = []
         self._tokens: list[int] = []
+        self._payloads_by_entry: dict[int, list[Payload]] = {}
         self.estimate = self._header_tokens  # raw estimate of the request as it stands
-        self._evictable_gain = 0  # sum of eviction_gain over consumed, unevicted results
+        self._evictable_gain = 0  # sum of gains over consumed, unevicted results and payloads
         self._anchor_reported: int | None = None
         self._anchor_estimate = 0
         self._sent_estimate = 0
         self._learn_on_next_usage = False
         self._consumed_upto = 0  # observations before this index are no longer fresh
+        self._payloads_consumed_upto = 0
         self._candidate_floor = 0  # observations before this index are all receipted
         self._receipted_gain = 0  # tokens the standing receipts keep out of each request
         self.sent_tokens_total = 0  # projected input tokens of every request assembled
@@ -126,22 +179,43 @@ class SessionContext:
         """A person's words (task, chat, steer, answer) or a pinned note; never evicted."""
         return self._append(Entry(kind, text, step=self.step, pinned=pinned))
 
+    def add_decision(self, *, kind: str, author: str, text: str, replaces: tuple[int, ...] = ()) -> Decision:
+        """People's words every later handoff carries verbatim (a steer, chat to the agent,
+        an approval denial); ``replaces`` names the decisions a person replaced with it."""
+        return self.decisions.add(kind=kind, author=author, text=text, step=self.step, replaces=replaces)
+
+    def add_person(self, *, kind: str, author: str, text: str, replaces: tuple[int, ...] = ()) -> Decision:
+        """A person's message for the agent (a steer, chat that names it): delivered now
+        as a user message, and kept as a decision that every later handoff carries."""
+        decision = self.add_decision(kind=kind, author=author, text=text, replaces=replaces)
+        self.add_user(render_person_message(decision, replaces), kind=kind)
+        return decision
+
+    def add_check(self, line: str) -> None:
+        """A verification line (the room's check, a test command) for the next handoff."""
+        self.checks = (self.checks + [line])[-MAX_CHECKS:]
+
     def add_assistant(self, text: str, tool_calls: tuple[ToolCall, ...] = ()) -> Entry:
-        """The model answered: every result it saw is now consumed (evictable)."""
+        """The model answered: every result and payload it saw is now consumed (evictable)."""
         self.step += 1
         for obs in self.observations[self._consumed_upto :]:
             if obs.state is ObsState.FRESH:
-                obs.state = ObsState.CONSUMED
-                gain = self.eviction_gain(obs)
-                obs.gain = gain if gain >= MIN_GAIN_TOKENS else 0
-                self._evictable_gain += obs.gain
+                self._consume(obs, self.eviction_gain(obs))
         self._consumed_upto = len(self.observations)
-        return self._append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
+        for payload in self.payloads[self._payloads_consumed_upto :]:
+            if payload.state is ObsState.FRESH:
+                self._consume(payload, payload_gain(payload.spec, self.payload_receipt(payload)))
+        self._payloads_consumed_upto = len(self.payloads)
+        entry = self._append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
+        if self.payload_receipts:
+            self._register_payloads(entry)
+        return entry
 
     def add_tool_result(self, source: ObservationInput) -> Observation:
         """Serve one tool result: full text, or a short note if this session's ledger
         shows the same unchanged range is still in the request."""
-        obs = Observation(obs_id=len(self.observations), step=self.step, source=source)
+        obs = Observation(obs_id=self.obs_base + len(self.observations), step=self.step, source=source,
+                          segment=self.segment)
         rng = source.read
         if rng is not None:
             seen = self.ledger.lookup(rng)
@@ -158,6 +232,7 @@ class SessionContext:
                 self.room_seen.add(rng.key)
         self.observations.append(obs)
         self._append(Entry("tool_result", step=self.step, observation=obs, tool_name=source.tool))
+        self._note_records(source)
         return obs
 
     def refresh_intent(self, file_text: str) -> str | None:
@@ -169,6 +244,7 @@ class SessionContext:
         else:
             return None
         self.intent_file_text = self.intent_text = file_text
+        self.decisions.sync_constraints(file_text, self.step)
         entry = Entry(
             "intent_update",
             receipts.render_intent_update(file_text, self.intent_path, kind),
@@ -178,6 +254,11 @@ class SessionContext:
         self._intent_updates.append(entry)
         self._append(entry)
         return f"intent.{kind}"
+
+    def observation(self, obs_id: int) -> Observation | None:
+        """This segment's observation ``obs_id`` (None once its segment ended)."""
+        index = obs_id - self.obs_base
+        return self.observations[index] if 0 <= index < len(self.observations) else None
 
     # ----------------------------------------------------------------- budget
     def projection(self) -> int:
@@ -201,14 +282,38 @@ class SessionContext:
 
     # ----------------------------------------------------------------- boundary
     def prepare(self, *, person_waiting: bool = False) -> Boundary:
-        """Decide at a step boundary and assemble the request about to be sent."""
+        """Decide at a step boundary and assemble the request about to be sent.
+        Raises SegmentNeeded when a new segment must start first."""
+        reason = self.segment_due()
+        if reason:
+            raise SegmentNeeded(reason)
         return self._decide(self.policy.plan(self, person_waiting=person_waiting, overflow=False))
+
+    def segment_due(self) -> str | None:
+        """Why a new segment should start before the next request, if it should."""
+        if not self.segments_enabled:
+            return None
+        if self.segment_requested:
+            return f"asked for by {self.segment_requested}"
+        projection = self.projection()
+        if projection <= self.budget.trigger or self.step <= self.segment_started_step:
+            return None
+        floor = projection - round(self._evictable_gain * self.calibration.ratio)
+        if floor > self.budget.ceiling:
+            return f"no fold brings the request under the ceiling ({floor:,} tokens cannot be folded)"
+        if floor > self.budget.segment:
+            return (f"what folds cannot remove ({floor:,} tokens) passed "
+                    f"{self.budget.segment_ratio:.0%} of the window")
+        return None
 
     def after_overflow(self) -> Boundary:
         """The provider refused the request as too long: mandatory fold, never the
-        same request again. Raises ContextTooLarge if nothing can be evicted."""
+        same request again. Raises SegmentNeeded (or ContextTooLarge) if nothing can be
+        evicted."""
         plan = self.policy.plan(self, person_waiting=False, overflow=True)
         if not plan.evict:
+            if self.segments_enabled and self.step > self.segment_started_step:
+                raise SegmentNeeded("the provider rejected the request as too long and nothing is left to fold")
             raise ContextTooLarge(
                 f"the provider rejected the request as too long and nothing is left to evict "
                 f"(policy {self.policy.name}, projection {self.projection():,} tokens)"
@@ -226,7 +331,7 @@ class SessionContext:
         projection = self.projection()
         if projection > self.budget.ceiling and self.policy.name == "on_demand":
             raise ContextTooLarge(
-                f"the parts that cannot be evicted (system prompt, intent, messages, the newest "
+                f"the parts that cannot be evicted (system prompt, intent, handoff, messages, the newest "
                 f"step and fresh results) need about {projection:,} tokens, above the ceiling of "
                 f"{self.budget.ceiling:,} for a {self.budget.window:,}-token window"
             )
@@ -238,35 +343,43 @@ class SessionContext:
         self._reuse_prefix_end, self._last_sent_len = unchanged - 1, len(self._rendered)
         self.sent_tokens_total += projection
         self.saved_tokens_total += round(self._receipted_gain * self.calibration.ratio)
-        request = Request(
+        if self.segment_log and not self.segment_log[-1].get("first_request_tokens"):
+            self.segment_log[-1]["first_request_tokens"] = projection
+        return Boundary(self.request(), projection, anchored, fold, plan)
+
+    def request(self, *, extra: tuple[Message, ...] = (), max_tokens: int | None = None,
+                purpose: str = "step") -> Request:
+        return Request(
             model=self.model,
             system=self.system_prompt,
             tools=self.tools,
-            messages=tuple(self._rendered),
-            max_tokens=self.budget.output_budget,
+            messages=tuple(self._rendered) + extra,
+            max_tokens=self.budget.output_budget if max_tokens is None else max_tokens,
             stable_prefix_end=self._stable_prefix_end,
             reuse_prefix_end=self._reuse_prefix_end,
+            step=self.step,
+            purpose=purpose,
         )
-        return Boundary(request, projection, anchored, fold, plan)
 
     def _fold(self, plan: Plan) -> FoldRecord:
         before = self.projection()
         if plan.reason is FoldReason.OVERFLOW:
             before = max(before, self.budget.window + 1)
         number = len(self.folds) + 1
-        changed: list[int] = []
         freed = 0
-        evicted = [obs.obs_id for obs in plan.evict]
-        for obs in plan.evict:
-            if obs.state is ObsState.CONSUMED:
-                self._evictable_gain -= obs.gain
-                self._receipted_gain += obs.gain
-            obs.state, obs.fold = ObsState.RECEIPTED, number
+        evicted = [item.obs_id for item in plan.evict if isinstance(item, Observation)]
+        payload_ids = [item.pid for item in plan.evict if isinstance(item, Payload)]
+        for item in plan.evict:
+            if item.state is ObsState.CONSUMED:
+                self._evictable_gain -= item.gain
+                self._receipted_gain += item.gain
+            item.state, item.fold = ObsState.RECEIPTED, number
         self.ledger.evicted(evicted, number)
-        evicted_set = set(evicted)
-        for index in self._entry_indexes_to_rerender(evicted_set):
+        changed = self._entry_indexes_to_rerender(set(evicted))
+        changed += [item.entry_index for item in plan.evict if isinstance(item, Payload)]
+        changed = sorted(set(changed))
+        for index in changed:
             freed += self._rerender(index)
-            changed.append(index)
         if self._intent_updates:
             # A new epoch may restate the intent at the top instead of in updates.
             changed.append(0)
@@ -288,6 +401,7 @@ class SessionContext:
             evicted=tuple(evicted),
             tokens_freed=freed,
             first_changed_message=first_changed,
+            payloads=tuple(payload_ids),
         )
         self.folds.append(record)
         return record
@@ -295,17 +409,22 @@ class SessionContext:
     # ----------------------------------------------------------------- policy view
     def eviction_gain(self, obs: Observation) -> int:
         """Estimated tokens freed by replacing ``obs`` with its receipt."""
-        entry_tokens = estimate_message_tokens(self._text_for(obs))
-        return entry_tokens - estimate_message_tokens(self._receipt_text(obs))
+        entry_tokens = estimate_message_tokens(self.shown_text(obs))
+        return entry_tokens - estimate_message_tokens(self.receipt_text(obs))
 
     def evictable_gain(self) -> int:
         return self._evictable_gain
 
-    def eviction_candidates(self) -> Iterator[Observation]:
-        """Consumed, unpinned results worth a receipt, oldest first."""
-        for obs in self.observations[self._candidate_floor : self._consumed_upto]:
-            if obs.state is ObsState.CONSUMED and obs.gain:
-                yield obs
+    def eviction_candidates(self) -> Iterator[Evictable]:
+        """Consumed results and payloads worth a receipt, oldest message first."""
+        results = (o for o in self.observations[self._candidate_floor : self._consumed_upto]
+                   if o.state is ObsState.CONSUMED and o.gain)
+        payloads = [p for p in self.payloads[: self._payloads_consumed_upto] if p.state is ObsState.CONSUMED and p.gain]
+        if not payloads:
+            yield from results
+            return
+        merged = sorted([*results, *payloads], key=lambda item: item.entry_index)
+        yield from merged
 
     def live_observations_newest_first(self) -> Iterator[Observation]:
         for obs in reversed(self.observations[self._candidate_floor :]):
@@ -325,32 +444,81 @@ class SessionContext:
             entry.observation.entry_index = len(self.entries) - 1
         return entry
 
-    def _text_for(self, obs: Observation) -> str:
+    def _consume(self, item: Evictable, gain: int) -> None:
+        item.state = ObsState.CONSUMED
+        item.gain = gain if gain >= MIN_GAIN_TOKENS else 0
+        self._evictable_gain += item.gain
+
+    def _register_payloads(self, entry: Entry) -> None:
+        index = entry.meta["index"]
+        for spec in find_payloads(entry.text, entry.tool_calls):
+            data = spec.text.encode("utf-8", "surrogatepass")
+            payload = Payload(
+                pid=self.payload_base + len(self.payloads), step=self.step, entry_index=index, spec=spec,
+                sha256=text_sha256(spec.text), size=len(data), tokens=estimate_tokens(spec.text),
+            )
+            self.payloads.append(payload)
+            self._payloads_by_entry.setdefault(index, []).append(payload)
+            if spec.path:
+                self._file(spec.path).note_write(symbols_in(spec.text), self.step)
+
+    def _note_records(self, source: ObservationInput) -> None:
+        """What a handoff will need to know about this result: files and checks."""
+        if source.read is not None:
+            rng = source.read
+            lines = "" if rng.start is None and rng.end is None else f"{rng.start or 1}-{rng.end or 'end'}"
+            self._file(rng.path).note_read(lines, symbols_in(source.text), self.step)
+        for path in source.written:
+            self._file(path).note_write([], self.step)
+        if source.exit_code is not None:
+            command = str(source.arguments.get("command", "")) if isinstance(source.arguments, dict) else ""
+            if is_check_command(command):
+                self.add_check(f"- step {self.step}: `{_one_line(command)}` → exit {source.exit_code}")
+
+    def _file(self, path: str) -> FileNote:
+        note = self.files.get(path)
+        if note is None:
+            note = self.files[path] = FileNote(path)
+        return note
+
+    def shown_text(self, obs: Observation) -> str:
         if obs.denied:
             return receipts.render_room_dedup_denial(obs)
         if obs.state is ObsState.RECEIPTED:
-            return self._receipt_text(obs)
+            if obs.fold == RESET_FOLD:
+                return receipts.render_too_large(obs)
+            return self.receipt_text(obs)
         if obs.alias_of is not None:
-            target = self.observations[obs.alias_of]
-            if target.state is ObsState.RECEIPTED:
+            target = self.observation(obs.alias_of)
+            if target is None or target.state is ObsState.RECEIPTED:
                 return receipts.render_alias_receipt(obs)
             return receipts.render_note(obs, target)
         return obs.source.text
 
-    def _receipt_text(self, obs: Observation) -> str:
+    def receipt_text(self, obs: Observation) -> str:
         if obs.alias_of is not None:
             return receipts.render_alias_receipt(obs)
         if self.policy.name == "mask-last-5":
             return receipts.render_mask_stub(obs)
+        if self.legacy_receipts:
+            return receipts.render_legacy_receipt(obs)
         return receipts.render_receipt(obs)
+
+    @staticmethod
+    def payload_receipt(payload: Payload) -> str:
+        spec = payload.spec
+        return receipts.render_payload_receipt(ref=payload.ref, what=spec.what, path=spec.path, size=payload.size)
 
     def _render(self, entry: Entry) -> Message:
         if entry.kind == "assistant":
-            return Message("assistant", entry.text, tool_calls=entry.tool_calls)
+            payloads = self._payloads_by_entry.get(entry.meta.get("index", len(self.entries)), ())
+            receipted = [(p.spec, self.payload_receipt(p)) for p in payloads if p.state is ObsState.RECEIPTED]
+            text, calls = apply_receipts(entry.text, entry.tool_calls, receipted)
+            return Message("assistant", text, tool_calls=calls)
         if entry.kind == "tool_result":
             obs = entry.observation
             assert obs is not None
-            return Message("tool", self._text_for(obs), tool_call_id=obs.call_id, tool_name=entry.tool_name)
+            return Message("tool", self.shown_text(obs), tool_call_id=obs.call_id, tool_name=entry.tool_name)
         return Message("user", entry.text)
 
     def _rerender(self, index: int) -> int:
@@ -398,3 +566,8 @@ class SessionContext:
 
     def non_evictable_tokens(self) -> int:
         return self.estimate - self._evictable_gain
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

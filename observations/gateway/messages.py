@@ -49,7 +49,7 @@ class Request:
     system: str
     tools: tuple[ToolSchema, ...]
     messages: tuple[Message, ...]
-    max_tokens: int
+    max_tokens: int  # 0: no limit of ours (the provider's own maximum)
     # Index of the last message of the byte-stable prefix (the epoch's start); providers
     # with explicit cache breakpoints mark it and the last message.
     stable_prefix_end: int = -1
@@ -57,6 +57,11 @@ class Request:
     # provider cache entry can exist up to here. After a fold it is just before the first
     # receipt, so a breakpoint there lets the fold request read what it kept.
     reuse_prefix_end: int = -1
+    # The session's step this request answers (model calls so far): a recorded model
+    # plays its turn by it, since a new segment starts with fewer messages.
+    step: int = 0
+    # "step" (the agent's next turn) or "handoff" (the prose of a new segment's handoff).
+    purpose: str = "step"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,33 +1,81 @@
 """The texts that stand in for tool results that are not served whole.
 
-A receipt says honestly that the text is no longer in the context and that calling
-the tool again returns it; nothing in it forbids or discourages reading again. None of
+A receipt says honestly that the text is no longer in the context and how to get it
+back: `recall` with the reference it shows returns the exact bytes from the store
+(for any tool, also a command that cannot be run again); for a read, reading again
+returns the current text. Nothing in it forbids or discourages reading again. None of
 these texts holds a timestamp, counter or random id, so they keep the prefix stable.
 """
 
 from __future__ import annotations
 
+import re
+
 from observations.gateway.transcript import Observation, ObservationInput
 
 _FIRST_LINE_MAX = 80
+# Lines that only wrap an output and say nothing about it: mini-swe-agent's
+# <returncode>/<output> tags, SWE-agent's OBSERVATION:, OpenHands' banners, blank lines.
+_WRAPPER = re.compile(
+    r"^\s*(?:</?[A-Za-z_][\w-]*>(?:\d+</[A-Za-z_][\w-]*>)?|OBSERVATION:?|EXECUTION RESULT.*|"
+    r"\[?Python Interpreter.*|Here's the result of running `cat -n`.*|-+|=+|```\w*)?\s*$"
+)
+_LEADING_TAGS = re.compile(r"^(?:\s*</?[A-Za-z_][\w-]*>)+")
 
 
-def _first_line(source: ObservationInput) -> str:
-    line = source.first_line or (source.text.splitlines()[0] if source.text else "")
+def ref_of(sha256: str) -> str:
+    """The short reference a receipt shows: the first 12 hex digits of the text's SHA-256."""
+    return sha256[:12]
+
+
+def meaningful_first_line(text: str) -> str:
+    """The first line that says something about the text, not a wrapper around it."""
+    for line in text.splitlines():
+        if _WRAPPER.match(line):
+            continue
+        line = _LEADING_TAGS.sub("", line).strip()
+        if line:
+            return _clip(line)
+    return ""
+
+
+def _clip(line: str) -> str:
     return line if len(line) <= _FIRST_LINE_MAX else line[: _FIRST_LINE_MAX - 1] + "…"
 
 
-def render_receipt(obs: Observation) -> str:
-    # One short paragraph: receipts stay for the rest of the session, so every token
-    # here is paid on every later request.
-    src = obs.source
-    parts = [f"purpose: {src.purpose}"] if src.purpose else []
+def _label(src: ObservationInput) -> str:
+    # The range is printed once: a read's purpose already is its tool and range.
     if src.read is not None:
-        parts.append(f"range: {src.read.describe()}")
-    parts.append(f"{src.size:,} bytes; sha256 {src.sha256[:16]}; first line: {_first_line(src)!r}")
+        return f"{src.tool} {src.read.describe()}"
+    return src.purpose or src.tool
+
+
+def _first(src: ObservationInput) -> str:
+    line = _clip(src.first_line) if src.first_line else meaningful_first_line(src.text)
+    return f" First line: {line!r}." if line else ""
+
+
+def render_receipt(obs: Observation) -> str:
+    # One short paragraph: receipts stay for the rest of the segment, so every token
+    # here is paid on every later request. The ref makes it true for any tool: the
+    # exact bytes are in the store, also for a command that cannot be run again.
+    src = obs.source
+    ref = ref_of(src.sha256)
+    again = "; reading the file again returns its current text" if src.read is not None else ""
     return (
-        f"[receipt] This {src.tool} result is not in the context any more ({src.tokens:,} tokens removed "
-        f"to make room). {'; '.join(parts)}. Calling the tool again returns the full text."
+        f"[receipt {ref}] {_label(src)}: {src.size:,} bytes ({src.tokens:,} tokens), not in the context "
+        f"any more.{_first(src)} recall(\"{ref}\") returns the exact text{again}."
+    )
+
+
+def render_too_large(obs: Observation) -> str:
+    """A fresh result that cannot fit into the window even after a reset."""
+    src = obs.source
+    ref = ref_of(src.sha256)
+    return (
+        f"[receipt {ref}] {_label(src)}: {src.size:,} bytes ({src.tokens:,} tokens), too large for the "
+        f"context window, so it was not put in.{_first(src)} recall(\"{ref}\", start_line, end_line) "
+        "returns it in parts."
     )
 
 
@@ -43,9 +91,30 @@ def render_note(obs: Observation, earlier: Observation) -> str:
 def render_alias_receipt(obs: Observation) -> str:
     """A note whose target was folded out: the text is not in context any more either."""
     rng = obs.source.read.describe() if obs.source.read else obs.source.tool
+    ref = ref_of(obs.source.sha256)
     return (
-        f"[receipt] {rng} (sha256 {obs.source.sha256[:16]}) is not in the context any more. "
-        "Calling the tool again returns the full text."
+        f"[receipt {ref}] {rng} is not in the context any more. recall(\"{ref}\") returns the exact "
+        "text; reading the file again returns its current text."
+    )
+
+
+def render_payload_receipt(*, ref: str, what: str, path: str, size: int) -> str:
+    """What stands in an old tool call for a body the agent wrote."""
+    where = f" of {path}" if path else ""
+    see = f"read {path} for its current text or " if path else ""
+    return f"[payload {ref}: {what}{where}, {size:,} bytes, not in the context; {see}recall(\"{ref}\") returns it]"
+
+
+def render_legacy_receipt(obs: Observation) -> str:
+    """The receipt before `recall` existed, for the replay comparison only."""
+    src = obs.source
+    parts = [f"purpose: {src.purpose}"] if src.purpose else []
+    if src.read is not None:
+        parts.append(f"range: {src.read.describe()}")
+    parts.append(f"{src.size:,} bytes; sha256 {src.sha256[:16]}; first line: {src.text.split(chr(10), 1)[0][:80]!r}")
+    return (
+        f"[receipt] This {src.tool} result is not in the context any more ({src.tokens:,} tokens removed "
+        f"to make room). {'; '.join(parts)}. Calling the tool again returns the full text."
     )
 
 

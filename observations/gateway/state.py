@@ -13,8 +13,11 @@ from typing import Any
 
 from observations.gateway.budget import Budget, Calibration
 from observations.gateway.context import FoldRecord, SessionContext
+from observations.gateway.decisions import Decisions
+from observations.gateway.handoff import FileNote
 from observations.gateway.ledger import LedgerEntry
 from observations.gateway.messages import ToolCall, ToolSchema
+from observations.gateway.payloads import Payload, PayloadSpec
 from observations.gateway.policies import FoldReason, Policy
 from observations.gateway.receipts import INTENT_UPDATE_FOLDED
 from observations.gateway.tokens import estimate_request_message
@@ -26,13 +29,16 @@ from observations.gateway.transcript import (
     ObsState,
 )
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: before payloads and segments
 
 _SCALARS = (
     "step", "epoch", "postponements", "intent_path", "intent_text", "intent_file_text",
     "_stable_prefix_end", "_reuse_prefix_end", "_last_sent_len", "_anchor_reported", "_anchor_estimate", "_sent_estimate",
     "_learn_on_next_usage", "_consumed_upto", "_candidate_floor", "_receipted_gain",
     "sent_tokens_total", "saved_tokens_total",
+    "segment", "segment_started_step", "segment_requested", "obs_base", "payload_base", "_payloads_consumed_upto",
+    "checks", "segment_log",
 )
 
 
@@ -45,14 +51,14 @@ def dump_state(ctx: SessionContext) -> dict[str, Any]:
     for obs in ctx.observations:
         src = obs.source
         observations.append({
-            "obs_id": obs.obs_id, "step": obs.step, "state": obs.state.value, "fold": obs.fold,
+            "obs_id": obs.obs_id, "step": obs.step, "segment": obs.segment, "state": obs.state.value, "fold": obs.fold,
             "alias_of": obs.alias_of, "reread_of": obs.reread_of, "denied": obs.denied,
             "entry_index": obs.entry_index, "gain": obs.gain,
             "source": {
                 "call_id": src.call_id, "tool": src.tool, "arguments": src.arguments,
                 "sha256": src.sha256, "size": src.size, "tokens": src.tokens, "purpose": src.purpose,
                 "read": _range(src.read), "file_fingerprint": src.file_fingerprint,
-                "first_line": src.first_line,
+                "first_line": src.first_line, "exit_code": src.exit_code, "written": list(src.written),
             },
         })
     entries = [
@@ -68,14 +74,24 @@ def dump_state(ctx: SessionContext) -> dict[str, Any]:
          "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served}
         for e in ctx.ledger
     ]
-    folds = [{**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted)} for f in ctx.folds]
+    folds = [{**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted), "payloads": list(f.payloads)}
+             for f in ctx.folds]
+    payloads = [
+        {"pid": p.pid, "step": p.step, "entry_index": p.entry_index, "state": p.state.value, "fold": p.fold,
+         "gain": p.gain, "sha256": p.sha256, "size": p.size, "tokens": p.tokens,
+         "spec": [p.spec.call_index, p.spec.key, p.spec.start, p.spec.end, p.spec.path, p.spec.what]}
+        for p in ctx.payloads
+    ]
     return {
         "version": STATE_VERSION,
         "scalars": {name: getattr(ctx, name) for name in _SCALARS},
         "entries": entries,
         "observations": observations,
+        "payloads": payloads,
         "ledger": ledger,
         "folds": folds,
+        "decisions": ctx.decisions.to_json(),
+        "files": [asdict(note) for note in ctx.files.values()],
     }
 
 
@@ -90,17 +106,23 @@ def load_state(
     policy: str | Policy = "on_demand",
     calibration: Calibration | None = None,
     notes: bool = True,
+    **options: Any,
 ) -> SessionContext:
     """Rebuild a context; ``texts`` maps each observation's sha256 to its text."""
-    if state.get("version") != STATE_VERSION:
+    if state.get("version") not in READABLE_VERSIONS:
         raise ValueError(f"unsupported gateway state version {state.get('version')!r}")
     ctx = SessionContext(
         model=model, system_prompt=system_prompt, tools=tools, budget=budget,
-        policy=policy, calibration=calibration, notes=notes,
+        policy=policy, calibration=calibration, notes=notes, **options,
     )
     for name, value in state["scalars"].items():
         if name in _SCALARS:
             setattr(ctx, name, value)
+    if "decisions" in state:
+        ctx.decisions = Decisions.from_json(state["decisions"])
+    else:  # version 1 had none: the constraints of the intent as it stands
+        ctx.decisions.sync_constraints(ctx.intent_file_text, ctx.step)
+    ctx.files = {raw["path"]: FileNote(**raw) for raw in state.get("files", ())}
     for raw in state["observations"]:
         src = raw["source"]
         if src["sha256"] not in texts:
@@ -110,17 +132,31 @@ def load_state(
             call_id=src["call_id"], tool=src["tool"], arguments=src["arguments"], text=texts[src["sha256"]],
             sha256=src["sha256"], size=src["size"], tokens=src["tokens"], purpose=src["purpose"],
             read=read, file_fingerprint=src["file_fingerprint"], first_line=src["first_line"],
+            exit_code=src.get("exit_code"), written=tuple(src.get("written", ())),
         )
         ctx.observations.append(Observation(
-            obs_id=raw["obs_id"], step=raw["step"], source=source, state=ObsState(raw["state"]),
+            obs_id=raw["obs_id"], step=raw["step"], source=source, segment=raw.get("segment", 1),
+            state=ObsState(raw["state"]),
             fold=raw["fold"], alias_of=raw["alias_of"], reread_of=raw["reread_of"], denied=raw["denied"],
             entry_index=raw["entry_index"], gain=raw["gain"],
         ))
+    entry_texts = {index: raw["text"] for index, raw in enumerate(state["entries"])}
+    for raw in state.get("payloads", ()):
+        call_index, key, start, end, path, what = raw["spec"]
+        entry = state["entries"][raw["entry_index"]]
+        holder = entry_texts[raw["entry_index"]] if call_index < 0 else entry["tool_calls"][call_index][2][key]
+        spec = PayloadSpec(call_index, key, start, end, holder[start:end], path, what)
+        payload = Payload(
+            pid=raw["pid"], step=raw["step"], entry_index=raw["entry_index"], spec=spec, sha256=raw["sha256"],
+            size=raw["size"], tokens=raw["tokens"], state=ObsState(raw["state"]), fold=raw["fold"], gain=raw["gain"],
+        )
+        ctx.payloads.append(payload)
+        ctx._payloads_by_entry.setdefault(payload.entry_index, []).append(payload)
     for index, raw in enumerate(state["entries"]):
         entry = Entry(
             raw["kind"], raw["text"], step=raw["step"], pinned=raw["pinned"], tool_name=raw["tool_name"],
             tool_calls=tuple(ToolCall(*c) for c in raw["tool_calls"]),
-            observation=ctx.observations[raw["obs"]] if raw["obs"] is not None else None,
+            observation=ctx.observation(raw["obs"]) if raw["obs"] is not None else None,
         )
         entry.meta["index"] = index
         message = ctx._render(entry)
@@ -135,8 +171,9 @@ def load_state(
             raw["evicted_by_fold"], raw["times_served"],
         ))
     for raw in state["folds"]:
-        ctx.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"])}))
+        ctx.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"]),
+                                       "payloads": tuple(raw.get("payloads", ()))}))
     ctx.estimate = ctx.header_tokens + sum(ctx._tokens)
-    ctx._evictable_gain = sum(o.gain for o in ctx.observations if o.state is ObsState.CONSUMED)
+    ctx._evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
     return ctx
 

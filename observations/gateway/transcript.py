@@ -1,7 +1,9 @@
 """What a session's conversation is made of, as plain data.
 
-Only tool results (observations) can ever leave the context; everything else —
-intent, steers, questions, notes, assistant turns — is kept verbatim.
+Within a segment only tool results (observations) and the large bodies inside the
+agent's own tool calls (payloads.py) can leave the context; everything else — intent,
+steers, questions, notes, the agent's prose — is kept verbatim. A new segment keeps
+the intent and carries people's words into its handoff verbatim.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ from typing import Any
 
 from observations.gateway.messages import ToolCall
 
+# The fold number of a fresh result too large to put into a new segment at all.
+RESET_FOLD = 0
+
 
 class ObsState(StrEnum):
     FRESH = "fresh"  # the model has not answered since it arrived
     CONSUMED = "consumed"  # the model took a later step; evictable
     RECEIPTED = "receipted"  # folded out; a receipt stands in its tool_result
+    ARCHIVED = "archived"  # its segment ended; the store keeps it for recall
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +58,19 @@ class ObservationInput:
     purpose: str = ""
     read: FileRange | None = None  # set when the call read a file range
     file_fingerprint: str = ""  # sha256 of the whole file when it was read
-    first_line: str = ""
+    first_line: str = ""  # the first meaningful line (receipts.meaningful_first_line)
+    exit_code: int | None = None  # a command's exit status, where the tool reports one
+    written: tuple[str, ...] = ()  # paths the call wrote or edited
 
 
 @dataclass(slots=True)
 class Observation:
     """An observation inside one session's transcript."""
 
-    obs_id: int  # position among the session's observations, from 0
+    obs_id: int  # position among the session's observations (all segments), from 0
     step: int
     source: ObservationInput
+    segment: int = 1  # the segment it arrived in
     state: ObsState = ObsState.FRESH
     fold: int | None = None  # fold number that receipted it
     # Served as a short note because the same range was still in context as `alias_of`.
@@ -82,8 +91,8 @@ class Observation:
 class Entry:
     """One message of the transcript.
 
-    kind: "intent" (the intent block), "intent_update", "task", "user", "steer",
-    "note", "assistant", "tool_result".
+    kind: "intent" (the intent block), "intent_update", "task", "handoff", "user",
+    "steer", "chat", "note", "job", "nudge", "verify", "assistant", "tool_result".
     """
 
     kind: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from observations.gateway import segments
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import ToolCall, ToolSchema
@@ -64,6 +65,13 @@ def make_context(*, window: int = 20_000, output_budget: int = 2_000, policy: st
         intent_text=intent,
         intent_path=".atrium/tasks/1/intent.md",
     )
+
+
+def new_segment(ctx: SessionContext, reason: str = "test", prose: dict[str, str] | None = None):
+    """Start the next segment the way the runtime does when no model writes the prose."""
+    handoff = segments.handoff_for(ctx, reason=reason, prose=prose or segments.records_prose(ctx),
+                                   prose_source="records")
+    return segments.start_segment(ctx, handoff)
 
 
 def call(call_id: str, name: str = "read_file", **arguments) -> ToolCall:

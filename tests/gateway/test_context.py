@@ -70,7 +70,7 @@ class TestOnDemandFolds:
 
     def test_a_fold_that_would_free_less_than_the_minimum_does_not_happen(self):
         # Many tiny results: evicting them all cannot free the minimum.
-        ctx = make_context(window=40_000, output_budget=1_000, min_freed_tokens=16_000)
+        ctx = make_context(window=40_000, output_budget=1_000, min_freed_tokens=16_000, segment_ratio=0.9)
         ctx.add_user("x" * 4 * 28_000, kind="note", pinned=True)  # big, never evictable
         n = 0
         while ctx.projection() <= ctx.budget.trigger:
@@ -182,12 +182,27 @@ class TestReceipts:
         obs = next(o for o in ctx.observations if o.state is ObsState.RECEIPTED)
         text = ctx._rendered[obs.entry_index].text
         src = obs.source
-        for part in ("read_file", src.purpose, "f0.py", f"{src.size:,} bytes", src.sha256[:16], f"{src.tokens:,} tokens"):
+        for part in ("read_file f0.py", f"{src.size:,} bytes", src.sha256[:12], f"{src.tokens:,} tokens"):
             assert part in text
-        assert "first line: " in text and src.text.splitlines()[0][:40] in text
+        assert text.count("read_file f0.py") == 1 and "range:" not in text  # the range is printed once
+        assert "First line: " in text and src.text.splitlines()[0][:40] in text
         assert "not in the context any more" in text
-        assert "Calling the tool again returns the full text." in text
+        assert f'recall("{src.sha256[:12]}") returns the exact text' in text
+        assert "reading the file again returns its current text" in text
         assert not re.search(r"do not|don't|avoid|already read|never", text, re.I)
+
+    def test_a_receipt_for_a_command_offers_recall_never_running_it_again(self):
+        ctx = make_context(window=30_000, output_budget=1_000)
+        for n in range(30):
+            ctx.add_assistant(f"s{n}", (call(f"c{n}", "shell"),))
+            output = "<returncode>1</returncode>\n<output>\n" + f"FAILED test_{n}\n" + "trace line\n" * 400
+            ctx.add_tool_result(shell_input(f"c{n}", "migrate && pytest", output))
+            ctx.add_assistant("next")
+            ctx.prepare()
+        obs = next(o for o in ctx.observations if o.state is ObsState.RECEIPTED)
+        text = ctx._rendered[obs.entry_index].text
+        assert "First line: 'FAILED test_0'" in text  # the output wrapper is skipped
+        assert "recall(" in text and "again" not in text
 
     def test_the_receipt_stays_inside_its_tool_result(self):
         ctx = make_context(window=30_000, output_budget=1_000)

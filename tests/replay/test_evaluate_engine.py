@@ -8,7 +8,13 @@ import pytest
 
 from observations.gateway.tokens import estimate_tokens
 from observations.replay.eval.calibration import estimator_error, percentile
-from observations.replay.eval.engine import ReplaySettings, output_tokens, replay, tool_schemas
+from observations.replay.eval.engine import (
+    NO_SEGMENTS,
+    ReplaySettings,
+    output_tokens,
+    replay,
+    tool_schemas,
+)
 from observations.replay.eval.results import ResultSet
 from observations.replay.eval.runner import replay_all, with_baseline
 from observations.replay.eval.summary import summarize
@@ -26,11 +32,19 @@ def huge_output_run():
     return trajectory(events)
 
 
-def test_a_policy_that_cannot_fit_what_it_may_not_evict_fails_the_run_without_crashing():
-    run = replay(huge_output_run(), "on_demand", 16_000)
+def test_without_segments_a_run_that_cannot_fit_what_it_may_not_evict_fails_without_crashing():
+    run = replay(huge_output_run(), NO_SEGMENTS, 16_000)
     assert run.failed and run.failure.startswith("step 2:")
     assert run.requests == 2
     assert run.over_ceiling == 0
+
+
+def test_with_segments_the_same_run_goes_on_in_a_new_segment():
+    run = replay(huge_output_run(), "on_demand", 16_000)
+    assert not run.failed and run.over_ceiling == 0
+    assert len(run.segments) == 1 and run.handoffs[0]["bytes"] > 0
+    # The prose request is billed like any other: one more request than recorded steps.
+    assert run.requests == 4
 
 
 def test_the_baselines_send_it_anyway_and_show_it_over_the_ceiling():
@@ -39,9 +53,9 @@ def test_the_baselines_send_it_anyway_and_show_it_over_the_ceiling():
     assert run.over_ceiling == 1 and run.over_window == 1
 
 
-def test_ratios_to_none_are_taken_over_runs_every_policy_finished():
+def test_ratios_to_none_are_taken_over_every_run_and_stopped_runs_are_counted():
     results = ResultSet(
-        settings={}, policies=with_baseline(["on_demand", "eager"]), windows=[16_000]
+        settings={}, policies=with_baseline([NO_SEGMENTS, "eager"]), windows=[16_000]
     )
     settings = ReplaySettings()
     ok = trajectory(
@@ -53,13 +67,11 @@ def test_ratios_to_none_are_taken_over_runs_every_policy_finished():
         replay_all(huge_output_run(), results.policies, results.windows, settings),
     ]
     rows = {row.policy: row for row in summarize(results)}
-    assert rows["on_demand"].failed == 1 and rows["on_demand"].common_runs == 1
+    assert rows[NO_SEGMENTS].failed == 1 and rows[NO_SEGMENTS].runs == 2
     assert rows["none"].sent_ratio == 1.0
-    ok_result = results.trajectories[0]
-    assert rows["eager"].cost_ratio == pytest.approx(
-        ok_result.totals[("eager", 16_000)].cost / ok_result.totals[("none", 16_000)].cost
-    )
-    assert rows["eager"].runs == 2  # totals still count every run
+    total = {p: sum(t.totals[(p, 16_000)].cost for t in results.trajectories) for p in ("none", "eager", NO_SEGMENTS)}
+    assert rows["eager"].cost_ratio == pytest.approx(total["eager"] / total["none"])
+    assert rows[NO_SEGMENTS].cost_ratio == pytest.approx(total[NO_SEGMENTS] / total["none"])
 
 
 def test_none_is_always_the_first_policy():

@@ -24,8 +24,9 @@ def read_step(ctx, n: int, lines: int, *, thought: str = ""):
 
 def test_a_due_fold_that_would_not_pay_back_waits_for_the_ceiling():
     # One big early result, then a long answer nothing may evict: folding the result
-    # re-sends the long answer as a cache write for a small saving per request.
-    ctx = make_context(window=40_000, output_budget=1_000)
+    # re-sends the long answer as a cache write for a small saving per request. (A
+    # segment share above what the answer takes, so that folds, not a reset, decide.)
+    ctx = make_context(window=40_000, output_budget=1_000, segment_ratio=0.9)
     read_step(ctx, 0, 220)
     read_step(ctx, 1, 5, thought="a long plan, kept verbatim " * 4_500)
     n = 2

@@ -98,7 +98,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         out = options.get("stdout") or sys.stdout
         err = options.get("stderr") or sys.stderr
-        console = Console(file=out, width=None if _is_tty(out) else 200, highlight=False)
+        console = Console(file=out, width=None if _is_tty(out) else 240, highlight=False)
         paths: list[str] = options["paths"]
         if paths[0] == COMPARE:
             self._compare(paths[1:], console)

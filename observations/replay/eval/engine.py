@@ -17,10 +17,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from observations.gateway import segments
 from observations.gateway.budget import Budget
-from observations.gateway.context import ContextTooLarge, SessionContext
-from observations.gateway.messages import Message, ToolCall, ToolSchema
-from observations.gateway.tokens import estimate_message_tokens, estimate_tokens
+from observations.gateway.context import ContextTooLarge, SegmentNeeded, SessionContext
+from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
+from observations.gateway.receipts import meaningful_first_line
+from observations.gateway.tokens import (
+    estimate_message_tokens,
+    estimate_request_message,
+    estimate_tokens,
+)
 from observations.gateway.transcript import FileRange, ObservationInput
 from observations.replay.eval.cost import CostModel
 from observations.replay.eval.reads import ReadTracker
@@ -32,8 +38,19 @@ ROOM_DEDUP = "eager-room-dedup"
 # on_demand's folds alone, without the ledger's short notes for unchanged re-reads:
 # separates the two effects (opt-in with --policy).
 NO_NOTES = "on_demand-no-notes"
+# on_demand without each piece that keeps sessions going, to show what each one is
+# worth (opt-in): payload receipts, receipts that name `recall`, new segments.
+NO_PAYLOADS = "on_demand-no-payloads"
+LEGACY_RECEIPTS = "on_demand-legacy-receipts"
+NO_SEGMENTS = "on_demand-no-segments"
 POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP)
-OPTIONAL_POLICIES = (NO_NOTES,)
+OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
+_VARIANTS: dict[str, dict[str, bool]] = {
+    NO_NOTES: {"notes": False},
+    NO_PAYLOADS: {"payload_receipts": False},
+    LEGACY_RECEIPTS: {"legacy_receipts": True},
+    NO_SEGMENTS: {"segments": False},
+}
 DEFAULT_OUTPUT_BUDGET = 4_096
 
 
@@ -69,6 +86,11 @@ class RunResult:
     rereads_after_eviction: int = 0
     denied_rereads: int = 0
     failure: str | None = None  # why the gateway gave up (ContextTooLarge), if it did
+    # Requests that opened a new segment (the first request after each reset), and per
+    # reset the handoff's size in bytes (total and per section) and its prose request.
+    segments: list[int] = field(default_factory=list)
+    handoffs: list[dict[str, Any]] = field(default_factory=list)
+    payload_receipts: int = 0
     # (estimate, provider-reported) input tokens per step, where the source has them.
     estimates: list[tuple[int, int]] = field(default_factory=list)
 
@@ -122,7 +144,6 @@ def observation_input(event: ToolEvent) -> ObservationInput:
     # The ledger keys one range per result; a result that printed several files is
     # served as plain output.
     read = _file_range(reads[0]) if len(reads) == 1 else None
-    first_line = text.split("\n", 1)[0]
     return ObservationInput(
         call_id=event.call_id,
         tool=event.tool,
@@ -134,7 +155,9 @@ def observation_input(event: ToolEvent) -> ObservationInput:
         purpose=reads[0].describe() if len(reads) == 1 else "",
         read=read,
         file_fingerprint=read.content_hash if read else "",
-        first_line=first_line,
+        first_line=meaningful_first_line(text),
+        exit_code=event.exit_code,
+        written=tuple(dict.fromkeys(a.path for a in event.accesses if a.kind in ("write", "edit"))),
     )
 
 
@@ -160,16 +183,20 @@ def output_tokens(step: Step) -> int:
 
 
 def new_context(trajectory: Trajectory, policy: str, budget: Budget) -> SessionContext:
+    options = {"notes": True, **_VARIANTS.get(policy, {})}
+    base = "on_demand" if policy in _VARIANTS else policy
+    if base != "on_demand":
+        # Short notes for unchanged re-reads are on_demand's; the baselines serve
+        # every result whole, as the recorded agents did.
+        options["notes"] = False
     return SessionContext(
         model=trajectory.model or trajectory.source,
         system_prompt=trajectory.system_prompt,
         tools=tool_schemas(trajectory.meta),
         budget=budget,
-        policy={ROOM_DEDUP: "eager", NO_NOTES: "on_demand"}.get(policy, policy),
-        # Short notes for unchanged re-reads are on_demand's; the baselines serve
-        # every result whole, as the recorded agents did.
-        notes=policy == "on_demand",
+        policy="eager" if policy == ROOM_DEDUP else base,
         room_seen=set() if policy == ROOM_DEDUP else None,
+        **options,
     )
 
 
@@ -182,40 +209,32 @@ def replay(
     budget = settings.budget_for(window)
     result = RunResult(policy, window, budget.trigger, budget.ceiling)
     ctx = new_context(trajectory, policy, budget)
-    tracker = ReadTracker(ctx.observations)
-    cost_model = settings.cost
+    tracker = ReadTracker(ctx.observation)
     ctx.add_user(trajectory.task, kind="task")
+    bill = _Biller(result, settings.cost, ctx.header_tokens)
 
-    previous: tuple[Message, ...] = ()
-    previous_sent = 0
     tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
     for step in trajectory.steps:
         try:
-            boundary = ctx.prepare()
+            try:
+                boundary = ctx.prepare()
+            except SegmentNeeded as need:
+                _new_segment(ctx, need.reason, result, bill)
+                boundary = ctx.prepare()
         except ContextTooLarge as exc:
             result.failure = f"step {step.index}: {exc}"
             break
         messages = boundary.request.messages + tail
         tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
         sent = ctx.header_tokens + sum(tokens)
-        shared = _shared_prefix_tokens(previous, messages, tokens, ctx.header_tokens)
-        billed = cost_model.split(sent, shared, previous_sent)
         ctx.record_usage(sent)
-
         if boundary.fold is not None:
             result.folds.append(result.requests)
-        result.sent.append(sent)
-        result.cache_read.append(billed.cache_read)
-        result.cache_write.append(billed.cache_write)
-        result.uncached.append(billed.uncached)
+            result.payload_receipts += len(boundary.fold.payloads)
+        bill.request(messages, tokens, output_tokens(step))
         result.receipts.append(sum(1 for o in ctx.observations if not tracker.text_in_context(o)))
-        result.input_cost += cost_model.input_cost(billed)
-        out = output_tokens(step)
-        result.output_tokens += out
-        result.output_cost += cost_model.output * out
         if step.reported_input_tokens is not None:
             result.estimates.append((sent, step.reported_input_tokens))
-        previous, previous_sent = messages, sent
 
         if not step.kept_in_history:
             tail = (Message("assistant", step.assistant_text),)
@@ -237,6 +256,45 @@ def replay(
     result.rereads_after_eviction = tracker.rereads_after_eviction
     result.denied_rereads = tracker.denied_rereads
     return result
+
+
+class _Biller:
+    """Bills each request sent, against the one sent before it (prefix caching)."""
+
+    def __init__(self, result: RunResult, cost: CostModel, header: int) -> None:
+        self.result, self.cost, self.header = result, cost, header
+        self.previous: tuple[Message, ...] = ()
+        self.previous_sent = 0
+
+    def request(self, messages: tuple[Message, ...], tokens: list[int], output: int) -> None:
+        result = self.result
+        sent = self.header + sum(tokens)
+        shared = _shared_prefix_tokens(self.previous, messages, tokens, self.header)
+        billed = self.cost.split(sent, shared, self.previous_sent)
+        result.sent.append(sent)
+        result.cache_read.append(billed.cache_read)
+        result.cache_write.append(billed.cache_write)
+        result.uncached.append(billed.uncached)
+        result.input_cost += self.cost.input_cost(billed)
+        result.output_tokens += output
+        result.output_cost += self.cost.output * output
+        self.previous, self.previous_sent = messages, sent
+
+
+def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: _Biller) -> None:
+    """What a live session does at a reset: one prose request (billed like any other,
+    its answer a stand-in of realistic size: see segments.stand_in_prose), then the
+    handoff opens the next segment."""
+    prose = segments.stand_in_prose(ctx)
+    request: Request = segments.prose_request(ctx)
+    answer = estimate_tokens(prose["progress"] + prose["next_step"])
+    bill.request(request.messages, [estimate_request_message(m) for m in request.messages], answer)
+    result.receipts.append(result.receipts[-1] if result.receipts else 0)
+    handoff = segments.handoff_for(ctx, reason=reason, prose=prose, prose_source="stand-in")
+    record = segments.start_segment(ctx, handoff)
+    result.segments.append(result.requests)
+    result.handoffs.append({"step": ctx.step, "bytes": record.handoff_bytes, "tokens": record.handoff_tokens,
+                            "sections": record.handoff_sizes, "reason": reason})
 
 
 def _shared_prefix_tokens(

@@ -12,6 +12,7 @@ loop an agent cannot get out of.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from observations.gateway.transcript import Observation, ObsState
@@ -49,18 +50,19 @@ def covers(outer: FileAccess, inner: FileAccess) -> bool:
 class ReadTracker:
     """Feed it every tool event of one replayed run, in order."""
 
-    def __init__(self, observations: list[Observation]) -> None:
-        self._observations = observations  # the session's, to follow notes to their target
+    def __init__(self, observation: Callable[[int], Observation | None]) -> None:
+        # The session's lookup by obs_id (None once a segment ended), to follow notes.
+        self._observation = observation
         self._reads: dict[str, list[_Read]] = {}
         self._versions: dict[str, int] = {}
         self.rereads_after_eviction = 0
         self.denied_rereads = 0
 
-    def text_in_context(self, obs: Observation) -> bool:
-        if obs.denied or obs.state is ObsState.RECEIPTED:
+    def text_in_context(self, obs: Observation | None) -> bool:
+        if obs is None or obs.denied or obs.state in (ObsState.RECEIPTED, ObsState.ARCHIVED):
             return False
         if obs.alias_of is not None:
-            return self.text_in_context(self._observations[obs.alias_of])
+            return self.text_in_context(self._observation(obs.alias_of))
         return True
 
     def before_result(self, accesses: tuple[FileAccess, ...]) -> list[FileAccess]:

@@ -20,6 +20,8 @@ COLUMNS = (
     ("cost ×none", "right"),
     ("folds", "right"),
     ("receipts", "right"),
+    ("payload receipts", "right"),
+    ("segments", "right"),
     ("re-reads after eviction", "right"),
     ("denied re-reads", "right"),
     ("over ceiling", "right"),
@@ -41,7 +43,7 @@ def summary_table(rows: list[SummaryRow], title: str) -> Table:
         if previous_window is not None and row.window != previous_window:
             table.add_section()
         previous_window = row.window
-        cost = _ratio(row.cost_ratio)
+        cost = _ratio(row.cost_ratio) + (f" ({row.failed} stopped)" if row.failed else "")
         table.add_row(
             window_label(row.window),
             row.policy,
@@ -53,11 +55,38 @@ def summary_table(rows: list[SummaryRow], title: str) -> Table:
             Text(cost, style="bold green") if best.get(row.window) == row.policy else cost,
             f"{row.folds:,}",
             f"{row.receipts:,}",
+            f"{row.payload_receipts:,}",
+            f"{row.segments:,}",
             f"{row.rereads_after_eviction:,}",
             Text(f"{row.denied_rereads:,}", style="bold red" if row.denied_rereads else ""),
             Text(f"{row.over_ceiling:,}", style="red" if row.over_ceiling else ""),
-            f"{row.failed}",
+            Text(f"{row.failed}", style="bold red" if row.failed else ""),
         )
+    return table
+
+
+def handoff_table(results: ResultSet, *, resets_shown: int = 10) -> Table | None:
+    """Handoff sizes across resets: the k-th handoff of every run that reset k times."""
+    series: dict[tuple[int, str], list[tuple[int, ...]]] = {}
+    for trajectory in results.trajectories:
+        for (policy, window), totals in trajectory.totals.items():
+            if totals.handoff_bytes:
+                series.setdefault((window, policy), []).append(totals.handoff_bytes)
+    if not series:
+        return None
+    table = Table(title="Handoff bytes by reset (median / max over the runs that reset that often)",
+                  title_justify="left", pad_edge=False)
+    table.add_column("window")
+    table.add_column("policy")
+    table.add_column("runs reset", justify="right")
+    for k in range(1, resets_shown + 1):
+        table.add_column(f"#{k}", justify="right")
+    for (window, policy), runs in sorted(series.items()):
+        cells = []
+        for k in range(resets_shown):
+            sizes = sorted(run[k] for run in runs if len(run) > k)
+            cells.append(f"{sizes[len(sizes) // 2]:,} / {sizes[-1]:,}" if sizes else "")
+        table.add_row(window_label(window), policy, f"{len(runs)}", *cells)
     return table
 
 
@@ -71,6 +100,9 @@ def render(results: ResultSet, console: Console) -> None:
         f"{len(results.problems)} file(s) skipped."
     )
     console.print(summary_table(summarize(results), "All sources"))
+    handoffs = handoff_table(results)
+    if handoffs is not None:
+        console.print(handoffs)
     sources = sorted({t.source for t in results.trajectories})
     if len(sources) > 1:
         for source in sources:
@@ -83,8 +115,8 @@ def notes(results: ResultSet) -> list[str]:
     cost = settings["cost"]
     gateway = settings["gateway"]
     lines = [
-        "×none ratios are over the runs every policy replayed to the end at that window "
-        "(a failed run is one the gateway stopped: what it cannot evict exceeds the ceiling).",
+        "×none ratios are over every run; a stopped run (failed: what it cannot evict exceeds the "
+        "ceiling and it has no segments) counts what it sent until it stopped.",
         f"cost index = uncached × 1.0 + cache-read × {cost['cache_read']} + cache-write × "
         f"{cost['cache_write']} + output × {cost['output']}; requests under "
         f"{cost['min_cacheable']:,} tokens are not cached. Output budget "

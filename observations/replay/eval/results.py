@@ -19,7 +19,8 @@ from observations.replay.load import LoadProblem
 from observations.replay.trajectory import Trajectory
 
 RESULTS_FORMAT = "atrium-replay-results"
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1: before segments (their fields read as none)
 
 
 class ResultsFormatError(ValueError):
@@ -52,6 +53,9 @@ class RunTotals:
     over_window: int
     over_ceiling: int
     failure: str | None
+    segments: int = 0
+    payload_receipts: int = 0
+    handoff_bytes: tuple[int, ...] = ()  # per reset, in order
 
     @property
     def cost(self) -> float:
@@ -80,6 +84,9 @@ class RunTotals:
             over_window=run.over_window,
             over_ceiling=run.over_ceiling,
             failure=run.failure,
+            segments=len(run.segments),
+            payload_receipts=run.payload_receipts,
+            handoff_bytes=tuple(h["bytes"] for h in run.handoffs),
         )
 
 
@@ -110,6 +117,8 @@ class TrajectoryResult:
             "uncached": run.uncached,
             "receipts": run.receipts,
             "folds": run.folds,
+            "segments": run.segments,
+            "handoffs": run.handoffs,
         }
 
 
@@ -156,7 +165,7 @@ class ResultSet:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResultSet:
-        if data.get("format") != RESULTS_FORMAT or data.get("version") != RESULTS_VERSION:
+        if data.get("format") != RESULTS_FORMAT or data.get("version") not in READABLE_VERSIONS:
             raise ValueError(f"expected format {RESULTS_FORMAT!r} version {RESULTS_VERSION}")
         estimator = data.get("estimator")
         return cls(
@@ -205,9 +214,9 @@ def _trajectory_from_json(data: dict[str, Any]) -> TrajectoryResult:
     )
     for run in data["runs"]:
         key = (str(run["policy"]), int(run["window"]))
-        result.totals[key] = RunTotals(
-            policy=key[0], window=key[1], **{name: run[name] for name in _TOTAL_FIELDS}
-        )
+        values = {name: run[name] for name in _TOTAL_FIELDS if name in run}
+        values["handoff_bytes"] = tuple(values.get("handoff_bytes", ()))
+        result.totals[key] = RunTotals(policy=key[0], window=key[1], **values)
         if run.get("per_request") is not None:
             result.requests[key] = run["per_request"]
     return result

@@ -1,16 +1,16 @@
 """Totals per policy and window (and per source) over a result set.
 
-Ratios to `none` are taken over the *common runs* of a window: the trajectories every
-policy replayed to the end there. A run the gateway had to stop (ContextTooLarge)
-sent fewer requests than the others, so counting it would flatter the policy that
-failed; failed runs are reported in their own column instead.
+Ratios to `none` are taken over every run of a window: no run is ever dropped. A run a
+policy had to stop (ContextTooLarge: only a policy without segments can) counts with
+what it sent until it stopped, which flatters it, so stopped runs have their own
+column and a policy that stops any is marked in the tables.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from observations.replay.eval.results import ResultSet, RunTotals, TrajectoryResult
+from observations.replay.eval.results import ResultSet, RunTotals
 
 BASELINE = "none"
 
@@ -31,8 +31,9 @@ class SummaryRow:
     denied_rereads: int
     over_ceiling: int
     over_window: int
-    common_runs: int
-    sent_ratio: float | None  # to none, over the common runs
+    segments: int
+    payload_receipts: int
+    sent_ratio: float | None  # to none, over every run
     cost_ratio: float | None
 
     @property
@@ -40,37 +41,17 @@ class SummaryRow:
         return self.cache_read / self.sent if self.sent else 0.0
 
 
-def common_runs(
-    trajectories: list[TrajectoryResult], policies: list[str], window: int
-) -> list[TrajectoryResult]:
-    return [
-        t
-        for t in trajectories
-        if all((p, window) in t.totals and not t.totals[(p, window)].failed for p in policies)
-    ]
-
-
 def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryRow]:
     trajectories = [t for t in results.trajectories if source is None or t.source == source]
     rows = []
     for window in results.windows:
-        common = common_runs(trajectories, results.policies, window)
-        base_sent = (
-            sum(t.totals[(BASELINE, window)].sent for t in common)
-            if BASELINE in results.policies
-            else 0
-        )
-        base_cost = (
-            sum(t.totals[(BASELINE, window)].cost for t in common)
-            if BASELINE in results.policies
-            else 0.0
-        )
+        base = [t.totals[(BASELINE, window)] for t in trajectories if (BASELINE, window) in t.totals]
+        base_sent = sum(r.sent for r in base)
+        base_cost = sum(r.cost for r in base)
         for policy in results.policies:
             runs = [
                 t.totals[(policy, window)] for t in trajectories if (policy, window) in t.totals
             ]
-            common_sent = sum(t.totals[(policy, window)].sent for t in common)
-            common_cost = sum(t.totals[(policy, window)].cost for t in common)
             rows.append(
                 SummaryRow(
                     window=window,
@@ -87,9 +68,10 @@ def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryR
                     denied_rereads=_total(runs, "denied_rereads"),
                     over_ceiling=_total(runs, "over_ceiling"),
                     over_window=_total(runs, "over_window"),
-                    common_runs=len(common),
-                    sent_ratio=common_sent / base_sent if base_sent else None,
-                    cost_ratio=common_cost / base_cost if base_cost else None,
+                    segments=_total(runs, "segments"),
+                    payload_receipts=_total(runs, "payload_receipts"),
+                    sent_ratio=_total(runs, "sent") / base_sent if base_sent else None,
+                    cost_ratio=sum(r.cost for r in runs) / base_cost if base_cost else None,
                 )
             )
     return rows

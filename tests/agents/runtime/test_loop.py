@@ -40,9 +40,14 @@ class FakeHost:
     requests: list = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
     merged: bool = True
+    segment_asked: str = ""  # a person pressed New segment
 
     def settle_jobs(self, token):
         return ()
+
+    def segment_request(self):
+        asked, self.segment_asked = self.segment_asked, ""
+        return asked
 
     def pending_inputs(self, *, chat_after):
         taken, self.inputs = self.inputs, []
@@ -116,7 +121,7 @@ def test_at_the_boundary_a_steer_is_delivered_before_the_request_is_sent():
     host = FakeHost(turns=[turn("ok")], inputs=[Input(7, 3, "steer", "ann", "use tabs")])
     run(host)
     assert host.kinds()[:2] == ["input.delivered", "step.started"]
-    assert host.requests[0].messages[-1].text == "[steer from ann] use tabs"
+    assert host.requests[0].messages[-1].text == "[steer from ann, D1] use tabs"
 
 
 def test_a_changed_intent_file_is_logged_and_sent(monkeypatch):
@@ -218,16 +223,20 @@ def test_an_overflow_is_folded_and_retried_once_never_resent_unchanged():
     assert result.outcome is Outcome.SUCCEEDED
     overflowed, retried = host.requests[3], host.requests[4]
     assert overflowed.messages != retried.messages
-    assert any("[receipt]" in m.text for m in retried.messages)
+    assert any(m.text.startswith("[receipt ") for m in retried.messages)
     assert [k for k in host.kinds() if k in ("model.overflow", "fold")] == ["model.overflow", "fold"]
 
 
-def test_a_second_overflow_after_the_fold_fails_the_session():
+def test_a_second_overflow_starts_a_new_segment_and_a_third_fails_the_session():
     ctx = make_context(window=20_000, output_budget=1_000)
     host = FakeHost(turns=[turn("read", ("r0", "read_file", {"path": "a"})), turn("again", ("r1", "read_file", {"path": "b"})),
-                           ContextOverflow("too long"), ContextOverflow("too long")])
+                           ContextOverflow("too long"), ContextOverflow("too long"),
+                           turn("## Progress and blockers\nread a and b"), ContextOverflow("too long")])
     host.execute = lambda call: ToolOutcome(call.id, call.name, {}, "x\n" * 2_000)
     loop, result = run(host, ctx=ctx)
+    # A fold, then a new segment: neither request is the one refused; then it gives up.
+    assert [k for k in host.kinds() if k in ("model.overflow", "fold", "segment.started")] == [
+        "model.overflow", "fold", "model.overflow", "segment.started", "model.overflow"]
     assert result.outcome is Outcome.FAILED and "after a mandatory fold" in result.reason
 
 

@@ -100,7 +100,7 @@ def test_an_overflow_folds_and_retries_once_with_a_different_request(start, wire
     assert len(requests) == 5  # three steps, the overflow, one retry
     overflowed, retried = requests[3], requests[4]
     assert overflowed["messages"] != retried["messages"]
-    assert any("[receipt]" in str(m.get("content")) for m in retried["messages"] if m["role"] == "tool")
+    assert any(str(m.get("content")).startswith("[receipt ") for m in retried["messages"] if m["role"] == "tool")
     fold = Fold.objects.get(session=session)
     assert fold.reason == "overflow" and fold.evicted
 

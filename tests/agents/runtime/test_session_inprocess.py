@@ -65,7 +65,7 @@ def test_chat_that_mentions_the_agent_is_delivered_and_other_chat_is_not(person,
     assert [(e.payload["kind"], e.payload["message_id"]) for e in delivered] == [("chat", mention.pk)]
     session.refresh_from_db()
     texts = [e["text"] for e in session.gateway_state["entries"]]
-    assert "[pat in the room] @fixer keep the diff small" in texts
+    assert "[pat in the room, D1] @fixer keep the diff small" in texts
     assert not any("lunch" in t for t in texts)
     assert session.runtime_state["chat_cursor"] == mention.seq
 

@@ -16,7 +16,7 @@ from observations.gateway.messages import ToolCall
 from .conftest import call
 
 # Sent with every request: a change that grows the schemas has to move this number.
-SCHEMA_BUDGET_CHARS = 2200
+SCHEMA_BUDGET_CHARS = 2750  # recall and history_search added about 520
 
 
 def _serialized_size(schemas) -> int:
@@ -30,7 +30,7 @@ def _serialized_size(schemas) -> int:
 def test_the_tool_schemas_stay_within_their_size_budget(box):
     assert [s.name for s in box.schemas()] == [
         "read_file", "list_files", "search", "write_file", "edit_file", "undo_edit", "shell",
-        "await", "post_message",
+        "await", "post_message", "recall", "history_search",
     ]
     assert _serialized_size(box.schemas()) <= SCHEMA_BUDGET_CHARS
 
