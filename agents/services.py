@@ -5,6 +5,7 @@ enqueues, broadcasts) leave the process only after commit."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,8 +14,10 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.events import session_event_append
-from agents.models import AgentProfile, Approval, RoomAgent, Session, Task
+from agents.models import AgentProfile, Approval, ProviderCall, RoomAgent, Session, Task
+from agents.providers import CallRecord
 from agents.runtime import states
+from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
@@ -267,3 +270,26 @@ def approvals_expire(now=None) -> int:
 
 def active_sessions(room: Room):
     return Session.objects.filter(task__room=room).filter(~Q(state__in=states.TERMINAL))
+
+
+# --- accounting ---------------------------------------------------------------------------
+
+
+def provider_call_record(*, session: Session, step: int, record: CallRecord) -> ProviderCall:
+    """Store one model call as the provider reported it, priced at the agent's prices
+    (called inside the step's transaction). A refused call (an error, no usage) is not
+    billed; an answer without reported usage has an unknown cost, never a guessed one."""
+    usage = Usage(input_tokens=record.input_tokens, cached_input_tokens=record.cached_input_tokens,
+                  cache_write_tokens=record.cache_write_tokens, output_tokens=record.output_tokens,
+                  reasoning_tokens=record.reasoning_tokens)
+    if record.usage_reported:
+        cost = session.agent.price_for(record.model).cost(usage)
+    else:
+        cost = Decimal(0) if record.error else None
+    return ProviderCall.objects.create(
+        session=session, step=step, model=record.model, input_tokens=record.input_tokens,
+        cached_input_tokens=record.cached_input_tokens, cache_write_tokens=record.cache_write_tokens,
+        output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
+        latency_ms=record.latency_ms, prefix_hash=record.prefix_hash, projected_tokens=record.projected_tokens,
+        prefix=record.prefix, cost_usd=cost, error=record.error or "",
+    )

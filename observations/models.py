@@ -55,6 +55,8 @@ class Observation(models.Model):
     fold_number = models.PositiveIntegerField(null=True, blank=True)
     alias_of_seq = models.PositiveIntegerField(null=True, blank=True)
     reread_of_seq = models.PositiveIntegerField(null=True, blank=True)
+    # Once folded out: the receipt the model saw in its place, as it was sent.
+    receipt_text = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -14,7 +14,7 @@ from django.db import transaction
 from observations.blobs import blob_put
 from observations.gateway.budget import Calibration as CalibrationState
 from observations.gateway.context import SessionContext
-from observations.gateway.transcript import ObservationInput
+from observations.gateway.transcript import ObservationInput, ObsState
 from observations.models import Blob, Calibration, Fold, LedgerEntry, Observation
 
 
@@ -63,15 +63,15 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
             content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
             blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
             state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
-            served=_served(obs),
+            served=_served(obs), receipt_text=_receipt(ctx, obs),
         ))
     for obs in ctx.observations[:known]:
         row = rows.get(obs.obs_id)
         if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
-            row.state, row.fold_number = obs.state.value, obs.fold
+            row.state, row.fold_number, row.receipt_text = obs.state.value, obs.fold, _receipt(ctx, obs)
             changed.append(row)
     Observation.objects.bulk_create(new_rows)
-    Observation.objects.bulk_update(changed, ["state", "fold_number"])
+    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
     _sync_ledger(session, ctx)
     _sync_folds(session, ctx)
 
@@ -81,6 +81,12 @@ def _blob_for(room_id: int, source: ObservationInput) -> Blob:
     if cached is not None and cached.sha256 == source.sha256:
         return cached  # an unchanged read this room stored before: nothing to hash or write
     return blob_put(source.text, sha256=source.sha256)
+
+
+def _receipt(ctx: SessionContext, obs) -> str:
+    """The receipt the model sees for a folded-out result, exactly as sent (kept, since
+    the receipt's wording may change with later versions of the gateway)."""
+    return ctx.served_text(obs) if obs.state is ObsState.RECEIPTED else ""
 
 
 def _served(obs) -> str:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
-from agents.providers import CallRecord, ContextOverflow, ProviderError
+from agents.analysis import loops
+from agents.analysis.loops import LoopRules
+from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
 from agents.runtime import nudges
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
+from observations.gateway.breakdown import request_breakdown
 from observations.gateway.context import ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
 from observations.gateway.tokens import estimate_tokens
@@ -104,8 +107,10 @@ class Host(Protocol):
 
 
 class StepLoop:
-    def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time) -> None:
+    def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time,
+                 loop_rules: LoopRules | None = None) -> None:
         self.ctx, self.state, self.host, self.clock = ctx, state, host, clock
+        self.loop_rules = loop_rules or LoopRules()
 
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
@@ -128,6 +133,10 @@ class StepLoop:
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
+        for alarm in loops.watch(ctx, state.loop_alarms, self.loop_rules, host.check_command):
+            state.loop_alarms.append(alarm.key)
+            ctx.add_user(alarm.nudge, kind="nudge")
+            host.emit("loop.suspected", alarm.payload(ctx.step))
         delivered = tuple(item.id for item in inputs if item.kind == "steer")
         try:
             boundary = ctx.prepare(person_waiting=state.person_waiting)
@@ -191,7 +200,7 @@ class StepLoop:
     def _call(self, boundary, records: list[CallRecord]):
         """Send the request; an overflow folds (mandatory) and retries once, never as-is."""
         try:
-            completion = self.host.call_model(boundary.request)
+            completion = self._send(boundary)
         except ContextOverflow as exc:
             if exc.record is not None:
                 records.append(exc.record)
@@ -199,7 +208,7 @@ class StepLoop:
             boundary = self.ctx.after_overflow()
             self._emit_boundary(boundary)
             try:
-                completion = self.host.call_model(boundary.request)
+                completion = self._send(boundary)
             except ContextOverflow as again:
                 if again.record is not None:
                     records.append(again.record)
@@ -212,6 +221,17 @@ class StepLoop:
             raise
         records.append(completion.record)
         return completion
+
+    def _send(self, boundary) -> Completion:
+        """One request; its record (or its error's) carries the gateway's view of it."""
+        facts = {"projected_tokens": boundary.projection, "prefix": request_breakdown(self.ctx)}
+        try:
+            completion = self.host.call_model(boundary.request)
+        except ProviderError as exc:
+            if exc.record is not None:
+                exc.record = replace(exc.record, **facts)
+            raise
+        return Completion(completion.turn, replace(completion.record, **facts))
 
     def _emit_boundary(self, boundary) -> None:
         budget = self.ctx.budget

@@ -1,0 +1,78 @@
+"""What one request is made of: bytes and estimated tokens per named part.
+
+The fixed prefix (system prompt, tool schemas, intent) is paid on every request of a
+session; the breakdown shows what it costs beside the conversation. Parts are named
+by the transcript entry kinds they hold (``PART_OF_KIND``), so a new kind of pinned
+entry (a segment's handoff) becomes its own part by adding one line there.
+
+Token figures are the gateway's raw estimates (observations.gateway.tokens), the
+same ones the projection sums before calibration, so the parts add up to the
+request's estimate exactly and to the provider's count within the estimator's error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from observations.gateway.messages import Message, ToolSchema
+from observations.gateway.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from observations.gateway.context import SessionContext
+
+# Entry kind → part; every other kind is "conversation".
+PART_OF_KIND = {
+    "intent": "intent",
+    "intent_update": "intent",
+    "handoff": "handoff",
+}
+FIXED_PARTS = ("system", "tools", "intent", "handoff")
+
+
+def _part(data: str, tokens: int) -> dict[str, int]:
+    return {"bytes": len(data.encode("utf-8", "surrogatepass")), "tokens": tokens}
+
+
+def tool_part(tool: ToolSchema) -> dict[str, int]:
+    """One tool's schema as sent: the JSON a provider receives, estimated the way the
+    context counts its header."""
+    wire = json.dumps({"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+                      ensure_ascii=False, separators=(",", ":"))
+    return _part(wire, estimate_tokens(tool.name + tool.description + str(tool.parameters)))
+
+
+def _message_text(message: Message) -> str:
+    calls = "".join(call.name + json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+                    for call in message.tool_calls)
+    return message.text + calls
+
+
+def request_breakdown(ctx: SessionContext) -> dict[str, Any]:
+    """The request ``ctx`` would send now, by part.
+
+    ``{"system": {bytes, tokens}, "tools": {bytes, tokens, "each": {name: {bytes,
+    tokens}}}, "intent": {…}, "conversation": {…}}``, plus "handoff" once a session
+    has one. Parts without content are left out, except system, tools and
+    conversation.
+    """
+    tools = {tool.name: tool_part(tool) for tool in ctx.tools}
+    parts: dict[str, Any] = {
+        "system": _part(ctx.system_prompt, estimate_tokens(ctx.system_prompt)),
+        "tools": {
+            "bytes": sum(t["bytes"] for t in tools.values()),
+            "tokens": sum(t["tokens"] for t in tools.values()),
+            "each": tools,
+        },
+        "conversation": {"bytes": 0, "tokens": 0},
+    }
+    for entry, message, tokens in zip(ctx.entries, ctx.rendered_messages(), ctx.message_tokens(), strict=True):
+        name = PART_OF_KIND.get(entry.kind, "conversation")
+        part = parts.setdefault(name, {"bytes": 0, "tokens": 0})
+        part["bytes"] += len(_message_text(message).encode("utf-8", "surrogatepass"))
+        part["tokens"] += tokens
+    return parts
+
+
+def breakdown_total(parts: dict[str, Any], key: str = "tokens") -> int:
+    return sum(int(part.get(key, 0)) for part in parts.values())
