@@ -24,8 +24,8 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.events import session_event_append
 from agents.analysis.loops import LoopRules
+from agents.events import session_event_append
 from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.factory import parse_fallbacks
