@@ -6,12 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 
-from agents.models import Approval, Session, SessionEvent, Task
+from agents.models import AgentProfile, Approval, Session, SessionEvent, Task
 from agents.runtime import states
 from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
+
+LOOP_SUSPECTED = "loop.suspected"
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,10 @@ def room_work(room: Room) -> list[TaskWork]:
     """The room's tasks, newest first, each with every attempt at it."""
     tasks = list(Task.objects.filter(room=room).select_related("created_by").order_by("-created_at", "-pk"))
     by_task: dict[int, list[Session]] = {task.pk: [] for task in tasks}
-    sessions = Session.objects.filter(task__room=room).select_related("agent").order_by("-created_at", "-pk")
+    sessions = (Session.objects.filter(task__room=room).select_related("agent")
+                .annotate(loop_suspected=Exists(SessionEvent.objects.filter(session=OuterRef("pk"),
+                                                                            kind=LOOP_SUSPECTED)))
+                .order_by("-created_at", "-pk"))
     for session in sessions:
         by_task[session.task_id].append(session)
     return [TaskWork(task=task, sessions=by_task[task.pk]) for task in tasks]
@@ -156,3 +162,14 @@ def session_events_tail(session: Session, limit: int) -> tuple[list[SessionEvent
     newest_first = list(SessionEvent.objects.filter(session=session).order_by("-seq")[:limit])
     left_out = newest_first[-1].seq - 1 if len(newest_first) == limit else 0
     return list(reversed(newest_first)), left_out
+
+
+def session_loop_alarms(session: Session) -> list[dict]:
+    """What the loop alarm raised in this session (loop.suspected payloads), oldest first."""
+    return [e.payload for e in SessionEvent.objects.filter(session=session, kind=LOOP_SUSPECTED).order_by("seq")]
+
+
+def agent_sessions_for(user, agent: AgentProfile):
+    """The agent's sessions in the rooms ``user`` belongs to (profiles are hub-wide, what
+    they did in a room is that room's business)."""
+    return Session.objects.filter(agent=agent, task__room__memberships__user=user).distinct()

@@ -293,3 +293,28 @@ def provider_call_record(*, session: Session, step: int, record: CallRecord) -> 
         latency_ms=record.latency_ms, prefix_hash=record.prefix_hash, projected_tokens=record.projected_tokens,
         prefix=record.prefix, cost_usd=cost, error=record.error or "",
     )
+
+
+def session_analysis_refresh(session: Session) -> dict:
+    """The session's stored trace analysis, recomputed first if its event log grew since
+    (a derived cache: room and agent totals add these up instead of re-reading every log)."""
+    from agents.analysis.selectors import session_facts
+    from agents.analysis.trace import analyze
+
+    seq, stored, stored_seq = Session.objects.values_list("last_event_seq", "analysis", "analysis_seq").get(
+        pk=session.pk)
+    if stored and stored_seq == seq:
+        return stored
+    data = analyze(session_facts(session)).to_dict()
+    # Events appended meanwhile are in `data` too; labelled with the older seq, it is
+    # simply recomputed next time.
+    Session.objects.filter(pk=session.pk, analysis_seq__lte=seq).update(analysis=data, analysis_seq=seq)
+    session.analysis, session.analysis_seq = data, seq
+    return data
+
+
+def sessions_analysis_totals(sessions) -> dict:
+    """Totals of the trace analyses of ``sessions`` (a room's, an agent's)."""
+    from agents.analysis.trace import add_up
+
+    return add_up([session_analysis_refresh(s) for s in sessions.select_related("task", "task__room", "agent")])

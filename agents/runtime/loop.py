@@ -315,7 +315,7 @@ class StepLoop:
             "step": self.ctx.step, "call_id": call.id, "tool": call.name, "purpose": outcome.purpose,
             "is_error": outcome.is_error, "job": outcome.job_handle, "unknown": outcome.outcome_unknown,
             "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
-            "preview": text[:400],
+            "preview": text[:400], "duration_ms": outcome.duration_ms,
         })
 
     # ------------------------------------------------------------- end of a turn

@@ -29,6 +29,14 @@ def room_tasks(access: RoomAccess) -> dict:
 
 
 @register.simple_tag
+def room_totals(room) -> dict:
+    """The room's totals panel (agents/_room_totals.html), for the room page."""
+    from agents.views_analysis import room_totals_of
+
+    return room_totals_of(room)
+
+
+@register.simple_tag
 def new_task_form() -> TaskForm:
     return TaskForm()
 

@@ -5,9 +5,11 @@ session; the breakdown shows what it costs beside the conversation. Parts are na
 by the transcript entry kinds they hold (``PART_OF_KIND``), so a new kind of pinned
 entry (a segment's handoff) becomes its own part by adding one line there.
 
-Token figures are the gateway's raw estimates (observations.gateway.tokens), the
-same ones the projection sums before calibration, so the parts add up to the
-request's estimate exactly and to the provider's count within the estimator's error.
+Token figures are raw estimates (observations.gateway.tokens) of what a provider
+receives: each message as the context estimates it, each tool schema as the JSON sent.
+They add up to the provider's count within the estimator's error. (The context's own
+projection counts tool schemas in a shorter form; per-model calibration absorbs that,
+so a fixed-prefix figure here may exceed its share of the projection.)
 """
 
 from __future__ import annotations
@@ -34,12 +36,15 @@ def _part(data: str, tokens: int) -> dict[str, int]:
     return {"bytes": len(data.encode("utf-8", "surrogatepass")), "tokens": tokens}
 
 
-def tool_part(tool: ToolSchema) -> dict[str, int]:
-    """One tool's schema as sent: the JSON a provider receives, estimated the way the
-    context counts its header."""
-    wire = json.dumps({"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+def tool_wire(tool: ToolSchema) -> str:
+    """One tool's schema as a provider receives it (JSON)."""
+    return json.dumps({"name": tool.name, "description": tool.description, "parameters": tool.parameters},
                       ensure_ascii=False, separators=(",", ":"))
-    return _part(wire, estimate_tokens(tool.name + tool.description + str(tool.parameters)))
+
+
+def tool_part(tool: ToolSchema) -> dict[str, int]:
+    wire = tool_wire(tool)
+    return _part(wire, estimate_tokens(wire))
 
 
 def _message_text(message: Message) -> str:
