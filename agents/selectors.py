@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, OuterRef
 from django.http import Http404
 
-from agents.models import AgentProfile, Approval, Session, SessionEvent, Task
+from agents.models import AgentProfile, Approval, ProviderCall, Session, SessionEvent, Task
 from agents.runtime import states
 from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
@@ -173,3 +173,8 @@ def agent_sessions_for(user, agent: AgentProfile):
     """The agent's sessions in the rooms ``user`` belongs to (profiles are hub-wide, what
     they did in a room is that room's business)."""
     return Session.objects.filter(agent=agent, task__room__memberships__user=user).distinct()
+
+
+def session_request_steps(session: Session) -> list[int]:
+    """The step of every model request the session sent, in order."""
+    return list(ProviderCall.objects.filter(session=session).order_by("id").values_list("step", flat=True))
