@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from observations.gateway.messages import Usage
 
@@ -233,4 +233,4 @@ def format_usd(amount: Decimal | None) -> str:
     if amount is None:
         return "unknown"
     places = Decimal("0.01") if abs(amount) >= 1 else Decimal("0.0001")
-    return f"${amount.quantize(places):,}"
+    return f"${amount.quantize(places, rounding=ROUND_HALF_UP):,}"
