@@ -8,7 +8,15 @@ import sys
 import pytest
 
 from agents.analysis.facts import ToolFact
-from agents.analysis.loops import FAILING, REREAD, STALL, LoopRules, new_alarms, suspicions, tool_facts
+from agents.analysis.loops import (
+    FAILING,
+    REREAD,
+    STALL,
+    LoopRules,
+    new_alarms,
+    suspicions,
+    tool_facts,
+)
 from agents.runtime.loop import Outcome, StepLoop
 from agents.runtime.state import RuntimeState
 from tests.agents.runtime.test_loop import FakeHost, turn
