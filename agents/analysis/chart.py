@@ -112,16 +112,19 @@ def cost_chart(facts: SessionFacts) -> str:
         if call.cost is not None:
             running += call.cost
             points.append((call.step, running))
+    if not points:
+        return (f'<svg id="cost-chart" class="chart" viewBox="0 0 {WIDTH} 40" role="img" data-points="0" '
+                f'aria-label="No priced calls"><text class="chart__label" x="{LEFT}" y="24">No call has a price '
+                "yet: the model is not in the price table and its profile sets no prices.</text></svg>")
     last_step = max([facts.steps, *(c.step for c in facts.calls)], default=1)
     frame = _Frame(last_step, float(running) * 1.1 or 1, COST_HEIGHT)
     parts = [f'<svg id="cost-chart" class="chart" viewBox="0 0 {WIDTH} {COST_HEIGHT}" role="img" '
              f'data-points="{len(points)}" aria-label="Cumulative cost: {escape(format_usd(running))}">',
              *frame.axes(lambda v: format_usd(Decimal(str(v))))]
-    if points:
-        line = " ".join(f"{frame.x(step)},{frame.y(value)}" for step, value in points)
-        parts.append(f'<polyline class="chart__series chart__series--cost" points="{line}"/>')
-        step, value = points[-1]
-        parts.append(f'<circle class="chart__point" cx="{frame.x(step)}" cy="{frame.y(value)}" r="3">'
-                     f"<title>{escape(format_usd(value))} after step {step}</title></circle>")
+    line = " ".join(f"{frame.x(step)},{frame.y(value)}" for step, value in points)
+    parts.append(f'<polyline class="chart__series chart__series--cost" points="{line}"/>')
+    step, value = points[-1]
+    parts.append(f'<circle class="chart__point" cx="{frame.x(step)}" cy="{frame.y(value)}" r="3">'
+                 f"<title>{escape(format_usd(value))} after step {step}</title></circle>")
     parts.append("</svg>")
     return "".join(parts)
