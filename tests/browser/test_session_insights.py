@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session
+from agents.models import AgentProfile, ApprovalRule, RoomAgent
 from agents.services import session_start, task_create
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
