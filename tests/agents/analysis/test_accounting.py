@@ -16,7 +16,7 @@ from agents.runtime.worker import run_session
 from agents.services import session_start, task_create
 from observations.gateway.messages import Usage
 from observations.gateway.prices import format_usd, price_for
-from tests.agents.providers.wire_server import WireServer
+from tests.agents.runtime.test_provider_paths import wire  # noqa: F401
 
 MESSAGES = "/v1/messages"
 MODEL = "claude-sonnet-4-5"
@@ -34,14 +34,7 @@ def message(text: str, calls=(), *, plain: int, read: int, write: int, out: int,
 
 
 @pytest.fixture
-def wire():
-    server = WireServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def wired_session(person, demo_room, wire, settings):
+def wired_session(person, demo_room, wire, settings):  # noqa: F811
     settings.ATRIUM_PROVIDER_MAX_ATTEMPTS = 1
     agent = AgentProfile.objects.create(name="claude", model=f"anthropic:{MODEL}", base_url=wire.url,
                                         api_key="sk-ant-test", context_window=64_000, output_budget=2_000)
@@ -89,7 +82,7 @@ def test_the_session_costs_the_sum_of_its_calls_at_the_tables_prices(client, per
     assert f'<span id="session-cost">{format_usd(sum(expected))}</span>' in html
 
 
-def test_a_profile_price_overrides_the_table_for_its_model(person, demo_room, wire, settings):
+def test_a_profile_price_overrides_the_table_for_its_model(person, demo_room, wire, settings):  # noqa: F811
     settings.ATRIUM_PROVIDER_MAX_ATTEMPTS = 1
     agent = AgentProfile.objects.create(name="local", model="openai:qwen3-coder", base_url=f"{wire.url}/v1",
                                         api_key="sk-local", context_window=32_000, output_budget=1_000,
