@@ -48,6 +48,13 @@ def event_line(event: SessionEvent) -> str:
 
 
 @register.filter
+def rate(value) -> str:
+    """A price per million tokens without trailing zeros: 3, 0.3, 0.075."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+@register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
