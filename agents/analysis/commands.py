@@ -6,6 +6,7 @@ two never disagree about what "a failing test run" is.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 
@@ -35,6 +36,7 @@ def normalize_command(command: str) -> str:
     return " ".join(command.split())
 
 
+@functools.lru_cache(maxsize=4096)  # agents run the same few commands again and again
 def is_test_command(command: str, check_command: str = "") -> bool:
     """True when ``command`` runs a test suite: a known runner anywhere in the line, or
     the room's own check command."""

@@ -17,6 +17,7 @@ context, agents.analysis.selectors from the database.
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,8 +74,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def suspicions(tools: list[ToolFact], *, step: int, rules: LoopRules, check_command: str = "") -> list[Alarm]:
-    """Every pattern ``tools`` shows at ``step`` (raised or not)."""
+def suspicions(tools: list[ToolFact], *, step: int, rules: LoopRules, check_command: str = "",
+               last_progress: int | None = None) -> list[Alarm]:
+    """Every pattern ``tools`` shows at ``step`` (raised or not). ``last_progress``: the
+    step of the latest write or test run, when the caller knows it (``tools`` may then
+    hold only the recent calls)."""
     recent = [t for t in tools if t.step > step - rules.window]
     found: list[Alarm] = []
     reads: dict[ReadKey, list[int]] = defaultdict(list)
@@ -102,7 +106,9 @@ def suspicions(tools: list[ToolFact], *, step: int, rules: LoopRules, check_comm
                 "steps. Running it again the same way will fail the same way: read its output, "
                 "change the code or the approach, then run it.",
             ))
-    progress = max((t.step for t in tools if _is_progress(t, check_command)), default=0)
+    if last_progress is None:
+        last_progress = max((t.step for t in tools if _is_progress(t, check_command)), default=0)
+    progress = last_progress
     idle = step - progress
     if idle >= rules.stall_steps:
         found.append(Alarm(
@@ -120,25 +126,32 @@ def _is_progress(fact: ToolFact, check_command: str) -> bool:
 
 
 def new_alarms(tools: list[ToolFact], *, step: int, raised: list[str], rules: LoopRules,
-               check_command: str = "") -> list[Alarm]:
+               check_command: str = "", last_progress: int | None = None) -> list[Alarm]:
     """The alarms to raise now: what `suspicions` finds that was not raised before."""
-    return [a for a in suspicions(tools, step=step, rules=rules, check_command=check_command)
+    return [a for a in suspicions(tools, step=step, rules=rules, check_command=check_command,
+                                  last_progress=last_progress)
             if a.key not in raised]
 
 
-def tool_facts(ctx: SessionContext) -> list[ToolFact]:
-    """The session's tool calls as facts, from the live context: read ranges from the
-    ledger's keys, shell exit codes from results and from the job reports that came
-    later (as messages or through ``await``)."""
+def tool_facts(ctx: SessionContext, *, after_step: int = -1) -> list[ToolFact]:
+    """The session's tool calls of steps after ``after_step`` as facts, from the live
+    context: read ranges from the ledger's keys, shell exit codes from results and from
+    the job reports that came later (as messages or through ``await``)."""
+    start = len(ctx.observations)
+    while start > 0 and ctx.observations[start - 1].step > after_step:
+        start -= 1
+    recent = ctx.observations[start:]
+    if not recent:
+        return []
     exits: dict[str, int] = {}
-    for entry in ctx.entries:
+    for entry in ctx.entries[recent[0].entry_index:]:
         if entry.kind == "job":
             exits.update(job_exit_codes(entry.text))
-    for obs in ctx.observations:
+    for obs in recent:
         if obs.source.tool == "await":
             exits.update(job_exit_codes(obs.source.text))
     facts = []
-    for obs in ctx.observations:
+    for obs in recent:
         src = obs.source
         code = job = None
         if src.tool == "shell":
@@ -153,5 +166,28 @@ def tool_facts(ctx: SessionContext) -> list[ToolFact]:
 
 
 def watch(ctx: SessionContext, raised: list[str], rules: LoopRules, check_command: str = "") -> list[Alarm]:
-    """The alarms this boundary raises for the session in ``ctx``."""
-    return new_alarms(tool_facts(ctx), step=ctx.step, raised=raised, rules=rules, check_command=check_command)
+    """The alarms this boundary raises for the session in ``ctx``: it looks at the calls
+    of the last window (and back to the latest write or test run), not the whole run."""
+    recent = tool_facts(ctx, after_step=ctx.step - max(rules.window, rules.stall_steps))
+    return new_alarms(recent, step=ctx.step, raised=raised, rules=rules, check_command=check_command,
+                      last_progress=_last_progress(ctx, check_command))
+
+
+# Per live context: (observations looked at, step of the latest write or test run among
+# them), so each boundary looks only at the calls that came since the last one.
+_PROGRESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _last_progress(ctx: SessionContext, check_command: str) -> int:
+    """The step of the latest write or test run (0: none yet)."""
+    seen, step = _PROGRESS.get(ctx, (0, 0))
+    if seen > len(ctx.observations):
+        seen, step = 0, 0
+    for obs in ctx.observations[seen:]:
+        src = obs.source
+        command = src.arguments.get("command") if isinstance(src.arguments, dict) else None
+        if src.tool in WRITING_TOOLS or (
+                src.tool == "shell" and isinstance(command, str) and is_test_command(command, check_command)):
+            step = obs.step
+    _PROGRESS[ctx] = (len(ctx.observations), step)
+    return step

@@ -15,6 +15,7 @@ so a fixed-prefix figure here may exceed its share of the projection.)
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from observations.gateway.messages import Message, ToolSchema
@@ -71,12 +72,34 @@ def request_breakdown(ctx: SessionContext) -> dict[str, Any]:
         },
         "conversation": {"bytes": 0, "tokens": 0},
     }
-    for entry, message, tokens in zip(ctx.entries, ctx.rendered_messages(), ctx.message_tokens(), strict=True):
+    sizes = _message_bytes(ctx)
+    for entry, size, tokens in zip(ctx.entries, sizes, ctx.message_tokens(), strict=True):
         name = PART_OF_KIND.get(entry.kind, "conversation")
         part = parts.setdefault(name, {"bytes": 0, "tokens": 0})
-        part["bytes"] += len(_message_text(message).encode("utf-8", "surrogatepass"))
+        part["bytes"] += size
         part["tokens"] += tokens
     return parts
+
+
+# Per context, the byte size of each rendered message, kept while the message object is
+# the same one (only a fold re-renders), so a breakdown per request costs O(messages)
+# identity checks instead of encoding the whole conversation again.
+_SIZES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _message_bytes(ctx: SessionContext) -> list[int]:
+    cached: list[tuple[Message, int]] = _SIZES.setdefault(ctx, [])
+    messages = ctx.rendered_messages()
+    del cached[len(messages):]
+    for index, message in enumerate(messages):
+        if index < len(cached) and cached[index][0] is message:
+            continue
+        size = len(_message_text(message).encode("utf-8", "surrogatepass"))
+        if index < len(cached):
+            cached[index] = (message, size)
+        else:
+            cached.append((message, size))
+    return [size for _, size in cached]
 
 
 def breakdown_total(parts: dict[str, Any], key: str = "tokens") -> int:
