@@ -25,7 +25,8 @@ class AgentProfileAdminForm(forms.ModelForm):
         model = AgentProfile
         fields = [
             "name", "role_prompt", "model", "fallback_models", "context_window", "output_budget",
-            "eviction_policy", "allowed_tools", "base_url", "api_key", "created_by",
+            "eviction_policy", "allowed_tools", "base_url", "api_key", "price_input", "price_cached_input",
+            "price_cache_write", "price_output", "created_by",
         ]
         # Not echoed back into the page once saved; leave blank to keep the stored key.
         widgets = {"api_key": forms.PasswordInput(render_value=False)}
@@ -135,8 +136,8 @@ class SessionEventAdmin(admin.ModelAdmin):
 @admin.register(ProviderCall)
 class ProviderCallAdmin(admin.ModelAdmin):
     list_display = [
-        "session", "step", "model", "input_tokens", "cached_input_tokens", "output_tokens",
-        "projected_tokens", "latency_ms", "failed", "created_at",
+        "session", "step", "model", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
+        "reasoning_tokens", "projected_tokens", "cost_usd", "latency_ms", "failed", "created_at",
     ]
     list_filter = ["model", ("session__task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["model", "prefix_hash", "error"]

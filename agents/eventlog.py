@@ -18,10 +18,12 @@ from agents.models import SessionEvent
 
 ARGUMENT_PREVIEW = 160  # characters of a tool call's arguments shown inline
 
-# Kinds after which the page reloads its status region (header, gauge, approvals).
+# Kinds after which the page reloads its status region (header, gauge, approvals, loop
+# badge) and its insights (analysis, charts).
 STATUS_KINDS = frozenset({
     "session.state_changed", "step.started", "model.reply", "approval.requested", "approval.decided", "merge",
     "segment.started", "segment.requested", "input.delivered",
+    "fold", "loop.suspected", "verify",
 })
 
 

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 SESSION_EVENT = "session.event"  # consumer method session_event
 ROOM_SESSION_CHANGED = "room.session_changed"  # consumer method room_session_changed
 SESSION_MEMBER_REMOVED = "session.member_removed"  # consumer method session_member_removed
+# Session events the room's pages follow too: the task list and the badges change.
+ROOM_KINDS = frozenset({"session.state_changed", "loop.suspected"})
 
 
 def session_group(session_id: int) -> str:
@@ -41,9 +43,9 @@ def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -
     frame = event_frame(event)
     transaction.on_commit(lambda: _send(session_group(session.pk), {"type": SESSION_EVENT, "frame": frame}),
                           robust=True)
-    if kind == "session.state_changed":
+    if kind in ROOM_KINDS:
         room_id = session.task.room_id
-        summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk, "state": payload.get("state")}
+        summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk, "state": payload.get("state", session.state)}
         transaction.on_commit(lambda: _send(f"room.{room_id}", summary), robust=True)
     return event
 

@@ -33,6 +33,10 @@ class AgentProfileForm(forms.ModelForm):
             "output_budget",
             "eviction_policy",
             "base_url",
+            "price_input",
+            "price_cached_input",
+            "price_cache_write",
+            "price_output",
         ]
         widgets = {
             "role_prompt": forms.Textarea(attrs={"rows": 6}),

@@ -6,6 +6,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from agents.runtime import states
+from observations.gateway.prices import ModelPrice, price_for
 
 MODEL_PROVIDERS = ("openai", "anthropic", "replay")
 
@@ -33,6 +34,13 @@ class EvictionPolicy(models.TextChoices):
     NONE = "none", "none (never evict)"
 
 
+def _price_field(what: str) -> models.DecimalField:
+    return models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(0)],
+        help_text=f"USD per million {what} tokens; blank uses the published list price.",
+    )
+
+
 class AgentProfile(models.Model):
     name = models.CharField(max_length=80, unique=True)
     role_prompt = models.TextField(blank=True)
@@ -58,6 +66,12 @@ class AgentProfile(models.Model):
     fallback_models = models.CharField(
         max_length=500, blank=True, validators=[validate_model_spec_list], help_text="Comma-separated model specs."
     )
+    # Own prices for this agent's model, USD per million tokens; blank takes the hub's
+    # price table (observations/gateway/prices.py). Fallback models always use the table.
+    price_input = _price_field("input")
+    price_cached_input = _price_field("cached input (a cache read)")
+    price_cache_write = _price_field("cache write")
+    price_output = _price_field("output (reasoning included)")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -72,6 +86,15 @@ class AgentProfile(models.Model):
     def clean(self) -> None:
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
+
+    def price_for(self, spec: str) -> ModelPrice:
+        """The price of a call answered by ``spec``: this profile's own prices for its
+        model, the table's for any other (a fallback)."""
+        price = price_for(spec)
+        if spec != self.model:
+            return price
+        return price.with_overrides(input=self.price_input, cached_input=self.price_cached_input,
+                                    cache_write=self.price_cache_write, output=self.price_output)
 
 
 class RoomAgent(models.Model):
@@ -153,6 +176,10 @@ class Session(models.Model):
     # starts one and clears this.
     segment_requested_by = models.CharField(max_length=150, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
+    # The trace analysis (agents/analysis/trace.py) as of event `analysis_seq`; recomputed
+    # when the log has grown since, so room and agent totals add stored figures.
+    analysis = models.JSONField(default=dict, blank=True)
+    analysis_seq = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -193,15 +220,22 @@ class ProviderCall(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="provider_calls")
     step = models.PositiveIntegerField()
     model = models.CharField(max_length=200)
-    input_tokens = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0, help_text="Every input token, cached ones included.")
     cached_input_tokens = models.PositiveIntegerField(default=0)
-    output_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0, help_text="Reasoning tokens included.")
     reasoning_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.PositiveIntegerField(default=0)
     prefix_hash = models.CharField(max_length=64, blank=True)
     # "step" (the agent's turn) or "handoff" (the prose of a new segment's handoff).
     purpose = models.CharField(max_length=10, default="step")
-    projected_tokens = models.PositiveIntegerField(default=0)
+    projected_tokens = models.PositiveIntegerField(default=0, help_text="The gateway's projection of input_tokens.")
+    cost_usd = models.DecimalField(
+        max_digits=16, decimal_places=10, null=True, blank=True,
+        help_text="At the price table's (or the agent profile's) prices; empty: the model has no price.",
+    )
+    # What the request was made of: bytes and tokens per part (observations/gateway/breakdown.py).
+    prefix = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Exists, OuterRef
 from django.http import Http404
 
-from agents.models import Approval, Session, SessionEvent, Task
+from agents.models import AgentProfile, Approval, ProviderCall, Session, SessionEvent, Task
 from agents.runtime import states
 from observations.gateway.decisions import Decision, Decisions
 from observations.models import Segment
 from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
+
+LOOP_SUSPECTED = "loop.suspected"
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,10 @@ def room_work(room: Room) -> list[TaskWork]:
     """The room's tasks, newest first, each with every attempt at it."""
     tasks = list(Task.objects.filter(room=room).select_related("created_by").order_by("-created_at", "-pk"))
     by_task: dict[int, list[Session]] = {task.pk: [] for task in tasks}
-    sessions = Session.objects.filter(task__room=room).select_related("agent").order_by("-created_at", "-pk")
+    sessions = (Session.objects.filter(task__room=room).select_related("agent")
+                .annotate(loop_suspected=Exists(SessionEvent.objects.filter(session=OuterRef("pk"),
+                                                                            kind=LOOP_SUSPECTED)))
+                .order_by("-created_at", "-pk"))
     for session in sessions:
         by_task[session.task_id].append(session)
     return [TaskWork(task=task, sessions=by_task[task.pk]) for task in tasks]
@@ -173,3 +179,19 @@ def session_decisions(session: Session) -> list[Decision]:
 def session_segments(session: Session):
     """The session's resets, first to last, with their handoffs."""
     return list(Segment.objects.filter(session=session).order_by("number"))
+
+
+def session_loop_alarms(session: Session) -> list[dict]:
+    """What the loop alarm raised in this session (loop.suspected payloads), oldest first."""
+    return [e.payload for e in SessionEvent.objects.filter(session=session, kind=LOOP_SUSPECTED).order_by("seq")]
+
+
+def agent_sessions_for(user, agent: AgentProfile):
+    """The agent's sessions in the rooms ``user`` belongs to (profiles are hub-wide, what
+    they did in a room is that room's business)."""
+    return Session.objects.filter(agent=agent, task__room__memberships__user=user).distinct()
+
+
+def session_request_steps(session: Session) -> list[int]:
+    """The step of every model request the session sent, in order."""
+    return list(ProviderCall.objects.filter(session=session).order_by("id").values_list("step", flat=True))

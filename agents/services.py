@@ -5,6 +5,7 @@ enqueues, broadcasts) leave the process only after commit."""
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,9 +14,11 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.events import session_event_append
-from agents.models import AgentProfile, Approval, RoomAgent, Session, Task
+from agents.models import AgentProfile, Approval, ProviderCall, RoomAgent, Session, Task
+from agents.providers import CallRecord
 from agents.runtime import states
 from agents.selectors import session_decisions
+from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
@@ -287,3 +290,51 @@ def approvals_expire(now=None) -> int:
 
 def active_sessions(room: Room):
     return Session.objects.filter(task__room=room).filter(~Q(state__in=states.TERMINAL))
+
+
+# --- accounting ---------------------------------------------------------------------------
+
+
+def provider_call_record(*, session: Session, step: int, record: CallRecord) -> ProviderCall:
+    """Store one model call as the provider reported it, priced at the agent's prices
+    (called inside the step's transaction). A refused call (an error, no usage) is not
+    billed; an answer without reported usage has an unknown cost, never a guessed one."""
+    usage = Usage(input_tokens=record.input_tokens, cached_input_tokens=record.cached_input_tokens,
+                  cache_write_tokens=record.cache_write_tokens, output_tokens=record.output_tokens,
+                  reasoning_tokens=record.reasoning_tokens)
+    if record.usage_reported:
+        cost = session.agent.price_for(record.model).cost(usage)
+    else:
+        cost = Decimal(0) if record.error else None
+    return ProviderCall.objects.create(
+        session=session, step=step, model=record.model, input_tokens=record.input_tokens,
+        cached_input_tokens=record.cached_input_tokens, cache_write_tokens=record.cache_write_tokens,
+        output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
+        latency_ms=record.latency_ms, prefix_hash=record.prefix_hash, projected_tokens=record.projected_tokens,
+        prefix=record.prefix, cost_usd=cost, error=record.error or "", purpose=record.purpose,
+    )
+
+
+def session_analysis_refresh(session: Session) -> dict:
+    """The session's stored trace analysis, recomputed first if its event log grew since
+    (a derived cache: room and agent totals add these up instead of re-reading every log)."""
+    from agents.analysis.selectors import session_facts
+    from agents.analysis.trace import analyze
+
+    seq, stored, stored_seq = Session.objects.values_list("last_event_seq", "analysis", "analysis_seq").get(
+        pk=session.pk)
+    if stored and stored_seq == seq:
+        return stored
+    data = analyze(session_facts(session)).to_dict()
+    # Events appended meanwhile are in `data` too; labelled with the older seq, it is
+    # simply recomputed next time.
+    Session.objects.filter(pk=session.pk, analysis_seq__lte=seq).update(analysis=data, analysis_seq=seq)
+    session.analysis, session.analysis_seq = data, seq
+    return data
+
+
+def sessions_analysis_totals(sessions) -> dict:
+    """Totals of the trace analyses of ``sessions`` (a room's, an agent's)."""
+    from agents.analysis.trace import add_up
+
+    return add_up([session_analysis_refresh(s) for s in sessions.select_related("task", "task__room", "agent")])

@@ -2,20 +2,24 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import views
+from agents import views, views_analysis
 
 app_name = "agents"
 
 urlpatterns = [
     path("agents/", views.agent_list, name="list"),
     path("agents/new/", views.agent_create, name="create"),
+    path("agents/<int:agent_id>/", views_analysis.agent_detail, name="detail"),
     path("agents/<int:agent_id>/edit/", views.agent_edit, name="edit"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
+    path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
     path("tasks/<int:task_id>/intent/", views.task_intent, name="task_intent"),
     path("tasks/<int:task_id>/start/", views.task_start, name="task_start"),
     path("sessions/<int:session_id>/", views.session_detail, name="session"),
     path("sessions/<int:session_id>/status/", views.session_status, name="session_status"),
+    path("sessions/<int:session_id>/insights/", views_analysis.session_insights, name="session_insights"),
+    path("sessions/<int:session_id>/transcript.md", views_analysis.session_transcript, name="session_transcript"),
     path("sessions/<int:session_id>/steer/", views.session_steer, name="session_steer"),
     path("sessions/<int:session_id>/cancel/", views.session_cancel, name="session_cancel"),
     path("sessions/<int:session_id>/segment/", views.session_new_segment, name="session_new_segment"),

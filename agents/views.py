@@ -32,6 +32,7 @@ from agents.forms import (
 from agents.models import AgentProfile
 from agents.runtime import states
 from agents.selectors import SessionAccess
+from agents.views_analysis import insights_context
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.selectors import RoomAccess, access_room
 
@@ -164,6 +165,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "last_seq": events[-1].seq if events else 0,
         "steer_form": SteerForm(decisions=selectors.session_decisions(access.session)),
         "segments": selectors.session_segments(access.session),
+        **insights_context(access.session),
     }
     return render(request, "agents/session.html", context)
 
@@ -267,6 +269,7 @@ def _status_context(access: SessionAccess, **extra: Any) -> dict[str, Any]:
         "approvals": selectors.pending_approvals(session),
         "next_attempt": selectors.session_next_attempt(session),
         "decisions": selectors.session_decisions(session),
+        "loop_suspected": selectors.session_loop_alarms(session),
         **extra,
     }
 

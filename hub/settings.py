@@ -179,6 +179,15 @@ ATRIUM_FOLD_OVERRIDES = {
     )
     if env(name)
 }
+# The live loop alarm (agents/analysis/loops.py): the same content read N times, or the
+# identical command failing N times, within a window of steps; or N steps with no write
+# and no test. Each raises a badge, a loop.suspected event and one nudge to the agent.
+ATRIUM_LOOP_RULES = {
+    "rereads": envint("ATRIUM_LOOP_REREADS", "3"),
+    "failing_runs": envint("ATRIUM_LOOP_FAILING_RUNS", "3"),
+    "window": envint("ATRIUM_LOOP_WINDOW_STEPS", "10"),
+    "stall_steps": envint("ATRIUM_LOOP_STALL_STEPS", "20"),
+}
 # Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
 ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
 ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")

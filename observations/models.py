@@ -55,10 +55,10 @@ class Observation(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.FRESH)
     served = models.CharField(max_length=10, choices=Served.choices, default=Served.TEXT)
     fold_number = models.PositiveIntegerField(null=True, blank=True)
-    # The receipt text the model saw in its place once it was folded out, verbatim.
-    receipt = models.TextField(blank=True)
     alias_of_seq = models.PositiveIntegerField(null=True, blank=True)
     reread_of_seq = models.PositiveIntegerField(null=True, blank=True)
+    # Once folded out: the receipt the model saw in its place, as it was sent.
+    receipt_text = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -170,7 +170,7 @@ class Payload(models.Model):
     size = models.PositiveBigIntegerField()
     state = models.CharField(max_length=10, choices=Observation.State.choices, default=Observation.State.FRESH)
     fold_number = models.PositiveIntegerField(null=True, blank=True)
-    receipt = models.TextField(blank=True)
+    receipt_text = models.TextField(blank=True)
 
     class Meta:
         ordering = ["session", "pid"]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.db.models import Count, Q, Sum
 
+from observations.gateway.policies import payback_requests
+from observations.gateway.prices import MILLION, ModelPrice, format_usd
 from observations.models import Fold, Observation, Payload, Segment
 
 
@@ -61,7 +64,8 @@ class SegmentGroup:
 def session_ledger(session) -> tuple[list[SegmentGroup], list[Fold], LedgerTotals]:
     observations = Observation.objects.filter(session=session).only(
         "seq", "step", "segment", "call_id", "tool", "purpose", "path", "line_start", "line_end", "size",
-        "token_estimate", "blob_id", "state", "served", "fold_number", "receipt", "alias_of_seq", "reread_of_seq",
+        "token_estimate", "blob_id", "state", "served", "fold_number", "alias_of_seq", "reread_of_seq",
+        "receipt_text",
     )
     folds = list(Fold.objects.filter(session=session))
     agg = Observation.objects.filter(session=session).aggregate(
@@ -92,3 +96,43 @@ def session_ledger(session) -> tuple[list[SegmentGroup], list[Fold], LedgerTotal
     numbers = sorted(set(rows_by) | set(payloads_by) | set(segments) | {1})
     groups = [SegmentGroup(n, segments.get(n), rows_by.get(n, []), payloads_by.get(n, [])) for n in numbers]
     return groups, folds, totals
+
+
+@dataclass(frozen=True)
+class FoldSavings:
+    """What one fold has kept out of the requests sent after it."""
+
+    fold: Fold
+    requests_since: int  # requests sent after the fold (the fold's own included)
+    tokens_kept_out: int  # tokens_freed on each of them
+    saved_usd: Decimal | None  # those tokens at the cache-read price (None: no price)
+    payback_requests: float  # requests the fold needs to pay for its cache rewrite
+
+    @property
+    def saved_label(self) -> str:
+        return format_usd(self.saved_usd)
+
+    @property
+    def paid_back(self) -> bool:
+        return self.requests_since - 1 >= self.payback_requests
+
+    @property
+    def payback_label(self) -> str:
+        if self.payback_requests == float("inf"):
+            return "never (freed nothing)"
+        return f"{max(0.0, self.payback_requests):,.1f} requests"
+
+
+def fold_savings(folds: list[Fold], request_steps: list[int], price: ModelPrice) -> list[FoldSavings]:
+    """Per fold: the requests since (a fold at step s precedes the request of step s+1),
+    the tokens it kept out of them, and that at the price of a cached read, which is
+    what those tokens would have cost had they stayed."""
+    prices = price.per_million()
+    result = []
+    for fold in folds:
+        since = sum(1 for step in request_steps if step > fold.step)
+        kept_out = max(0, fold.tokens_freed) * since
+        saved = kept_out * prices["cached_input"] / MILLION if prices else None
+        result.append(FoldSavings(fold, since, kept_out, saved,
+                                  payback_requests(fold.projection_after, fold.tokens_freed)))
+    return result

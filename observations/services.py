@@ -66,17 +66,15 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
             content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
             blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
             state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
-            served=_served(obs),
+            served=_served(obs), receipt_text=_receipt(ctx, obs),
         ))
     for obs in ctx.observations:
         row = rows.get(obs.obs_id)
         if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
-            row.state, row.fold_number = obs.state.value, obs.fold
-            # What the model saw in the result's place from now on, exactly.
-            row.receipt = ctx.shown_text(obs) if obs.state is ObsState.RECEIPTED else ""
+            row.state, row.fold_number, row.receipt_text = obs.state.value, obs.fold, _receipt(ctx, obs)
             changed.append(row)
     Observation.objects.bulk_create(new_rows)
-    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt"])
+    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
     # Everything before this segment's first observation left with an earlier segment.
     Observation.objects.filter(session=session, seq__lt=ctx.obs_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
@@ -100,10 +98,10 @@ def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
             ))
         elif row.state != payload.state.value or row.fold_number != payload.fold:
             row.state, row.fold_number = payload.state.value, payload.fold
-            row.receipt = ctx.payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
+            row.receipt_text = ctx.payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
             changed.append(row)
     Payload.objects.bulk_create(new)
-    Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt"])
+    Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
     Payload.objects.filter(session=session, pid__lt=ctx.payload_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
 
@@ -133,6 +131,12 @@ def _blob_for(room_id: int, source: ObservationInput) -> Blob:
     if cached is not None and cached.sha256 == source.sha256:
         return cached  # an unchanged read this room stored before: nothing to hash or write
     return blob_put(source.text, sha256=source.sha256)
+
+
+def _receipt(ctx: SessionContext, obs) -> str:
+    """The receipt the model sees for a folded-out result, exactly as sent (kept, since
+    the receipt's wording may change with later versions of the gateway)."""
+    return ctx.served_text(obs) if obs.state is ObsState.RECEIPTED else ""
 
 
 def _served(obs) -> str:

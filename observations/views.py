@@ -4,21 +4,24 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from agents.selectors import access_session
+from agents.selectors import access_session, session_request_steps
 from observations.blobs import blob_text
 from observations.models import Observation
-from observations.selectors import session_ledger
+from observations.selectors import fold_savings, session_ledger
 
 
 @require_GET
 def ledger(request: HttpRequest, session_id: int) -> HttpResponse:
     access = access_session(request.user, session_id)
-    groups, folds, totals = session_ledger(access.session)
+    session = access.session
+    groups, folds, totals = session_ledger(session)
+    savings = fold_savings(folds, session_request_steps(session), session.agent.price_for(session.agent.model))
+    receipted = [row for group in groups for row in group.rows if row.observation.state == Observation.State.RECEIPTED]
     return render(
         request,
         "observations/ledger.html",
-        {"session": access.session, "room": access.room_access.room, "groups": groups, "folds": folds,
-         "totals": totals},
+        {"session": session, "room": access.room_access.room, "groups": groups, "folds": savings,
+         "totals": totals, "receipted": receipted},
     )
 
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Case, IntegerField, OuterRef, QuerySet, Subquery, Value, When
+from django.db.models import (
+    Case,
+    Exists,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.http import Http404
 
-from agents.models import AgentProfile, RoomAgent, Session
+from agents.models import AgentProfile, RoomAgent, Session, SessionEvent
+from agents.runtime import states
 from rooms.models import Membership, Message, Room
 
 HISTORY_PAGE_SIZE = 50
@@ -67,8 +78,9 @@ def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
     Each room carries ``my_role``, ``member_count``, ``agent_count`` and the session
     counts behind the status badges: ``sessions_queued``, ``sessions_running``,
     ``sessions_waiting`` (parked on a job or timer), ``sessions_awaiting_approval``
-    (needs a person's decision) and ``sessions_needs_merge`` (finished, but its
-    branch did not merge cleanly: needs a person too).
+    (needs a person's decision), ``sessions_needs_merge`` (finished, but its
+    branch did not merge cleanly: needs a person too) and ``sessions_loop_suspected``
+    (unfinished, and the loop alarm went off).
     """
     sessions = Session.objects.filter(task__room=OuterRef("pk"))
     return (
@@ -84,6 +96,10 @@ def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
             sessions_waiting=_Count(sessions.filter(state=Session.State.WAITING)),
             sessions_awaiting_approval=_Count(sessions.filter(state=Session.State.AWAITING_APPROVAL)),
             sessions_needs_merge=_Count(sessions.filter(state=Session.State.NEEDS_MERGE)),
+            sessions_loop_suspected=_Count(sessions.filter(
+                ~Q(state__in=states.TERMINAL),
+                Exists(SessionEvent.objects.filter(session=OuterRef("pk"), kind="loop.suspected")),
+            )),
         )
         .order_by("name")
     )

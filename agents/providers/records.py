@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from observations.gateway.messages import ModelTurn, Request, serialize_message, serialize_request
@@ -54,6 +54,11 @@ class CallRecord:
     error: str | None = None  # redacted message of the final error
     error_kind: str | None = None  # ProviderError.kind of the final error
     purpose: str = "step"  # "handoff": the prose call of a new segment
+    # Set by the step loop, not the provider: the gateway's projection of this request's
+    # input tokens (to compare with what the provider counted) and what the request is
+    # made of (observations.gateway.breakdown).
+    projected_tokens: int = 0
+    prefix: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.providers.errors import InvalidModelSpec
-from agents.providers.records import stable_prefix
-from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage, serialize_request
-from observations.gateway.tokens import estimate_tokens
+from observations.gateway.breakdown import tool_wire
+from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage
+from observations.gateway.tokens import estimate_request_message, estimate_tokens
 
 DEFAULT_REPLAY_DIR = Path(__file__).resolve().parent.parent / "replays"
 _USAGE_FIELDS = frozenset(f.name for f in fields(Usage))
@@ -113,16 +113,25 @@ class ReplayProvider:
 
     @staticmethod
     def _estimate(request: Request, text: str, calls: tuple[ToolCall, ...], played: int) -> Usage:
-        # After the first call a real provider would serve the stable prefix from cache.
-        cached = estimate_tokens(stable_prefix(request)) if played else 0
+        # Counted the way a provider's tokenizer counts: the texts, tool schemas and calls
+        # with a small overhead per message, not the JSON around them. After the first
+        # call a real provider would serve the stable prefix from its cache.
+        cached = _input_estimate(request, request.stable_prefix_end + 1) if played else 0
         written = (
             json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True) if calls else ""
         )
         return Usage(
-            input_tokens=estimate_tokens(serialize_request(request)),
+            input_tokens=_input_estimate(request, len(request.messages)),
             cached_input_tokens=cached,
             output_tokens=estimate_tokens(text + written),
         )
+
+
+def _input_estimate(request: Request, messages: int) -> int:
+    """Estimated input tokens of the system prompt, the tools and the first ``messages``."""
+    tools = sum(estimate_tokens(tool_wire(t)) for t in request.tools)
+    return (estimate_tokens(request.system) + tools
+            + sum(estimate_request_message(m) for m in request.messages[: max(0, messages)]))
 
 
 def resolve_replay_path(name: str, *, replay_dir: Path | str | None = None) -> Path:

@@ -73,7 +73,7 @@ def parse_command(line: str) -> Command:
     return Command(tuple(parts), simple=len(parts) == 1 and not redirected and not opaque, opaque=opaque)
 
 
-def _command_words(part: tuple[str, ...]) -> tuple[str, ...]:
+def command_words(part: tuple[str, ...]) -> tuple[str, ...]:
     """The words from the command actually run: past `FOO=1`, `env`, `time`, `!`, `then`..."""
     words = list(part)
     while words and (words[0] in _PREFIX_WORDS or "=" in words[0] or words[0].startswith("-")):
@@ -124,7 +124,7 @@ class Rule:
         if self.decision == ALLOW:
             return command.simple and command.parts[0][: len(wanted)] == wanted
         # A strict rule errs on the strict side: any command of the line, or one hidden.
-        return command.opaque or any(_command_words(part)[: len(wanted)] == wanted for part in command.parts)
+        return command.opaque or any(command_words(part)[: len(wanted)] == wanted for part in command.parts)
 
     def describe(self) -> str:
         what = "every tool" if self.tool == "*" else f"`{self.tool}`"

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
 
-from agents.providers import CallRecord, ContextOverflow, ProviderError
+from agents.analysis import loops
+from agents.analysis.loops import LoopRules
+from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
 from agents.runtime import nudges
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.segments import SegmentStarter
@@ -24,6 +26,7 @@ from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
+from observations.gateway.breakdown import request_breakdown
 from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeeded, SessionContext
 from observations.gateway.messages import ToolCall
 from observations.gateway.receipts import meaningful_first_line
@@ -112,9 +115,11 @@ class Host(Protocol):
 
 
 class StepLoop:
-    def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time) -> None:
+    def __init__(self, ctx: SessionContext, state: RuntimeState, host: Host, *, clock=time.time,
+                 loop_rules: LoopRules | None = None) -> None:
         self.ctx, self.state, self.host, self.clock = ctx, state, host, clock
         self.segments = SegmentStarter(ctx, host)
+        self.loop_rules = loop_rules or LoopRules()
 
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
@@ -138,6 +143,10 @@ class StepLoop:
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
+        for alarm in loops.watch(ctx, state.loop_alarms, self.loop_rules, host.check_command):
+            state.loop_alarms.append(alarm.key)
+            ctx.add_user(alarm.nudge, kind="nudge")
+            host.emit("loop.suspected", alarm.payload(ctx.step))
         delivered = tuple(item.id for item in inputs if item.kind == "steer")
         asked = host.segment_request()
         if asked and not ctx.segment_requested:
@@ -218,7 +227,7 @@ class StepLoop:
         folded = False
         while True:
             try:
-                completion = self.host.call_model(boundary.request)
+                completion = self._send(boundary)
             except ContextOverflow as exc:
                 if exc.record is not None:
                     records.append(exc.record)
@@ -245,6 +254,17 @@ class StepLoop:
         except SegmentNeeded as need:
             self.segments.start(need.reason, records)
             return ctx.prepare(person_waiting=self.state.person_waiting)
+
+    def _send(self, boundary) -> Completion:
+        """One request; its record (or its error's) carries the gateway's view of it."""
+        facts = {"projected_tokens": boundary.projection, "prefix": request_breakdown(self.ctx)}
+        try:
+            completion = self.host.call_model(boundary.request)
+        except ProviderError as exc:
+            if exc.record is not None:
+                exc.record = replace(exc.record, **facts)
+            raise
+        return Completion(completion.turn, replace(completion.record, **facts))
 
     def _emit_boundary(self, boundary) -> None:
         budget = self.ctx.budget
@@ -331,7 +351,7 @@ class StepLoop:
             "step": self.ctx.step, "call_id": call.id, "tool": call.name, "purpose": outcome.purpose,
             "is_error": outcome.is_error, "job": outcome.job_handle, "unknown": outcome.outcome_unknown,
             "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
-            "preview": text[:400],
+            "preview": text[:400], "duration_ms": outcome.duration_ms,
         })
 
     # ------------------------------------------------------------- end of a turn

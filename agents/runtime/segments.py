@@ -31,6 +31,7 @@ class SegmentStarter:
         history = segments.closing_history(ctx)
         prose, source = self._prose(records)
         handoff = segments.handoff_for(ctx, reason=reason, prose=prose, prose_source=source)
+        before = ctx.projection()
         record = segments.start_segment(ctx, handoff)
         text = handoff.render()
         self._closed = (ending, history)
@@ -39,6 +40,7 @@ class SegmentStarter:
             "sizes": record.handoff_sizes, "handoff_bytes": record.handoff_bytes,
             "handoff_tokens": record.handoff_tokens, "archived": len(record.archived),
             "too_large": record.too_large, "handoff": text,
+            "projection_before": before, "tokens_freed": max(0, before - ctx.projection()),
         })
 
     def take_closed(self) -> tuple[int, list[HistoryItem]] | None:

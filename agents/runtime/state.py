@@ -27,6 +27,7 @@ class RuntimeState:
     person_waiting: bool = False  # a person's message was delivered and not yet answered
     chat_cursor: int = 0  # room chat messages up to this seq were looked at for mentions
     last_reply: str = ""
+    loop_alarms: list[str] = field(default_factory=list)  # keys of the loop alarms raised
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

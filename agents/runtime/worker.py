@@ -24,8 +24,9 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.analysis.loops import LoopRules
 from agents.events import session_event_append
-from agents.models import ProviderCall, Session
+from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
@@ -38,6 +39,7 @@ from agents.services import (
     REQUEUE_AFTER,
     approval_request,
     enqueue_session,
+    provider_call_record,
     session_transition,
     task_write_intent,
 )
@@ -171,7 +173,7 @@ class SessionRunner:
         self.provider = provider
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
         self.ctx, self.state = self._load_or_start()
-        self.loop = StepLoop(self.ctx, self.state, self.host)
+        self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
 
     # ---------------------------------------------------------------- setup
     def _load_or_start(self) -> tuple[SessionContext, RuntimeState]:
@@ -269,12 +271,7 @@ class SessionRunner:
             session.tokens_input += record.input_tokens
             session.tokens_cached += record.cached_input_tokens
             session.tokens_output += record.output_tokens
-            ProviderCall.objects.create(
-                session=session, step=ctx.step, model=record.model, input_tokens=record.input_tokens,
-                cached_input_tokens=record.cached_input_tokens, output_tokens=record.output_tokens,
-                reasoning_tokens=record.reasoning_tokens, latency_ms=record.latency_ms,
-                prefix_hash=record.prefix_hash, error=record.error or "", purpose=record.purpose,
-            )
+            provider_call_record(session=session, step=ctx.step, record=record)
         session.save(update_fields=["gateway_state", "runtime_state", "step", "tokens_input", "tokens_cached",
                                     "tokens_output"])
         observations_sync(session=session, ctx=ctx)

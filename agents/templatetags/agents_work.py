@@ -29,6 +29,14 @@ def room_tasks(access: RoomAccess) -> dict:
 
 
 @register.simple_tag
+def room_totals(room) -> dict:
+    """The room's totals panel (agents/_room_totals.html), for the room page."""
+    from agents.views_analysis import room_totals_of
+
+    return room_totals_of(room)
+
+
+@register.simple_tag
 def new_task_form() -> TaskForm:
     return TaskForm()
 
@@ -37,6 +45,13 @@ def new_task_form() -> TaskForm:
 def event_line(event: SessionEvent) -> str:
     """The log line of a stored event, the same HTML the session websocket sends."""
     return log_line(event_frame(event))
+
+
+@register.filter
+def rate(value) -> str:
+    """A price per million tokens without trailing zeros: 3, 0.3, 0.075."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 @register.filter

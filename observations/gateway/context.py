@@ -556,6 +556,14 @@ class SessionContext:
         self._candidate_floor = floor
 
     # ----------------------------------------------------------------- introspection
+    def rendered_messages(self) -> tuple[Message, ...]:
+        """The messages of the current request, in order (one per entry)."""
+        return tuple(self._rendered)
+
+    def served_text(self, obs: Observation) -> str:
+        """What the request holds for ``obs`` now: its text, a note or its receipt."""
+        return self._rendered[obs.entry_index].text
+
     def message_tokens(self) -> list[int]:
         """Estimated tokens of each message of the current request, in order."""
         return list(self._tokens)

@@ -104,3 +104,19 @@ def test_a_stored_key_never_follows_its_profile_to_another_endpoint(client):
     client.post(reverse("agents:edit", args=[agent.pk]), {**moved, "clear_api_key": "on"})
     agent.refresh_from_db()
     assert agent.base_url == "https://elsewhere.example/v1" and agent.api_key == ""
+
+
+def test_an_agent_sets_its_own_prices_and_a_negative_price_is_refused(client):
+    from decimal import Decimal
+
+    client.post(reverse("agents:create"), {**VALID, "model": "openai:qwen3-coder", "price_input": "0.40",
+                                           "price_output": "1.60"})
+    agent = AgentProfile.objects.get(name="Fixer")
+    assert (agent.price_input, agent.price_output, agent.price_cached_input) == (Decimal("0.40"), Decimal("1.60"), None)
+    price = agent.price_for(agent.model)
+    assert price.known and price.source == "profile"
+    assert not agent.price_for("openai:other-model").known  # a fallback is priced by the table only
+    page = client.get(reverse("agents:detail", args=[agent.pk])).content.decode()
+    assert "input 0.4, cached input 0.4, cache write 0.4, output 1.6 (this profile's own)" in page
+    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "price_input": "-1"})
+    assert "greater than or equal to 0" in response.context["form"].errors["price_input"][0]

@@ -64,3 +64,49 @@ def test_an_observations_text_is_readable_inside_its_room_only(client, owner, se
     assert client.get(reverse("observations:observation", args=[session.pk, 999])).status_code == 404
     client.force_login(get_user_model().objects.create_user("outsider", password="pw-outsider-1"))
     assert client.get(url).status_code == 404
+
+
+@pytest.mark.django_db
+def test_each_evicted_observation_shows_the_receipt_the_model_saw(client, owner, session_with_folds):
+    from django.utils.html import escape
+
+    from observations.gateway.transcript import ObsState
+
+    session, ctx = session_with_folds
+    client.force_login(owner)
+    html = client.get(reverse("observations:ledger", args=[session.pk])).content.decode()
+    receipts = html[html.index('id="ledger-receipts"'):]
+    evicted = [o for o in ctx.observations if o.state is ObsState.RECEIPTED]
+    assert evicted and receipts.count('class="receipt"') == len(evicted)
+    for obs in evicted:
+        text = ctx.served_text(obs)
+        assert text.startswith(f"[receipt {obs.source.sha256[:12]}]") and "recall(" in text
+        article = receipts[receipts.index(f'id="receipt-{obs.obs_id}"'):]
+        assert escape(text) in article[: article.index("</article>")]
+
+
+@pytest.mark.django_db
+def test_each_fold_shows_what_it_kept_out_of_the_requests_since(client, owner, session_with_folds):
+    from decimal import Decimal
+
+    from agents.models import ProviderCall
+    from observations.gateway.policies import payback_requests
+    from observations.gateway.prices import format_usd
+
+    session, ctx = session_with_folds
+    agent = session.agent
+    agent.price_input, agent.price_cached_input, agent.price_output = Decimal("3"), Decimal("0.3"), Decimal("15")
+    session.agent.save()
+    for step in range(1, ctx.step + 2):
+        ProviderCall.objects.create(session=session, step=step, model=session.agent.model)
+    client.force_login(owner)
+    html = client.get(reverse("observations:ledger", args=[session.pk])).content.decode()
+    for fold in ctx.folds:
+        since = ctx.step + 1 - fold.step  # the requests of steps fold.step+1 … ctx.step+1
+        row = html[html.index(f'id="fold-{fold.number}"'):]
+        row = row[: row.index("</tr>")]
+        kept = fold.tokens_freed * since
+        assert f"<td>{since:,}</td>" in row and f'<td class="fold__kept">{kept:,}</td>' in row
+        saved = Decimal(kept) * Decimal("0.3") / Decimal(1_000_000)  # at the cached-read price
+        assert f"<td>{format_usd(saved)}</td>" in row
+        assert f"{payback_requests(fold.projection_after, fold.tokens_freed):,.1f} requests" in row

@@ -31,6 +31,7 @@ from agents.models import (
     Task,
 )
 from agents.services import session_start, task_create
+from observations.gateway.prices import price_for
 from rooms.models import Membership, Room
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
@@ -41,6 +42,7 @@ DEMO_REPO_TEMPLATE = Path(__file__).resolve().parents[2] / "demo_repo"
 DEMO_CHECK_COMMAND = "python -m pytest -q"
 DEMO_AGENT_NAME = "Demo fixer"
 DEMO_AGENT_MODEL = "replay:demo-fix-median.json"
+DEMO_PRICED_AS = "anthropic:claude-sonnet-4-5"
 DEMO_RULES = (  # (tool, path glob, command prefix); every other tool keeps the read-only default
     ("edit_file", "*.py", ""),
     ("shell", "", "python -m pytest"),
@@ -63,6 +65,13 @@ class Demo:
     agent: AgentProfile | None = None
     session: Session | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def demo_prices() -> dict:
+    """The recorded demo model is priced as the model it stands in for, so its session
+    page shows what such a run costs (the profile's own prices, editable)."""
+    prices = price_for(DEMO_PRICED_AS).per_million() or {}
+    return {f"price_{name}": value for name, value in prices.items()}
 
 
 def ensure_user(demo: Demo) -> None:
@@ -105,6 +114,7 @@ def ensure_agent(demo: Demo) -> None:
             "eviction_policy": EvictionPolicy.ON_DEMAND,
             "role_prompt": "You fix small bugs: read the code and its tests, run them, make the smallest fix.",
             "created_by": demo.user,
+            **demo_prices(),
         },
     )
     _, assigned = RoomAgent.objects.get_or_create(room=demo.room, agent=agent, defaults={"added_by": demo.user})

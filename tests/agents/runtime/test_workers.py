@@ -53,6 +53,8 @@ def test_a_demo_session_runs_on_a_worker_to_a_verified_merge(hub_workers, person
     assert "merged" in session.reason
     verify = SessionEvent.objects.get(session=session, kind="verify")
     assert "→ exit 0" in verify.payload["line"]
+    # A normal session raises no loop alarm.
+    assert not SessionEvent.objects.filter(session=session, kind="loop.suspected").exists()
 
 
 def test_a_steer_reaches_the_agent_at_the_next_boundary_while_a_long_command_runs(

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from agents.tools import TOOL_SCHEMAS, ToolOutcome
 from agents.tools.schemas import ArgumentError, check_arguments
+from observations.gateway.breakdown import tool_part
 from observations.gateway.messages import ToolCall
 
 from .conftest import call
@@ -27,12 +28,24 @@ def _serialized_size(schemas) -> int:
     )
 
 
+# Per tool, bytes as sent (the session page's prefix breakdown shows the same figure):
+# each is the size today, so any growth has to move its number here.
+TOOL_BUDGET_BYTES = {
+    "read_file": 287, "list_files": 217, "search": 250, "write_file": 207, "edit_file": 293,
+    "undo_edit": 204, "shell": 293, "await": 249, "post_message": 163, "recall": 313, "history_search": 245,
+}
+
+
 def test_the_tool_schemas_stay_within_their_size_budget(box):
     assert [s.name for s in box.schemas()] == [
         "read_file", "list_files", "search", "write_file", "edit_file", "undo_edit", "shell",
         "await", "post_message", "recall", "history_search",
     ]
     assert _serialized_size(box.schemas()) <= SCHEMA_BUDGET_CHARS
+    sizes = {s.name: tool_part(s)["bytes"] for s in box.schemas()}
+    grown = {name: (size, TOOL_BUDGET_BYTES[name]) for name, size in sizes.items() if size > TOOL_BUDGET_BYTES[name]}
+    assert grown == {}, "tool schemas grew (bytes, budget); every byte is sent with every request"
+    assert sum(sizes.values()) == _serialized_size(box.schemas())
 
 
 def test_every_required_argument_is_a_declared_property():

@@ -14,7 +14,7 @@ from rooms.repo import TemplateRepository
 from rooms.services import room_create
 from tests.conftest import CeleryWorker, _wait_until, start_hub_process
 
-DEMO_REPO = Path(__file__).resolve().parents[3] / "hub" / "demo_repo"
+DEMO_REPO = Path(__file__).resolve().parents[2] / "hub" / "demo_repo"
 
 
 @pytest.fixture

@@ -38,8 +38,8 @@ def _run(statements_by_vendor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0003_issue8_segments'),
-        ('observations', '0001_initial'),
+        ('agents', '0004_issue8_segments'),
+        ('observations', '0002_issue13_receipt_text'),
         ('rooms', '0002_issue8_segments'),
     ]
 
@@ -48,11 +48,6 @@ class Migration(migrations.Migration):
             model_name='observation',
             name='segment',
             field=models.PositiveIntegerField(default=1),
-        ),
-        migrations.AddField(
-            model_name='observation',
-            name='receipt',
-            field=models.TextField(blank=True),
         ),
         migrations.AlterField(
             model_name='observation',
@@ -91,7 +86,7 @@ class Migration(migrations.Migration):
                 ('size', models.PositiveBigIntegerField()),
                 ('state', models.CharField(choices=[('fresh', 'Fresh'), ('consumed', 'Consumed'), ('receipted', 'Receipted'), ('archived', 'archived (its segment ended)')], default='fresh', max_length=10)),
                 ('fold_number', models.PositiveIntegerField(blank=True, null=True)),
-                ('receipt', models.TextField(blank=True)),
+                ('receipt_text', models.TextField(blank=True)),
                 ('blob', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='payloads', to='observations.blob')),
                 ('room', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='rooms.room')),
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='payloads', to='agents.session')),

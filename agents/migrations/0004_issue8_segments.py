@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0002_initial'),
+        ('agents', '0003_issue13_accounting'),
     ]
 
     operations = [

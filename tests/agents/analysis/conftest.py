@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agents.models import AgentProfile, ApprovalRule, RoomAgent
+from agents.runtime.worker import run_session
+from agents.services import session_start, session_steer, task_create
+
+REPLAYS = Path(__file__).resolve().parent / "replays"
+
+
+@pytest.fixture
+def patterns_session(person, demo_room):
+    """A session with known patterns, run in this process with the worker's code: re-reads,
+    a failing test run twice, an edit, a read of what it wrote, passing tests twice, and a
+    person's steer."""
+    ApprovalRule.objects.create(room=demo_room, tool="*", decision="allow")
+    agent = AgentProfile.objects.create(name="looper", model=f"replay:{REPLAYS / 'patterns.json'}",
+                                        context_window=32_000, output_budget=2_000)
+    RoomAgent.objects.create(room=demo_room, agent=agent)
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=agent, actor=person)
+    session_steer(session=session, actor=person, text="Keep the diff small, please.")
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    return session
