@@ -16,6 +16,7 @@ from pathlib import Path
 import dj_database_url
 
 from hub.env import celery_url, env, envbool, envfloat, envint, envlist, envsecret
+from hub.redis_options import channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env("ATRIUM_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -100,10 +101,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # so every process of the hub, and any `manage.py` command, finds the same one.
 REDIS_URL = env("REDIS_URL") or f"unix://{DATA_DIR / 'redis.sock'}"
 
+# How long one Redis read may take. It must stay well above the channel layer's 5 s
+# blocking read (an idle websocket waits in it); /healthz says so if it does not.
+REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", "30")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env("CHANNELS_PREFIX", "atrium")},
+        "CONFIG": {
+            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT)],
+            "prefix": env("CHANNELS_PREFIX", "atrium"),
+        },
     }
 }
 
