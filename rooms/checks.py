@@ -45,6 +45,14 @@ def check_message_text(text: object) -> str:
     return text
 
 
+def check_client_key(key: object) -> str:
+    """A browser's id for one frame: 1–64 letters, digits, `-` or `_`."""
+    if not isinstance(key, str) or not 0 < len(key) <= 64 or not all(c.isascii() and (c.isalnum() or c in "-_")
+                                                                     for c in key):
+        raise RoomError("A frame id is 1 to 64 letters, digits, - or _.", code="bad_request")
+    return key
+
+
 def check_room_name(name: str) -> str:
     name = check_storable_text((name or "").strip(), what="The room name")
     if not name:

@@ -76,10 +76,17 @@ class Message(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # When a steer reached a running session at a step boundary.
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # The id a person's browser gave the frame: a frame sent again after a reconnect
+    # (the first copy may or may not have arrived) is stored once.
+    client_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["room", "seq"]
-        constraints = [models.UniqueConstraint(fields=["room", "seq"], name="one_seq_per_room")]
+        constraints = [
+            models.UniqueConstraint(fields=["room", "seq"], name="one_seq_per_room"),
+            models.UniqueConstraint(fields=["room", "author", "client_key"], condition=~models.Q(client_key=""),
+                                    name="one_message_per_client_key"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.room}#{self.seq} {self.kind}"

@@ -20,6 +20,7 @@ from rooms.checks import (
     check_can_manage_members,
     check_can_post,
     check_check_command,
+    check_client_key,
     check_message_text,
     check_room_name,
 )
@@ -165,12 +166,14 @@ def message_post(
     text: str,
     agent: AgentProfile | None = None,
     session: Session | None = None,
+    client_key: str = "",
 ) -> Message:
     """Persist a message with the room's next seq; broadcast it after commit.
 
     People's messages (chat, steer) are checked: the author must be a member who may
     post, a steer must name an agent assigned to the room. System and agent messages
-    come from the hub itself.
+    come from the hub itself. ``client_key`` (a person's frame id) makes a post
+    idempotent: the same author and key in a room return the message stored first.
     """
     if kind not in Message.Kind.values:
         raise RoomError(f"Unknown message kind {kind!r}.", code="invalid")
@@ -186,10 +189,18 @@ def message_post(
         raise RoomError("An agent message needs its agent.", code="invalid")
     if not text:
         raise RoomError("The message is empty.", code="empty")
+    if client_key:
+        client_key = check_client_key(client_key)
+        # The room row lock serialises posts of the room, so two copies of one frame
+        # racing each other find the first one here.
+        Room.objects.select_for_update().filter(pk=room.pk).first()
+        if (earlier := Message.objects.filter(room=room, author=author, client_key=client_key).first()) is not None:
+            return earlier
 
     seq = _next_seq(room)
     message = Message.objects.create(
-        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text
+        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text,
+        client_key=client_key,
     )
     events.broadcast_on_commit(
         room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}
