@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from hub.env import celery_url, env, envbool, envfloat, envint, envlist, envsecret
 from hub.redis_options import channel_layer_host
@@ -158,7 +159,16 @@ BLOBS_DIR = DATA_DIR / "blobs"
 # Tool results larger than this go to files under BLOBS_DIR instead of the database.
 BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
-ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
+# A worker running a session renews its lease with a heartbeat every
+# ATRIUM_HEARTBEAT_SECONDS; a lease not renewed for ATRIUM_LEASE_SECONDS (a few missed
+# heartbeats) means the worker died, and the next sweep hands the session to another.
+ATRIUM_HEARTBEAT_SECONDS = envfloat("ATRIUM_HEARTBEAT_SECONDS", "2")
+ATRIUM_LEASE_SECONDS = envfloat("ATRIUM_LEASE_SECONDS", "8")
+if ATRIUM_LEASE_SECONDS < 2 * ATRIUM_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"ATRIUM_LEASE_SECONDS ({ATRIUM_LEASE_SECONDS:g}) must be at least twice ATRIUM_HEARTBEAT_SECONDS "
+        f"({ATRIUM_HEARTBEAT_SECONDS:g}): one late heartbeat must not hand a live worker's session away."
+    )
 # A worker runs one session at most this long, then queues it again (fair turns).
 ATRIUM_WORKER_SLICE_SECONDS = envint("ATRIUM_WORKER_SLICE_SECONDS", "120")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
@@ -169,7 +179,7 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
-ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "5")
+ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
 REPLAYS_DIR = BASE_DIR / "agents" / "replays"
 # Overrides of the context gateway's fold rules; unset keeps the tuned defaults of
 # observations/gateway/budget.Budget (trigger_ratio, target_ratio, min_freed_tokens,

@@ -1,15 +1,21 @@
 from __future__ import annotations
 
+import socket
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
+from tests.conftest import CeleryWorker, _wait_until, start_hub_process
 
 DEMO_REPO = Path(__file__).resolve().parents[3] / "hub" / "demo_repo"
+FAST = {"ATRIUM_LEASE_SECONDS": "4", "ATRIUM_SWEEP_SECONDS": "1", "ATRIUM_SHELL_YIELD_SECONDS": "30"}
 
 
 @pytest.fixture
@@ -35,3 +41,38 @@ def replay_agent(demo_room):
 def allow_demo_tools(demo_room):
     ApprovalRule.objects.create(room=demo_room, tool="edit_file", path_glob="*.py", decision="allow")
     ApprovalRule.objects.create(room=demo_room, tool="shell", command_prefix="python -m pytest", decision="allow")
+
+
+@pytest.fixture
+def hub_workers(transactional_db, tmp_path):
+    """Start workers (and one beat) with test-friendly timings; stop them all after."""
+    started = []
+
+    def worker(*, fast: bool = True, **env) -> CeleryWorker:
+        nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+        process = start_hub_process(
+            "celery worker",
+            [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
+             "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
+             "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
+            tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env},
+        )
+        started.append(process)
+        celery = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+        _wait_until(lambda: celery.ping(timeout=0.5), process, "answer a ping")
+        return celery
+
+    def beat(*, fast: bool = True):
+        process = start_hub_process(
+            "celery beat",
+            [sys.executable, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
+             "--schedule", str(tmp_path / "beat-schedule")],
+            tmp_path / "beat.log", **(FAST if fast else {}),
+        )
+        started.append(process)
+        return process
+
+    worker.beat = beat
+    yield worker
+    for process in started:
+        process.stop()

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import sys
 import time
-import uuid
 from pathlib import Path
 
-import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
@@ -20,45 +16,8 @@ from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, Sessio
 from agents.services import session_start, task_create
 from hub.asgi import application
 from rooms.models import Message
-from tests.conftest import CeleryWorker, _wait_until, start_hub_process
 
 REPLAYS = Path(__file__).resolve().parent / "replays"
-FAST = {"ATRIUM_LEASE_SECONDS": "4", "ATRIUM_SWEEP_SECONDS": "1", "ATRIUM_SHELL_YIELD_SECONDS": "30"}
-
-
-@pytest.fixture
-def hub_workers(transactional_db, tmp_path):
-    """Start workers (and one beat) with test-friendly timings; stop them all after."""
-    started = []
-
-    def worker(**env) -> CeleryWorker:
-        nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-        process = start_hub_process(
-            "celery worker",
-            [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-             "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-            tmp_path / f"worker-{len(started)}.log", **{**FAST, **env},
-        )
-        started.append(process)
-        celery = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-        _wait_until(lambda: celery.ping(timeout=0.5), process, "answer a ping")
-        return celery
-
-    def beat():
-        process = start_hub_process(
-            "celery beat",
-            [sys.executable, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
-             "--schedule", str(tmp_path / "beat-schedule")],
-            tmp_path / "beat.log", **FAST,
-        )
-        started.append(process)
-        return process
-
-    worker.beat = beat
-    yield worker
-    for process in started:
-        process.stop()
 
 
 def wait_for(predicate, timeout: float, what: str, processes=()):
