@@ -87,9 +87,12 @@ def _should_wake(session: Session, now) -> bool:
         return True
     if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
         return True
+    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs",
+                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
+    if held := runtime.get("held_jobs"):
+        # Held at its end until its jobs end (agents/runtime/obligations.py).
+        return jobs_ready(registry, {"handles": held})
     calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
     if index < len(calls) and calls[index].get("name") == "await":
-        arguments = calls[index].get("arguments") or {}
-        registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs")
-        return jobs_ready(registry, arguments, read_only=True)
+        return jobs_ready(registry, calls[index].get("arguments") or {})
     return False

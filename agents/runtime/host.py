@@ -20,6 +20,7 @@ from agents.providers import Completion
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input
+from agents.runtime.obligations import JobView
 from agents.runtime.waits import jobs_ready
 from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome
@@ -45,6 +46,15 @@ class DjangoHost:
     # -------------------------------------------------------------- inputs
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
         return self.toolbox.settle_jobs(token)
+
+    def job_views(self) -> list[JobView]:
+        jobs = self.toolbox.jobs
+        views = []
+        for handle in jobs.handles():
+            status = jobs.status(handle)
+            views.append(JobView(handle=handle, command=status.command, running=not status.done,
+                                 unread=status.done and not jobs.delivered(handle), describe=status.describe()))
+        return views
 
     def pending_inputs(self, *, chat_after: int) -> list[Input]:
         return inputs.pending_inputs(self.session, chat_after=chat_after)

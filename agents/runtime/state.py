@@ -27,6 +27,10 @@ class RuntimeState:
     person_waiting: bool = False  # a person's message was delivered and not yet answered
     chat_cursor: int = 0  # room chat messages up to this seq were looked at for mentions
     last_reply: str = ""
+    # Jobs the model was told about when it answered "done" while they ran, and the jobs
+    # a parked session is held for (agents/runtime/obligations.py).
+    jobs_reminded: list[str] = field(default_factory=list)
+    held_jobs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -117,7 +117,7 @@ def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id
 
 def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
               handles: list[str] | None, seconds: float | None,
-              interrupted: Callable[[], bool] | None) -> Result:
+              interrupted: Callable[[], bool] | None, stop: bool = False) -> Result:
     known = registry.handles()
     if handles is None:
         targets = [h for h in known if not registry.delivered(h)]
@@ -128,6 +128,8 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
             raise ToolError(f"await: unknown job handle(s) {', '.join(unknown)}; "
                             f"this session's jobs: {listed}")
         targets = list(dict.fromkeys(handles))
+    if stop:
+        return _stop_jobs(registry, config, call_id=call_id, targets=targets)
     bound = config.yield_seconds if seconds is None else min(seconds, config.yield_seconds)
     capped = seconds is not None and seconds > config.yield_seconds
     purpose = "await " + (", ".join(targets) if targets else f"{bound:g} s" if seconds is not None
@@ -159,6 +161,21 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
                      "to keep waiting.")
     return Result(text="\n\n".join(parts), purpose=purpose,
                   pending_jobs=tuple(s.handle for s in running))
+
+
+def _stop_jobs(registry: JobRegistry, config: ShellConfig, *, call_id: str, targets: list[str]) -> Result:
+    """await with stop: end the jobs and hand over what they wrote, each result once."""
+    purpose = "stop " + (", ".join(targets) if targets else "(nothing running)")
+    if not targets:
+        return Result(text="No unfinished jobs to stop.", purpose=purpose)
+    parts = []
+    for handle in targets:
+        status = registry.cancel(handle, "stopped by the agent")
+        if registry.claim(handle, call_id):
+            parts.append(finished_text(registry, status, config.max_output_chars))
+        else:
+            parts.append(f"job {handle} {status.describe()}; its result was already delivered earlier.")
+    return Result(text="\n\n".join(parts), purpose=purpose)
 
 
 def _sleep(seconds: float, interrupted: Callable[[], bool] | None,

@@ -40,9 +40,13 @@ class FakeHost:
     requests: list = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
     merged: bool = True
+    jobs: list = field(default_factory=list)  # obligations.JobView
 
     def settle_jobs(self, token):
         return ()
+
+    def job_views(self):
+        return list(self.jobs)
 
     def pending_inputs(self, *, chat_after):
         taken, self.inputs = self.inputs, []
