@@ -1,7 +1,8 @@
 """Atrium settings: 12-factor, read from the environment.
 
-Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR and an
-embedded Redis the start command launches), so a checkout runs with no services.
+Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR, by default
+the user's data folder outside any checkout, and an embedded Redis the start command
+launches), so a checkout runs with no services.
 
 DEBUG defaults to on only on those embedded defaults (DATABASE_URL unset); with a
 DATABASE_URL it defaults to off, so a deployment that forgets DEBUG (say, the image
@@ -16,11 +17,11 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from hub.env import celery_url, env, envbool, envfloat, envint, envlist, envsecret
+from hub.env import celery_url, default_data_dir, env, envbool, envfloat, envint, envlist, envsecret
 from hub.redis_options import channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env("ATRIUM_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = Path(env("ATRIUM_DATA_DIR") or default_data_dir()).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = envbool("DEBUG", "False" if env("DATABASE_URL") else "True")

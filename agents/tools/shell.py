@@ -21,13 +21,20 @@ _SECRET_NAME = re.compile(
     r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(DATABASE_URL|REDIS_URL|"
     r"CELERY_|DJANGO_|ATRIUM_)", re.IGNORECASE)
 
+# The hub's own tool and interpreter settings: a room's commands configure themselves
+# from the room's files (its pyproject.toml, pytest.ini), never from the hub's.
+_HUB_CONFIG = re.compile(r"^(PYTEST_|COVERAGE_|PYTHONPATH$|PYTHONHOME$|PYTHONSTARTUP$|PYTHONSAFEPATH$"
+                         r"|PYTHONWARNINGS$|PIP_CONFIG_FILE$)")
+
 RUNNING_TAIL_CHARS = 2000
 
 
 def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: the worker's, minus secrets, non-interactive."""
+    """The environment commands run with: the worker's, minus secrets and the hub's own
+    tool configuration, non-interactive."""
     source = os.environ if base is None else base
-    env = {name: value for name, value in source.items() if not _SECRET_NAME.search(name)}
+    env = {name: value for name, value in source.items()
+           if not _SECRET_NAME.search(name) and not _HUB_CONFIG.search(name)}
     env.update({
         "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
         "PYTHONUNBUFFERED": "1",  # output reaches the log (and the model) as it happens

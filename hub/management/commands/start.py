@@ -28,6 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
         self._check_production_settings()
+        self._check_data_dir()
         _log_to_console()
         redis = self._embedded_redis()
         children = [Child("redis", lambda: redis.start().process)] if redis else []
@@ -76,6 +77,19 @@ class Command(BaseCommand):
                 "so every request would be refused. Set ALLOWED_HOSTS to the hub's host names "
                 "(e.g. ALLOWED_HOSTS=127.0.0.1,localhost), or DEBUG=true on a development machine."
             )
+
+    def _check_data_dir(self) -> None:
+        data, checkout = settings.DATA_DIR, settings.BASE_DIR
+        if data.is_relative_to(checkout):
+            self.stderr.write(self.style.WARNING(
+                f"The data folder {data} is inside the hub's checkout: commands run in rooms' worktrees "
+                "there may pick up the hub's own configuration (pyproject.toml). Set ATRIUM_DATA_DIR to a "
+                "folder outside it."))
+        earlier = checkout / "var"
+        if not os.environ.get("ATRIUM_DATA_DIR") and (earlier / "atrium.sqlite3").exists():
+            self.stderr.write(self.style.WARNING(
+                f"Rooms from an earlier version are in {earlier}; the data folder is now {data}. To keep "
+                f"them, stop the hub and move that folder's contents there (mv {earlier}/* {data}/)."))
 
     def _embedded_redis(self) -> EmbeddedRedis | None:
         if os.environ.get("REDIS_URL"):
