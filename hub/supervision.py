@@ -71,6 +71,10 @@ class Supervisor:
     _stopping: bool = field(default=False, init=False)
     _reported_at: float = field(default=0.0, init=False)
 
+    def __post_init__(self) -> None:
+        for child in self.children:
+            child.backoff = self.min_backoff
+
     def start_all(self, names: list[str] | None = None) -> None:
         """Start the children (or those named) that were never started."""
         for child in self.children:
@@ -107,11 +111,15 @@ class Supervisor:
     def _exited(self, child: Child, now: float) -> None:
         code = child.process.returncode
         child.last_exit = f"exited with {_describe_exit(code)}"
+        # What it left behind (a Celery worker's pool processes) ends with it: its
+        # replacement starts clean, and a session those held is resumed elsewhere.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.process.pid, signal.SIGKILL)
         if now - child.started_at >= STABLE_AFTER_SECONDS:
             child.backoff = self.min_backoff
         child.exited_at = now
         child.restart_at = now + child.backoff
-        log.warning("%s (pid %s) %s; restarting in %.0f s", child.name, child.process.pid, child.last_exit,
+        log.warning("%s (pid %s) %s; restarting in %g s", child.name, child.process.pid, child.last_exit,
                     child.backoff)
         child.backoff = min(child.backoff * 2, self.max_backoff)
 
@@ -123,7 +131,7 @@ class Supervisor:
             child.process = None
             child.last_exit = f"could not start: {exc}"
             child.restart_at = self.clock() + child.backoff
-            log.error("%s could not start: %s; trying again in %.0f s", child.name, exc, child.backoff)
+            log.error("%s could not start: %s; trying again in %g s", child.name, exc, child.backoff)
             child.backoff = min(child.backoff * 2, self.max_backoff)
             return
         child.started_at = self.clock()
