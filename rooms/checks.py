@@ -84,3 +84,9 @@ def check_can_manage_members(membership: Membership) -> None:
 def check_can_assign_agents(membership: Membership) -> None:
     if not membership.can_post:
         raise RoomPermissionError("Viewers cannot assign or unassign agents.")
+
+
+def check_can_change_settings(membership: Membership) -> None:
+    """The check command and approval rules decide what runs in the room: owners only."""
+    if membership.role != Membership.Role.OWNER:
+        raise RoomPermissionError("Only the room's owners can change its check command and approval rules.")

@@ -17,6 +17,7 @@ from rooms import events
 from rooms.checks import (
     RESERVED_SLUGS,
     check_can_assign_agents,
+    check_can_change_settings,
     check_can_manage_members,
     check_can_post,
     check_check_command,
@@ -86,6 +87,20 @@ def _free_slug(name: str) -> str:
         n += 1
         candidate = f"{base}-{n}"
     return candidate
+
+
+@transaction.atomic
+def room_update_settings(*, room: Room, actor: AbstractBaseUser, check_command: str) -> Room:
+    """An owner sets the command run when an agent says it is done (empty: none)."""
+    check_can_change_settings(_membership_of(room, actor))
+    check_command = check_check_command(check_command)
+    room = Room.objects.select_for_update().get(pk=room.pk)
+    if check_command != room.check_command:
+        room.check_command = check_command
+        room.save(update_fields=["check_command"])
+        what = f"set the check command to `{check_command}`" if check_command else "removed the check command"
+        _post_system(room=room, actor=actor, text=f"{actor.get_username()} {what}.")
+    return room
 
 
 # --- membership -------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from typing import Any
 from django.conf import settings
 
 from agents.models import Approval as ApprovalRow
-from agents.models import ApprovalRule, Session
+from agents.models import Session
 from agents.providers import Completion
+from agents.rules import room_rules
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input
@@ -67,10 +68,7 @@ class DjangoHost:
 
     # -------------------------------------------------------------- approvals
     def approval_rules(self) -> list[Rule]:
-        return [
-            Rule(r.decision, r.tool or "*", r.path_glob, r.command_prefix)
-            for r in ApprovalRule.objects.filter(room=self.room)
-        ]
+        return room_rules(self.room.pk)
 
     def approval(self, call_id: str) -> Approval | None:
         row = ApprovalRow.objects.filter(session=self.session, call_id=call_id).select_related("decided_by").first()

@@ -27,6 +27,7 @@ from django.utils import timezone
 from agents.events import session_event_append
 from agents.models import ProviderCall, Session
 from agents.providers import RetryPolicy, provider_for
+from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
 from agents.runtime.host import DjangoHost
@@ -319,6 +320,9 @@ def run_session(session_id: int) -> str:
         return "ran"
     except LeaseLost:
         return "lease lost"
+    except InvalidModelSpec as exc:  # e.g. the replay file was removed, no API key is set
+        _fail(session_id, owner, f"the agent's model cannot be used: {exc}")
+        return "failed"
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
         log.exception("session %s failed", session_id)
         _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")

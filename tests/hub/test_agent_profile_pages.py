@@ -13,7 +13,7 @@ VALID = {
     "name": "Fixer",
     "role_prompt": "You fix failing tests.",
     "model": "anthropic:claude-sonnet-4-5",
-    "fallback_models": "openai:gpt-4.1, replay:fixer.jsonl",
+    "fallback_models": "openai:gpt-4.1, replay:demo-fix-median.json",
     "context_window": 200000,
     "output_budget": 8000,
     "eviction_policy": "on_demand",
@@ -69,10 +69,10 @@ def test_an_agent_profile_is_edited_on_the_web(client):
     agent = make_agent("Old", model="openai:gpt-4.1")
     page = client.get(reverse("agents:edit", args=[agent.pk]))
     assert b'value="openai:gpt-4.1"' in page.content
-    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:run1.jsonl"})
+    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:demo-fix-median.json"})
     assert response.status_code == 302
     agent.refresh_from_db()
-    assert (agent.name, agent.model) == ("New", "replay:run1.jsonl")
+    assert (agent.name, agent.model) == ("New", "replay:demo-fix-median.json")
     assert client.get(reverse("agents:edit", args=[99999])).status_code == 404
 
 
@@ -104,3 +104,25 @@ def test_a_stored_key_never_follows_its_profile_to_another_endpoint(client):
     client.post(reverse("agents:edit", args=[agent.pk]), {**moved, "clear_api_key": "on"})
     agent.refresh_from_db()
     assert agent.base_url == "https://elsewhere.example/v1" and agent.api_key == ""
+
+
+def test_a_replay_file_that_does_not_exist_is_refused_when_saved(client):
+    response = client.post(reverse("agents:create"), {**VALID, "model": "replay:nope.json"})
+    assert response.status_code == 200
+    assert "replay file not found" in response.context["form"].errors["model"][0]
+    response = client.post(reverse("agents:create"), {**VALID, "fallback_models": "replay:../../etc/passwd"})
+    assert "outside the replay folder" in response.context["form"].errors["fallback_models"][0]
+    assert not AgentProfile.objects.exists()
+
+
+def test_a_provider_without_a_key_is_saved_with_a_warning(client, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    response = client.post(reverse("agents:create"), {**VALID, "fallback_models": ""}, follow=True)
+    assert AgentProfile.objects.filter(name="Fixer").exists()
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("needs an API key" in m and "sessions of this agent fail until it is set" in m for m in messages)
+    # With the agent's own key it is usable, and nothing is said.
+    response = client.post(reverse("agents:create"), {**VALID, "name": "Keyed", "fallback_models": "",
+                                                      "new_api_key": "sk-test"}, follow=True)
+    assert not any("API key" in str(m) for m in response.context["messages"])

@@ -122,3 +122,17 @@ def test_only_an_ended_attempt_is_retried_and_only_once(person, task, replay_age
     assert retry.created_by == staff and retry.attempt == 2
     with pytest.raises(RoomError, match="already retried as attempt 2"):
         session_retry(session=session, actor=person)
+
+
+def test_attempts_follow_each_other_however_they_are_started(person, task, replay_agent):
+    """Started from the task's button or retried, attempt N+1 links to attempt N; an
+    older attempt cannot be retried past a newer one."""
+    first = session_start(task=task, agent=replay_agent, actor=person)
+    session_cancel(session=first, actor=person)
+    second = session_start(task=task, agent=replay_agent, actor=person)  # the button, not "Retry"
+    assert (second.attempt, second.previous_id) == (2, first.pk)
+    session_cancel(session=second, actor=person)
+    with pytest.raises(RoomError, match="already retried as attempt 2"):
+        session_retry(session=first, actor=person)
+    third = session_retry(session=second, actor=person)
+    assert (third.attempt, third.previous_id) == (3, second.pk)
