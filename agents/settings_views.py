@@ -85,7 +85,9 @@ def rule_preview(request: HttpRequest, slug: str) -> HttpResponse:
     result = None
     if form.is_valid():
         result = preview(form.cleaned_data["tool"], form.cleaned_data["sample"], room_rules(access.room.pk))
-    return render(request, "agents/_rule_preview.html", {"room": access.room, "preview_form": form, "preview": result})
+    if request.htmx:
+        return render(request, "agents/_rule_preview_result.html", {"preview": result})
+    return _panel(request, access, preview_form=form, preview=result)
 
 
 def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpResponse:
