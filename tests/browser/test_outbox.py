@@ -5,25 +5,13 @@ Headless Chromium against real Daphne processes."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from rooms.models import Message
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
-from tests.conftest import DaphneServer, _free_port, _serves, _wait_until, start_hub_process
+from tests.conftest import _free_port, start_daphne
 from tests.rooms.factories import make_room, make_user
-
-
-def start_daphne(tmp_path, port: int, n: int) -> DaphneServer:
-    process = start_hub_process(
-        "daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "hub.asgi:application"],
-        tmp_path / f"daphne-{n}.log", DEBUG="true", ALLOWED_HOSTS="127.0.0.1",
-    )
-    server = DaphneServer(hub_process=process, host="127.0.0.1", port=port)
-    _wait_until(lambda: _serves(f"{server.url}/login/"), process, "serve /login/")
-    return server
 
 
 @pytest.mark.browser
@@ -31,7 +19,7 @@ def test_a_message_typed_while_the_hub_is_down_is_sent_once_when_it_is_back(tran
     owner = make_user("ada", password=PASSWORD)
     room = make_room(owner, "Outbox room")
     port = _free_port()
-    server = start_daphne(tmp_path, port, 1)
+    server = start_daphne(tmp_path / "daphne-1.log", port=port)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -50,7 +38,7 @@ def test_a_message_typed_while_the_hub_is_down_is_sent_once_when_it_is_back(tran
                 expect(page.locator("#composer-error")).to_contain_text("Offline: your message is kept")
                 assert page.locator("#composer-text").input_value() == ""
 
-                server = start_daphne(tmp_path, port, 2)
+                server = start_daphne(tmp_path / "daphne-2.log", port=port)
                 expect(page.locator("#connection-status")).to_have_text("live", timeout=30_000)
                 expect(pending).to_have_count(0)
                 expect(page.locator("#messages .message--chat")).to_have_count(1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from agents.events import session_event_append
 from agents.models import Session, Task
 from hub.embedded import EmbeddedRedis
 from hub.redis_options import channel_layer_host
-from tests.conftest import DaphneServer, _free_port, _serves, _wait_until, start_hub_process
+from tests.conftest import start_daphne
 from tests.rooms.factories import make_agent, make_room, make_user
 
 IDLE_SECONDS = 60
@@ -58,17 +57,11 @@ def layer_on(redis_url):
 
 @pytest.fixture
 def daphne_on(redis_url, layer_on, transactional_db, tmp_path):
-    host, port = "127.0.0.1", _free_port()
-    process = start_hub_process(
-        "daphne", [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"],
-        tmp_path / "daphne.log", DEBUG="true", ALLOWED_HOSTS=host, REDIS_URL=redis_url, CHANNELS_PREFIX=layer_on,
-    )
-    server = DaphneServer(hub_process=process, host=host, port=port)
+    server = start_daphne(tmp_path / "daphne.log", REDIS_URL=redis_url, CHANNELS_PREFIX=layer_on)
     try:
-        _wait_until(lambda: _serves(f"{server.url}/login/"), process, "serve /login/")
         yield server
     finally:
-        process.stop()
+        server.hub_process.stop()
 
 
 def test_idle_room_and_session_sockets_stay_open_for_a_minute(daphne_on):

@@ -6,9 +6,6 @@ plugin) and the hub's PYTEST_ADDOPTS/PYTHONPATH never reach it."""
 
 from __future__ import annotations
 
-import sys
-import uuid
-
 from django.conf import settings
 
 from agents.models import AgentProfile, RoomAgent, SessionEvent
@@ -17,7 +14,7 @@ from hub.env import default_data_dir
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
 from tests.agents.runtime.test_workers import REPLAYS, ended, wait_for
-from tests.conftest import PROJECT_ROOT, CeleryWorker, _wait_until, start_hub_process
+from tests.conftest import PROJECT_ROOT
 
 ROOM_PYPROJECT = """\
 [project]
@@ -57,7 +54,7 @@ def test_bench():
 
 
 def test_a_room_with_its_own_markers_passes_its_check_under_the_default_data_folder(
-    transactional_db, tmp_path, monkeypatch, person
+    hub_workers, tmp_path, monkeypatch, person
 ):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
     data_dir = default_data_dir()
@@ -79,23 +76,12 @@ def test_a_room_with_its_own_markers_passes_its_check_under_the_default_data_fol
 
     # The worker runs the way `manage.py start` does: no ATRIUM_DATA_DIR, from the hub's
     # checkout, and with the hub's own pytest settings in its environment.
-    nodename = f"atrium-isolation-{uuid.uuid4().hex[:8]}@localhost"
-    process = start_hub_process(
-        "celery worker",
-        [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-         "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-        tmp_path / "worker.log", ATRIUM_DATA_DIR="", XDG_DATA_HOME=str(tmp_path / "xdg"),
-        PYTEST_ADDOPTS="-p hub.pytest_plugin -m 'not slow and not bench'", PYTHONPATH=str(PROJECT_ROOT),
-    )
-    worker = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    try:
-        _wait_until(lambda: worker.ping(timeout=0.5), process, "answer a ping")
-        task = task_create(room=room, actor=person, title="Check", objective="Pass the room's check")
-        session = session_start(task=task, agent=agent, actor=person)
-        wait_for(lambda: ended(session), 120, "the session to end", [worker])
-    finally:
-        process.stop()
+    worker = hub_workers(fast=False, ATRIUM_DATA_DIR="", XDG_DATA_HOME=str(tmp_path / "xdg"),
+                         PYTEST_ADDOPTS="-p hub.pytest_plugin -m 'not slow and not bench'",
+                         PYTHONPATH=str(PROJECT_ROOT))
+    task = task_create(room=room, actor=person, title="Check", objective="Pass the room's check")
+    session = session_start(task=task, agent=agent, actor=person)
+    wait_for(lambda: ended(session), 120, "the session to end", [worker])
     verify = SessionEvent.objects.get(session=session, kind="verify")
     output = verify.payload["output"]
     assert verify.payload["exit_code"] == 0, output
