@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -70,10 +71,9 @@ def test_a_session_resumes_within_seconds_after_its_worker_dies(hub_workers, per
 
 def test_a_lease_owner_is_gone_only_when_its_process_on_this_machine_is():
     assert lease_owner_gone(worker_id()) is False  # this very process
-    child = os.fork()
-    if child == 0:
-        os._exit(0)
-    os.waitpid(child, 0)
+    done = subprocess.Popen(["true"])
+    done.wait()
+    child = done.pid
     host = worker_id().split(":")[0]
     assert lease_owner_gone(f"{host}:{child}:abcd1234") is True
     assert lease_owner_gone(f"elsewhere:{child}:abcd1234") is False  # another machine: heartbeats tell
