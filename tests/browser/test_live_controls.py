@@ -136,9 +136,10 @@ def test_an_owner_changes_the_check_command_and_a_rule_on_the_room_page(daphne_s
             page.click("#rule-create button[type=submit]")
             expect(page.locator("#approval-rules")).to_contain_text("commands starting with `make deploy`")
 
-            # The preview answers as the person types.
+            # The preview answers on request, and then as the person types.
             page.select_option("#id_preview_tool", "shell")
             page.fill("#id_sample", "make deploy --prod")
+            page.click("#rule-preview-form button[type=submit]")
             expect(page.locator("#preview-result")).to_have_attribute("data-decision", "deny")
             page.fill("#id_sample", "make test")
             expect(page.locator("#preview-result")).to_have_attribute("data-decision", "ask")
