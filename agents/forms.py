@@ -58,6 +58,11 @@ class AgentProfileForm(forms.ModelForm):
                 # A stored key must never follow its profile to another endpoint.
                 self.add_error("new_api_key", "The stored key belongs to the old endpoint: enter the key "
                                               "for the new one, or remove the stored key.")
+        # The model's own checks (AgentProfile.check_specs) judge the key this form saves.
+        if cleaned.get("clear_api_key"):
+            self.instance.api_key = ""
+        elif cleaned.get("new_api_key"):
+            self.instance.api_key = cleaned["new_api_key"]
         return cleaned
 
     def save(self, commit: bool = True) -> AgentProfile:
@@ -139,3 +144,36 @@ class SteerForm(forms.Form):
 class ApprovalDecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny"),
                                           ("always", "Always, for this session")])
+
+
+class CheckCommandForm(forms.Form):
+    check_command = forms.CharField(
+        max_length=500, required=False, label="Check command",
+        help_text="Run in the session's worktree when an agent says it is done; empty: no check.",
+        widget=forms.TextInput(attrs={"placeholder": "python -m pytest -q"}),
+    )
+
+
+def _tool_choices() -> list[tuple[str, str]]:
+    return [("*", "every tool"), *_call_choices()]
+
+
+def _call_choices() -> list[tuple[str, str]]:
+    from agents.rules import TOOL_NAMES
+
+    return [(name, name) for name in TOOL_NAMES]
+
+
+class ApprovalRuleForm(forms.Form):
+    tool = forms.ChoiceField(choices=_tool_choices)
+    path_glob = forms.CharField(max_length=300, required=False, label="Path glob",
+                                widget=forms.TextInput(attrs={"placeholder": "src/**/*.py"}))
+    command_prefix = forms.CharField(max_length=300, required=False, label="Command prefix",
+                                     widget=forms.TextInput(attrs={"placeholder": "python -m pytest"}))
+    decision = forms.ChoiceField(choices=[("allow", "allow"), ("ask", "ask"), ("deny", "deny")])
+
+
+class RulePreviewForm(forms.Form):
+    tool = forms.ChoiceField(choices=_call_choices, initial="shell")
+    sample = forms.CharField(max_length=2000, required=False, label="Sample",
+                             widget=forms.TextInput(attrs={"placeholder": "a command line, or a path"}))

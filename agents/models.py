@@ -86,6 +86,29 @@ class AgentProfile(models.Model):
     def clean(self) -> None:
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
+        self.spec_warnings = self.check_specs()
+
+    def check_specs(self) -> list[str]:
+        """Refuse specs that can never work (e.g. a replay file that does not exist);
+        return warnings for what the environment can still fix (a missing API key)."""
+        from agents.providers.errors import InvalidModelSpec
+        from agents.providers.factory import check_model_spec
+
+        warnings: list[str] = []
+        for field, specs in (("model", [self.model]), ("fallback_models", self.fallback_models.split(","))):
+            for spec in filter(None, (s.strip() for s in specs)):
+                try:
+                    validate_model_spec(spec)
+                except ValidationError:
+                    continue  # the field's own validator says so already
+                try:
+                    warning = check_model_spec(spec, api_key=self.api_key or None, base_url=self.base_url or None,
+                                               replay_dir=settings.REPLAYS_DIR)
+                except InvalidModelSpec as exc:
+                    raise ValidationError({field: str(exc)}) from None
+                if warning:
+                    warnings.append(warning)
+        return warnings
 
     def price_for(self, spec: str) -> ModelPrice:
         """The price of a call answered by ``spec``: this profile's own prices for its

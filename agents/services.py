@@ -14,12 +14,22 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.events import session_event_append
-from agents.models import AgentProfile, Approval, ProviderCall, RoomAgent, Session, Task
+from agents.models import (
+    AgentProfile,
+    Approval,
+    ApprovalRule,
+    ProviderCall,
+    RoomAgent,
+    Session,
+    Task,
+)
 from agents.providers import CallRecord
+from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
 from agents.selectors import session_decisions
 from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
+from rooms.checks import check_can_change_settings
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.services import message_post
@@ -66,7 +76,22 @@ def session_transition(session: Session, target: str, *, reason: str = "", expec
     for name, value in fields.items():
         setattr(session, name, value)
     session_event_append(session, "session.state_changed", {"state": target, "reason": reason})
+    if target in states.TERMINAL:
+        _approvals_withdraw(session)
     return True
+
+
+def _approvals_withdraw(session: Session) -> None:
+    """An ended session waits for nobody: its open approval requests expire with it, so
+    no card is left to click (a decision could no longer run anything)."""
+    now = timezone.now()
+    for approval in Approval.objects.filter(session=session, state=Approval.State.PENDING):
+        if Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
+                state=Approval.State.EXPIRED, decided_at=now):
+            session_event_append(session, "approval.decided", {
+                "approval": approval.pk, "call_id": approval.call_id, "state": "expired", "by": "",
+                "reason": f"the session {session.state.replace('_', ' ')}",
+            })
 
 
 # --- tasks --------------------------------------------------------------------------------
@@ -130,7 +155,10 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
         # side by side; one at a time.
         raise RoomError(f"{agent.name} is already on this task (attempt {active.attempt}, {active.state}).",
                         code="active")
-    last = Session.objects.filter(task=task, agent=agent).aggregate(n=Max("attempt"))["n"] or 0
+    latest = Session.objects.filter(task=task, agent=agent).order_by("-attempt").first()
+    last = latest.attempt if latest else 0
+    if previous is None and latest is not None and not Session.objects.filter(previous=latest).exists():
+        previous = latest  # attempt N+1 follows attempt N, however it was started
     session = Session.objects.create(
         task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor or dispatched_by,
         time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS, wake_at=timezone.now() + REQUEUE_AFTER,
@@ -157,6 +185,10 @@ def session_retry(*, session: Session, actor: AbstractBaseUser | None,
     if (later := Session.objects.filter(previous=locked).first()) is not None:
         raise RoomError(f"Attempt {locked.attempt} was already retried as attempt {later.attempt}.",
                         code="retried")
+    newest = Session.objects.filter(task=locked.task, agent=locked.agent).aggregate(n=Max("attempt"))["n"]
+    if newest != locked.attempt:
+        raise RoomError(f"Attempt {locked.attempt} is not the latest: attempt {newest} came after it; "
+                        "retry that one.", code="retried")
     return session_start(task=locked.task, agent=locked.agent, actor=actor, previous=locked,
                          dispatched_by=dispatched_by)
 
@@ -223,6 +255,39 @@ def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
         session_wake(session)
 
 
+# --- a room's approval rules -------------------------------------------------------------
+
+
+@transaction.atomic
+def approval_rule_create(*, room: Room, actor: AbstractBaseUser, tool: str, path_glob: str = "",
+                         command_prefix: str = "", decision: str) -> ApprovalRule:
+    """An owner adds a rule; running sessions apply it from their next tool call."""
+    check_can_change_settings(_membership(room, actor))
+    rule = rule_checked(tool=tool, path_glob=path_glob, command_prefix=command_prefix, decision=decision)
+    created = ApprovalRule.objects.create(room=room, created_by=actor, **rule)
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} added an approval rule: {created.decision} {rule_describe(created)}.")
+    return created
+
+
+@transaction.atomic
+def approval_rule_delete(*, room: Room, actor: AbstractBaseUser, rule_id: int) -> None:
+    check_can_change_settings(_membership(room, actor))
+    rule = ApprovalRule.objects.filter(room=room, pk=rule_id).first()
+    if rule is None:
+        raise RoomError("That rule is not in this room (removed already?).", code="not_found")
+    rule.delete()
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} removed an approval rule: {rule.decision} {rule_describe(rule)}.")
+
+
+def _membership(room: Room, user: AbstractBaseUser) -> Membership:
+    membership = Membership.objects.filter(room=room, user=user).first()
+    if membership is None:
+        raise RoomPermissionError("You are not a member of this room.")
+    return membership
+
+
 # --- approvals ----------------------------------------------------------------------------
 
 
@@ -253,6 +318,10 @@ def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: st
         raise RoomError("Decide approve, deny or always.", code="invalid")
     session = approval.session
     _check_can_act(session.task.room, actor)
+    session.refresh_from_db(fields=["state"])
+    if session.state in states.TERMINAL:
+        raise RoomError(f"This session has ended ({session.get_state_display().lower()}): there is nothing left "
+                        "to approve.", code="ended")
     state = Approval.State.DENIED if decision == "deny" else Approval.State.APPROVED
     updated = Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
         state=state, always=decision == "always", decided_by=actor, decided_at=timezone.now()

@@ -14,6 +14,7 @@ from django.utils import timezone
 from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
+from agents.runtime.liveness import lease_owner_gone
 from agents.runtime.waits import jobs_ready
 from agents.services import REQUEUE_AFTER, approvals_expire, session_transition, session_wake
 from agents.tools.jobs import JobRegistry
@@ -46,7 +47,12 @@ def sweep_sessions() -> dict[str, int]:
     # harmless anyway.
     unowned = Q(state=states.RUNNING) & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
     stale = Session.objects.filter(unowned | Q(state=states.QUEUED)).filter(Q(wake_at__isnull=True) | Q(wake_at__lte=now))
-    for session_id in stale.values_list("pk", flat=True):
+    stale_ids = list(stale.values_list("pk", flat=True))
+    # A worker seen dead on this machine (its process is gone) need not miss heartbeats first.
+    held = Session.objects.filter(state=states.RUNNING, lease_expires_at__gte=now).exclude(lease_owner="").filter(
+        Q(wake_at__isnull=True) | Q(wake_at__lte=now))
+    stale_ids += [pk for pk, owner in held.values_list("pk", "lease_owner") if lease_owner_gone(owner)]
+    for session_id in stale_ids:
         Session.objects.filter(pk=session_id).update(wake_at=now + REQUEUE_AFTER)
         run_session.delay(session_id)
         counts["requeued"] += 1
@@ -81,9 +87,12 @@ def _should_wake(session: Session, now) -> bool:
         return True
     if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
         return True
+    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs",
+                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
+    if held := runtime.get("held_jobs"):
+        # Held at its end until its jobs end (agents/runtime/obligations.py).
+        return jobs_ready(registry, {"handles": held})
     calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
     if index < len(calls) and calls[index].get("name") == "await":
-        arguments = calls[index].get("arguments") or {}
-        registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs")
-        return jobs_ready(registry, arguments, read_only=True)
+        return jobs_ready(registry, calls[index].get("arguments") or {})
     return False

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import views, views_analysis
+from agents import settings_views, views, views_analysis
 
 app_name = "agents"
 
@@ -14,6 +14,10 @@ urlpatterns = [
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
+    path("rooms/<slug:slug>/settings/", settings_views.room_settings, name="room_settings"),
+    path("rooms/<slug:slug>/settings/rules/", settings_views.rule_create, name="rule_create"),
+    path("rooms/<slug:slug>/settings/rules/<int:rule_id>/remove/", settings_views.rule_delete, name="rule_delete"),
+    path("rooms/<slug:slug>/settings/preview/", settings_views.rule_preview, name="rule_preview"),
     path("tasks/<int:task_id>/intent/", views.task_intent, name="task_intent"),
     path("tasks/<int:task_id>/start/", views.task_start, name="task_start"),
     path("sessions/<int:session_id>/", views.session_detail, name="session"),

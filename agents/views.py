@@ -53,6 +53,7 @@ def agent_create(request: HttpRequest) -> HttpResponse:
         agent.created_by = request.user
         agent.save()
         flash.success(request, f"Agent {agent.name} created.")
+        _warn_specs(request, form.instance)
         return redirect("agents:list")
     return render(request, "agents/form.html", {"form": form, "agent": None})
 
@@ -64,8 +65,15 @@ def agent_edit(request: HttpRequest, agent_id: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         form.save()
         flash.success(request, f"Agent {agent.name} saved.")
+        _warn_specs(request, form.instance)
         return redirect("agents:list")
     return render(request, "agents/form.html", {"form": form, "agent": agent})
+
+
+def _warn_specs(request: HttpRequest, agent: AgentProfile) -> None:
+    """Saved, but not usable yet (e.g. no API key): say so now, not as a failed session later."""
+    for warning in getattr(agent, "spec_warnings", ()):
+        flash.warning(request, f"{agent.name}: {warning}")
 
 
 # --- a room's tasks ---------------------------------------------------------------------------
@@ -177,9 +185,13 @@ def session_status(request: HttpRequest, session_id: int) -> HttpResponse:
     return render(request, "agents/_session_status.html", _status_context(access))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def session_steer(request: HttpRequest, session_id: int) -> HttpResponse:
+    """POST sends a steer; GET is the steer box alone (the page reloads it when the
+    session ends, so no form is left for a session that can no longer hear)."""
     access = selectors.access_session(request.user, session_id)
+    if request.method == "GET":
+        return render(request, "agents/_session_steer.html", {**_status_context(access), "steer_form": SteerForm(decisions=selectors.session_decisions(access.session))})
     form = SteerForm(request.POST, decisions=selectors.session_decisions(access.session))
     notice = None
     if form.is_valid():

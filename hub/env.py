@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from platformdirs import user_data_dir
 
 
 def env(name: str, default: str = "") -> str:
@@ -59,3 +61,11 @@ def celery_url(redis_url: str) -> str:
     if redis_url.startswith("unix://"):
         return "redis+socket://" + redis_url.removeprefix("unix://")
     return redis_url
+
+
+def default_data_dir() -> Path:
+    """Where the hub keeps its data unless ATRIUM_DATA_DIR says otherwise: the user's
+    data folder ($XDG_DATA_HOME/atrium, usually ~/.local/share/atrium), never inside a
+    checkout, so a room's commands, which run in worktrees under it, never find the hub's
+    own pyproject.toml (pytest options, markers, plugins) by walking up."""
+    return Path(user_data_dir("atrium", appauthor=False))

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import redis
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
+
+from hub import supervision
+
+# A Redis read must outlast the channel layer's blocking read by at least this much,
+# or idle websockets fail (see hub.redis_options).
+READ_MARGIN_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,33 @@ def check_redis() -> Check:
         return Check(False, f"{type(exc).__name__}: {exc}")
 
 
+def check_channel_layer(timeout: float = 2.0) -> Check:
+    """The layer that carries websocket events: its settings let an idle socket wait, and
+    a message sent to a fresh channel comes back."""
+    layer = get_channel_layer()
+    blocking = getattr(layer, "brpop_timeout", None)
+    for host in getattr(layer, "hosts", ()):
+        read_timeout = host.get("socket_timeout", redis.asyncio.connection.DEFAULT_SOCKET_TIMEOUT) \
+            if isinstance(host, dict) else redis.asyncio.connection.DEFAULT_SOCKET_TIMEOUT
+        if blocking is not None and read_timeout is not None and read_timeout < blocking + READ_MARGIN_SECONDS:
+            return Check(False, f"idle websockets would drop: Redis reads time out after {read_timeout:g} s, "
+                                f"within the channel layer's blocking read of {blocking:g} s "
+                                "(raise REDIS_SOCKET_TIMEOUT)")
+    try:
+        async_to_sync(_round_trip)(layer, timeout)
+    except Exception as exc:
+        return Check(False, f"{type(exc).__name__}: {exc}")
+    return Check(True, "round trip ok")
+
+
+async def _round_trip(layer, timeout: float) -> None:
+    channel = await layer.new_channel("healthz.")
+    await layer.send(channel, {"type": "healthz.ping"})
+    message = await asyncio.wait_for(layer.receive(channel), timeout)
+    if message.get("type") != "healthz.ping":
+        raise RuntimeError(f"unexpected message {message!r}")
+
+
 def check_celery(timeout: float = 2.0) -> Check:
     from hub.celery import app
 
@@ -46,5 +82,17 @@ def check_celery(timeout: float = 2.0) -> Check:
     return Check(True, f"{len(replies)} worker(s)")
 
 
+def check_supervisor() -> Check | None:
+    """The processes `manage.py start` runs and restarts; None when it runs none here."""
+    report = supervision.read_report(settings.DATA_DIR)
+    if report is None:
+        return None
+    return Check(report.ok, report.detail)
+
+
 def run_checks() -> dict[str, Check]:
-    return {"database": check_database(), "redis": check_redis(), "celery": check_celery()}
+    checks = {"database": check_database(), "redis": check_redis(), "channel_layer": check_channel_layer(),
+              "celery": check_celery()}
+    if (supervisor := check_supervisor()) is not None:
+        checks["supervisor"] = supervisor
+    return checks

@@ -1,7 +1,8 @@
 """Atrium settings: 12-factor, read from the environment.
 
-Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR and an
-embedded Redis the start command launches), so a checkout runs with no services.
+Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR, by default
+the user's data folder outside any checkout, and an embedded Redis the start command
+launches), so a checkout runs with no services.
 
 DEBUG defaults to on only on those embedded defaults (DATABASE_URL unset); with a
 DATABASE_URL it defaults to off, so a deployment that forgets DEBUG (say, the image
@@ -14,11 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
-from hub.env import celery_url, env, envbool, envfloat, envint, envlist, envsecret
+from hub.env import celery_url, default_data_dir, env, envbool, envfloat, envint, envlist, envsecret
+from hub.redis_options import channel_layer_host
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env("ATRIUM_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = Path(env("ATRIUM_DATA_DIR") or default_data_dir()).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = envbool("DEBUG", "False" if env("DATABASE_URL") else "True")
@@ -100,10 +103,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # so every process of the hub, and any `manage.py` command, finds the same one.
 REDIS_URL = env("REDIS_URL") or f"unix://{DATA_DIR / 'redis.sock'}"
 
+# How long one Redis read may take. It must stay well above the channel layer's 5 s
+# blocking read (an idle websocket waits in it); /healthz says so if it does not.
+REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", "30")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": env("CHANNELS_PREFIX", "atrium")},
+        "CONFIG": {
+            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT)],
+            "prefix": env("CHANNELS_PREFIX", "atrium"),
+        },
     }
 }
 
@@ -151,7 +160,16 @@ BLOBS_DIR = DATA_DIR / "blobs"
 # Tool results larger than this go to files under BLOBS_DIR instead of the database.
 BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
-ATRIUM_LEASE_SECONDS = envint("ATRIUM_LEASE_SECONDS", "60")
+# A worker running a session renews its lease with a heartbeat every
+# ATRIUM_HEARTBEAT_SECONDS; a lease not renewed for ATRIUM_LEASE_SECONDS (a few missed
+# heartbeats) means the worker died, and the next sweep hands the session to another.
+ATRIUM_HEARTBEAT_SECONDS = envfloat("ATRIUM_HEARTBEAT_SECONDS", "2")
+ATRIUM_LEASE_SECONDS = envfloat("ATRIUM_LEASE_SECONDS", "8")
+if ATRIUM_LEASE_SECONDS < 2 * ATRIUM_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"ATRIUM_LEASE_SECONDS ({ATRIUM_LEASE_SECONDS:g}) must be at least twice ATRIUM_HEARTBEAT_SECONDS "
+        f"({ATRIUM_HEARTBEAT_SECONDS:g}): one late heartbeat must not hand a live worker's session away."
+    )
 # A worker runs one session at most this long, then queues it again (fair turns).
 ATRIUM_WORKER_SLICE_SECONDS = envint("ATRIUM_WORKER_SLICE_SECONDS", "120")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
@@ -162,7 +180,7 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
-ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "5")
+ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
 # Recordings a `replay:<file>` model may play (agents/providers/replay.py).
 REPLAYS_DIR = Path(env("ATRIUM_REPLAYS_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
 # Overrides of the context gateway's fold rules; unset keeps the tuned defaults of

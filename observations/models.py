@@ -92,6 +92,7 @@ class LedgerEntry(models.Model):
 
     class Meta:
         ordering = ["session", "path", "line_start"]
+        verbose_name_plural = "ledger entries"
         constraints = [models.UniqueConstraint(fields=["session", "range_key"], name="one_ledger_entry_per_range")]
 
     def __str__(self) -> str:

@@ -45,6 +45,14 @@ def check_message_text(text: object) -> str:
     return text
 
 
+def check_client_key(key: object) -> str:
+    """A browser's id for one frame: 1–64 letters, digits, `-` or `_`."""
+    if not isinstance(key, str) or not 0 < len(key) <= 64 or not all(c.isascii() and (c.isalnum() or c in "-_")
+                                                                     for c in key):
+        raise RoomError("A frame id is 1 to 64 letters, digits, - or _.", code="bad_request")
+    return key
+
+
 def check_room_name(name: str) -> str:
     name = check_storable_text((name or "").strip(), what="The room name")
     if not name:
@@ -76,3 +84,9 @@ def check_can_manage_members(membership: Membership) -> None:
 def check_can_assign_agents(membership: Membership) -> None:
     if not membership.can_post:
         raise RoomPermissionError("Viewers cannot assign or unassign agents.")
+
+
+def check_can_change_settings(membership: Membership) -> None:
+    """The check command and approval rules decide what runs in the room: owners only."""
+    if membership.role != Membership.Role.OWNER:
+        raise RoomPermissionError("Only the room's owners can change its check command and approval rules.")

@@ -2,13 +2,16 @@
 
 Protocol (JSON text frames):
   client → ``{"type": "hello", "last_seq": N}`` first; then ``{"type": "chat", "text": ...}``
-           or ``{"type": "steer", "agent": <agent profile id>, "text": ...}``.
+           or ``{"type": "steer", "agent": <agent profile id>, "text": ...}``, each with an
+           optional ``"id"`` (1–64 of ``[A-Za-z0-9_-]``): a frame sent again with the same
+           id (after a reconnect, not knowing whether the first copy arrived) is stored once.
   server → ``{"type": "message", "seq", "kind", "html", ...}`` for every message with
            seq > N, in seq order, then live; ``{"type": "synced", "last_seq"}`` once the
            replay is done; ``{"type": "message.updated", ...}`` when a steer is
            delivered; ``{"type": "session.changed", "session", "state"}`` when one of
            the room's sessions changes state (the page refreshes its work region);
-           ``{"type": "error", "code", "message"}`` for refused input (the
+           ``{"type": "ack", "id", "seq"}`` once a frame with an id is stored;
+           ``{"type": "error", "code", "message", "id"}`` for refused input (the
            connection stays open). Close code 4403: not (or no longer) a member.
 
 The socket is a view of the database: every message is persisted by a service and
@@ -24,6 +27,7 @@ from django.conf import settings
 from django.http import Http404
 
 from rooms import events, selectors, services
+from rooms.checks import check_client_key
 from rooms.errors import RoomError
 from rooms.models import Message
 from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, parse_frame
@@ -61,6 +65,7 @@ class RoomConsumer(SeqStreamConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.room_id is None:
             return  # closing: the connect check failed
+        frame: dict[str, Any] = {}
         try:
             frame = _parse(text_data)
             handler = {"hello": self._hello, "chat": self._chat, "steer": self._steer}.get(frame["type"])
@@ -68,7 +73,10 @@ class RoomConsumer(SeqStreamConsumer):
                 raise RoomError(f"Unknown frame type {frame['type']!r}.", code="unknown_type")
             await handler(frame)
         except RoomError as exc:
-            await self.send_json({"type": "error", "code": exc.code, "message": exc.message})
+            error = {"type": "error", "code": exc.code, "message": exc.message}
+            if isinstance(frame.get("id"), str):
+                error["id"] = frame["id"][:64]
+            await self.send_json(error)
         except Http404:
             await self.close(code=CLOSE_FORBIDDEN)
 
@@ -76,18 +84,24 @@ class RoomConsumer(SeqStreamConsumer):
         await self.stream_start(frame.get("last_seq", 0))
 
     async def _chat(self, frame: dict[str, Any]) -> None:
-        await self._post(kind=Message.Kind.CHAT, text=frame.get("text"), agent_id=None)
+        await self._post(frame, kind=Message.Kind.CHAT, agent_id=None)
 
     async def _steer(self, frame: dict[str, Any]) -> None:
         agent_id = frame.get("agent")
         if isinstance(agent_id, bool) or not isinstance(agent_id, int):
             raise RoomError("A steer names its agent by id.", code="bad_request")
-        await self._post(kind=Message.Kind.STEER, text=frame.get("text"), agent_id=agent_id)
+        await self._post(frame, kind=Message.Kind.STEER, agent_id=agent_id)
 
-    async def _post(self, *, kind: str, text: Any, agent_id: int | None) -> None:
-        await database_sync_to_async(_post_message)(
-            user=self.user, room_id=self.room_id, kind=kind, text=text, agent_id=agent_id
+    async def _post(self, frame: dict[str, Any], *, kind: str, agent_id: int | None) -> None:
+        client_key = frame.get("id")
+        if client_key is not None:
+            client_key = check_client_key(client_key)
+        seq = await database_sync_to_async(_post_message)(
+            user=self.user, room_id=self.room_id, kind=kind, text=frame.get("text"), agent_id=agent_id,
+            client_key=client_key or "",
         )
+        if client_key:
+            await self.send_json({"type": "ack", "id": client_key, "seq": seq})
 
     # --- group events ----------------------------------------------------------------------
 
@@ -114,14 +128,16 @@ def _parse(text_data: str | None) -> dict[str, Any]:
     return parse_frame(text_data, max_length=6 * settings.ATRIUM_MAX_MESSAGE_BYTES + 1024)
 
 
-def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | None) -> None:
+def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | None, client_key: str) -> int:
     # Re-check access on every post: the person may have been removed since connecting.
     access = selectors.access_room_by_id(user, room_id)
     room_agent = selectors.room_agent_for(access.room, agent_id) if agent_id is not None else None
     # An unknown agent reaches the service as None, which refuses it after the
     # permission check (a viewer hears "you can't post" before "no such agent").
     agent = room_agent.agent if room_agent else None
-    services.message_post(room=access.room, author=user, kind=kind, text=text, agent=agent)
+    message = services.message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
+                                    client_key=client_key)
+    return message.seq
 
 
 def _is_member(user, room_id: int) -> bool:

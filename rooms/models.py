@@ -78,10 +78,17 @@ class Message(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     # A steer that replaces earlier decisions of the session (their numbers, D<n>).
     replaces = models.JSONField(default=list, blank=True)
+    # The id a person's browser gave the frame: a frame sent again after a reconnect
+    # (the first copy may or may not have arrived) is stored once.
+    client_key = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["room", "seq"]
-        constraints = [models.UniqueConstraint(fields=["room", "seq"], name="one_seq_per_room")]
+        constraints = [
+            models.UniqueConstraint(fields=["room", "seq"], name="one_seq_per_room"),
+            models.UniqueConstraint(fields=["room", "author", "client_key"], condition=~models.Q(client_key=""),
+                                    name="one_message_per_client_key"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.room}#{self.seq} {self.kind}"

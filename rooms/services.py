@@ -17,9 +17,11 @@ from rooms import events
 from rooms.checks import (
     RESERVED_SLUGS,
     check_can_assign_agents,
+    check_can_change_settings,
     check_can_manage_members,
     check_can_post,
     check_check_command,
+    check_client_key,
     check_message_text,
     check_room_name,
 )
@@ -85,6 +87,20 @@ def _free_slug(name: str) -> str:
         n += 1
         candidate = f"{base}-{n}"
     return candidate
+
+
+@transaction.atomic
+def room_update_settings(*, room: Room, actor: AbstractBaseUser, check_command: str) -> Room:
+    """An owner sets the command run when an agent says it is done (empty: none)."""
+    check_can_change_settings(_membership_of(room, actor))
+    check_command = check_check_command(check_command)
+    room = Room.objects.select_for_update().get(pk=room.pk)
+    if check_command != room.check_command:
+        room.check_command = check_command
+        room.save(update_fields=["check_command"])
+        what = f"set the check command to `{check_command}`" if check_command else "removed the check command"
+        _post_system(room=room, actor=actor, text=f"{actor.get_username()} {what}.")
+    return room
 
 
 # --- membership -------------------------------------------------------------------------
@@ -166,12 +182,14 @@ def message_post(
     agent: AgentProfile | None = None,
     session: Session | None = None,
     replaces: tuple[int, ...] = (),
+    client_key: str = "",
 ) -> Message:
     """Persist a message with the room's next seq; broadcast it after commit.
 
     People's messages (chat, steer) are checked: the author must be a member who may
     post, a steer must name an agent assigned to the room. System and agent messages
-    come from the hub itself.
+    come from the hub itself. ``client_key`` (a person's frame id) makes a post
+    idempotent: the same author and key in a room return the message stored first.
     """
     if kind not in Message.Kind.values:
         raise RoomError(f"Unknown message kind {kind!r}.", code="invalid")
@@ -187,11 +205,19 @@ def message_post(
         raise RoomError("An agent message needs its agent.", code="invalid")
     if not text:
         raise RoomError("The message is empty.", code="empty")
+    if client_key:
+        client_key = check_client_key(client_key)
+        # The room row lock serialises posts of the room, so two copies of one frame
+        # racing each other find the first one here.
+        Room.objects.select_for_update().filter(pk=room.pk).first()
+        if (earlier := Message.objects.filter(room=room, author=author, client_key=client_key).first()) is not None:
+            return earlier
 
     seq = _next_seq(room)
     message = Message.objects.create(
         room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text,
         replaces=list(replaces),
+        client_key=client_key,
     )
     events.broadcast_on_commit(
         room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}

@@ -211,25 +211,27 @@ def _serves(url: str) -> bool:
         return False
 
 
-@pytest.fixture
-def daphne_server(transactional_db, tmp_path) -> Iterator[DaphneServer]:
-    """The hub's ASGI app under a real Daphne on a free port (HTTP and websockets).
-
-    It runs with DEBUG on (static files straight from the apps, no collectstatic) and
-    the channel layer of this run's Redis, so broadcasts from the test process reach
-    its websockets too.
-    """
-    host, port = "127.0.0.1", _free_port()
+def start_daphne(log_path: Path, *, port: int | None = None, **env: str) -> DaphneServer:
+    """Daphne serving the hub on 127.0.0.1 (a free port unless given), up and serving
+    /login/; DEBUG on (static files straight from the apps, no collectstatic)."""
+    host, port = "127.0.0.1", port or _free_port()
     hub_process = start_hub_process(
         "daphne",
         [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"],
-        tmp_path / "daphne.log",
-        DEBUG="true",
-        ALLOWED_HOSTS=host,
+        log_path, **{"DEBUG": "true", "ALLOWED_HOSTS": host, **env},
     )
     server = DaphneServer(hub_process=hub_process, host=host, port=port)
+    _wait_until(lambda: _serves(f"{server.url}/login/"), hub_process, "serve /login/")
+    return server
+
+
+@pytest.fixture
+def daphne_server(transactional_db, tmp_path) -> Iterator[DaphneServer]:
+    """The hub's ASGI app under a real Daphne on a free port (HTTP and websockets), with
+    the channel layer of this run's Redis, so broadcasts from the test process reach its
+    websockets too."""
+    server = start_daphne(tmp_path / "daphne.log")
     try:
-        _wait_until(lambda: _serves(f"{server.url}/login/"), hub_process, "serve /login/")
         yield server
     finally:
-        hub_process.stop()
+        server.hub_process.stop()

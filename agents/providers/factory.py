@@ -114,6 +114,33 @@ def build_provider(
     )
 
 
+def check_model_spec(
+    spec: str,
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    replay_dir: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """Whether a profile's model spec can work, checked when it is saved.
+
+    Raises InvalidModelSpec for what can never work (not a spec; a replay file that is
+    missing or unreadable). Returns a warning for what the environment may still fix
+    (no API key yet), or None. Builds the provider the way a worker would, without
+    calling it.
+    """
+    parsed = parse_spec(spec)
+    try:
+        provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env)
+    except InvalidModelSpec as exc:
+        if parsed.kind == "replay":
+            raise
+        return f"{exc}; sessions of this agent fail until it is set."
+    if close := getattr(provider, "close", None):
+        close()
+    return None
+
+
 def _endpoint(
     base_url: str | None, env: Mapping[str, str], *, prefix: str, official: str
 ) -> tuple[str, bool]:

@@ -15,11 +15,13 @@ from typing import Any
 from django.conf import settings
 
 from agents.models import Approval as ApprovalRow
-from agents.models import ApprovalRule, Session
+from agents.models import Session
 from agents.providers import Completion
+from agents.rules import room_rules
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input
+from agents.runtime.obligations import JobView
 from agents.runtime.waits import jobs_ready
 from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome
@@ -46,6 +48,15 @@ class DjangoHost:
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
         return self.toolbox.settle_jobs(token)
 
+    def job_views(self) -> list[JobView]:
+        jobs = self.toolbox.jobs
+        views = []
+        for handle in jobs.handles():
+            status = jobs.status(handle)
+            views.append(JobView(handle=handle, command=status.command, running=not status.done,
+                                 unread=status.done and not jobs.delivered(handle), describe=status.describe()))
+        return views
+
     def pending_inputs(self, *, chat_after: int) -> list[Input]:
         return inputs.pending_inputs(self.session, chat_after=chat_after)
 
@@ -60,10 +71,7 @@ class DjangoHost:
 
     # -------------------------------------------------------------- approvals
     def approval_rules(self) -> list[Rule]:
-        return [
-            Rule(r.decision, r.tool or "*", r.path_glob, r.command_prefix)
-            for r in ApprovalRule.objects.filter(room=self.room)
-        ]
+        return room_rules(self.room.pk)
 
     def approval(self, call_id: str) -> Approval | None:
         row = ApprovalRow.objects.filter(session=self.session, call_id=call_id).select_related("decided_by").first()

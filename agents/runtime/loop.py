@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
-from agents.runtime import nudges
+from agents.runtime import nudges, obligations
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
@@ -100,6 +100,7 @@ class Host(Protocol):
 
     def segment_request(self) -> str: ...  # who asked for a new segment ("" if nobody)
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]: ...
+    def job_views(self) -> list[obligations.JobView]: ...
     def pending_inputs(self, *, chat_after: int) -> list[Input]: ...
     def read_intent(self) -> str | None: ...
     def approval_rules(self) -> list[Rule]: ...
@@ -129,6 +130,7 @@ class StepLoop:
     # ------------------------------------------------------------- boundary
     def _boundary(self) -> UnitResult:
         ctx, state, host = self.ctx, self.state, self.host
+        state.held_jobs = []
         for report in host.settle_jobs(f"step-{ctx.step}"):
             ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
@@ -292,6 +294,8 @@ class StepLoop:
             outcome = host.skip(call, "its arguments hold NUL characters or invalid Unicode; send them without")
         elif state.yielded_job:
             outcome = host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}")
+        elif refused := obligations.refusal(call.name, call.arguments):
+            outcome = host.skip(call, refused)
         else:
             arguments = host.rule_arguments(call)
             decision = decide(call.name, arguments, host.approval_rules(),
@@ -357,6 +361,8 @@ class StepLoop:
     # ------------------------------------------------------------- end of a turn
     def _finish_turn(self, reply: str) -> UnitResult:
         ctx, state, host = self.ctx, self.state, self.host
+        if (held := self._open_jobs()) is not None:
+            return held
         nudge = nudges.nudge_for(reply=reply, wrote_files=state.wrote_files, nudged=state.nudged)
         if nudge:
             state.nudged.append(nudge)
@@ -383,6 +389,23 @@ class StepLoop:
         if not merged:
             return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
         return UnitResult(Outcome.SUCCEEDED, reason=detail)
+
+
+    def _open_jobs(self) -> UnitResult | None:
+        """The session's jobs stand between it and its end (agents/runtime/obligations.py)."""
+        verdict = obligations.before_ending(self.host.job_views(), reminded=self.state.jobs_reminded)
+        if verdict.action == "end":
+            return None
+        if verdict.action == "remind":
+            self.state.jobs_reminded = list(verdict.handles)
+            self.ctx.add_user(verdict.text, kind="jobs")
+        elif verdict.action == "hold":
+            self.state.held_jobs = list(verdict.handles)
+            self.ctx.add_user(obligations.hold_note(verdict.handles), kind="jobs")
+            self.host.emit("jobs.open", {"action": "hold", "handles": list(verdict.handles)})
+            return UnitResult(Outcome.WAIT, wake_at=self.clock() + obligations.HOLD_SECONDS)
+        self.host.emit("jobs.open", {"action": verdict.action, "handles": list(verdict.handles)})
+        return UnitResult(Outcome.CONTINUE)
 
 
 def _await_seconds(call: ToolCall) -> float:

@@ -28,6 +28,10 @@ class RuntimeState:
     chat_cursor: int = 0  # room chat messages up to this seq were looked at for mentions
     last_reply: str = ""
     loop_alarms: list[str] = field(default_factory=list)  # keys of the loop alarms raised
+    # Jobs the model was told about when it answered "done" while they ran, and the jobs
+    # a parked session is held for (agents/runtime/obligations.py).
+    jobs_reminded: list[str] = field(default_factory=list)
+    held_jobs: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,9 +1,9 @@
-"""When a parked `await` has something to return: its jobs ended or its time is up.
+"""When a parked session has something to look at: the jobs it waits for ended.
 
-The worker asks before parking (probing its own jobs' processes); beat's sweep asks to
-wake a parked session as soon as its jobs end, and only reads: beat may run on another
-machine than the jobs, so it never judges a silent job dead, it waits for the result
-file a job's wrapper (or a worker) writes.
+The worker asks before parking; beat's sweep asks every few seconds to wake a parked
+session as soon as its jobs end, die or go silent. Both judge a job the same way
+(agents.tools.jobs): a result file, a wrapper process gone (probed on its own machine,
+by its stopped heartbeat elsewhere), or no output for the silence limit.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from agents.tools.jobs import JobRegistry
 
 
-def jobs_ready(registry: JobRegistry, arguments: dict[str, Any], *, read_only: bool = False) -> bool:
+def jobs_ready(registry: JobRegistry, arguments: dict[str, Any]) -> bool:
     """Would `await` with these arguments return at once (its jobs have all ended)?
 
     No handles means every job whose result was not delivered yet. Unknown handles
@@ -24,10 +24,4 @@ def jobs_ready(registry: JobRegistry, arguments: dict[str, Any], *, read_only: b
     targets = arguments.get("handles") or [h for h in known if not registry.delivered(h)]
     if not targets:
         return arguments.get("seconds") is None
-    return all(h not in known or _ended(registry, h, read_only) for h in targets)
-
-
-def _ended(registry: JobRegistry, handle: str, read_only: bool) -> bool:
-    if read_only:
-        return (registry.directory / handle / "result.json").exists()
-    return registry.status(handle).done
+    return all(h not in known or registry.status(h).done for h in targets)

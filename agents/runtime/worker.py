@@ -1,21 +1,21 @@
 """Running one session on a worker: claim it, run units of work, commit each one.
 
 A session is claimed with a compare-and-swap on its lease; a heartbeat thread renews
-the lease while units run, and every commit checks the lease again under the row
-lock, so two workers never both commit a step of the same session. A worker that
-dies leaves an expiring lease; beat re-enqueues the session and the next worker
-resumes from the last committed unit.
+the lease every ATRIUM_HEARTBEAT_SECONDS while units run, and every commit checks the
+lease again under the row lock, so two workers never both commit a step of the same
+session. A worker that dies stops renewing: its lease runs out after a few missed
+heartbeats (ATRIUM_LEASE_SECONDS), or at once when its process is seen gone on this
+machine; beat re-enqueues the session and the next worker resumes from the last
+committed unit.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 import threading
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,9 +28,11 @@ from agents.analysis.loops import LoopRules
 from agents.events import session_event_append
 from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
+from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
 from agents.runtime.host import DjangoHost
+from agents.runtime.liveness import lease_owner_gone, worker_id
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
@@ -70,16 +72,15 @@ def tool_environment() -> dict[str, str]:
     return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 
 
-def worker_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 def session_claim(session_id: int, owner: str) -> bool:
-    """Take the session if it is queued, or running under an expired lease."""
+    """Take the session if it is queued, or running under an expired lease or a dead owner."""
     now = timezone.now()
     claimable = Q(state=states.QUEUED) | Q(state=states.RUNNING, lease_expires_at__lt=now) | Q(
         state=states.RUNNING, lease_expires_at__isnull=True
     )
+    held_by = Session.objects.filter(pk=session_id, state=states.RUNNING).values_list("lease_owner", flat=True).first()
+    if held_by and lease_owner_gone(held_by):
+        claimable |= Q(state=states.RUNNING, lease_owner=held_by)  # compare-and-swap on that owner
     with transaction.atomic():
         was_queued = Session.objects.filter(pk=session_id, state=states.QUEUED).exists()
         updated = Session.objects.filter(claimable, pk=session_id).update(
@@ -100,13 +101,14 @@ def session_claim(session_id: int, owner: str) -> bool:
 
 
 def lease_renew(session_id: int, owner: str) -> bool:
+    """One heartbeat: push the lease's end a full lease ahead."""
     expires = timezone.now() + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS)
     return Session.objects.filter(pk=session_id, lease_owner=owner, state=states.RUNNING).update(
         lease_expires_at=expires) == 1
 
 
 class LeaseKeeper(threading.Thread):
-    """Renews the lease every third of its length.
+    """Renews the lease every heartbeat (ATRIUM_HEARTBEAT_SECONDS).
 
     `lost` is set when someone else holds the session (cancelled, timed out, claimed
     after an expiry) or when renewals kept failing (a locked or unreachable database)
@@ -121,7 +123,10 @@ class LeaseKeeper(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
-        period = settings.ATRIUM_LEASE_SECONDS / 3
+        period = settings.ATRIUM_HEARTBEAT_SECONDS
+        # Past this without a heartbeat the lease may have run out and another worker
+        # may hold the session: stop rather than race it.
+        give_up_after = settings.ATRIUM_LEASE_SECONDS - period
         renewed = time.monotonic()
         try:
             while not self._halt.wait(period):
@@ -133,7 +138,7 @@ class LeaseKeeper(threading.Thread):
                 except DatabaseError:
                     log.warning("lease renewal of session %s failed; retrying", self.session_id, exc_info=True)
                     connection.close()  # a fresh connection next time
-                    if time.monotonic() - renewed > 2 * period:
+                    if time.monotonic() - renewed > give_up_after:
                         self.lost.set()
                         return
         finally:
@@ -321,6 +326,9 @@ def run_session(session_id: int) -> str:
         return "ran"
     except LeaseLost:
         return "lease lost"
+    except InvalidModelSpec as exc:  # e.g. the replay file was removed, no API key is set
+        _fail(session_id, owner, f"the agent's model cannot be used: {exc}")
+        return "failed"
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
         log.exception("session %s failed", session_id)
         _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")

@@ -5,8 +5,10 @@ spawned it (SIGKILL included). It records its own pid and start time before the
 command runs (how other processes tell it is still alive), sends the command's stdout
 and stderr to ``output.log``, and publishes ``result.json`` with a hard link, which
 fails if a result already exists: the first ending (exit, or cancel/dead declared by
-the registry) wins, exactly once. Stdlib only: it must run without the project on
-``sys.path``.
+the registry) wins, exactly once. While the command runs it touches ``heartbeat`` every
+few seconds (how a process on another machine tells it is alive) and ends the command
+if someone else recorded an ending (a cancel or a silence verdict from any machine).
+Stdlib only: it must run without the project on ``sys.path``.
 """
 
 import contextlib
@@ -19,6 +21,7 @@ import sys
 import time
 
 KILL_GRACE_SECONDS = 5.0
+HEARTBEAT_SECONDS = 5.0  # agents.tools.jobs judges a heartbeat stale well after this
 
 
 def _publish(job_dir, name, data):
@@ -43,6 +46,28 @@ def _start_ticks(pid):
     except OSError:
         return None
     return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def _wait(child, job_dir, timeout):
+    """The command's exit code; beats while it runs. TimeoutExpired at ``timeout``."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    beat = os.path.join(job_dir, "heartbeat")
+    while True:
+        with open(beat, "a"):
+            os.utime(beat)
+        if os.path.exists(os.path.join(job_dir, "result.json")):
+            # Declared cancelled or dead elsewhere: that ending stands; stop the work.
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.killpg(0, signal.SIGKILL)
+        step = HEARTBEAT_SECONDS
+        if deadline is not None:
+            step = min(step, deadline - time.monotonic())
+            if step <= 0:
+                raise subprocess.TimeoutExpired(child.args, timeout)
+        try:
+            return child.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def main(job_dir):
@@ -71,7 +96,7 @@ def main(job_dir):
             return
         timed_out = False
         try:
-            code = child.wait(timeout=spec.get("timeout"))
+            code = _wait(child, job_dir, spec.get("timeout"))
         except subprocess.TimeoutExpired:
             timed_out = True
             # Stay alive while the group is asked to stop, then make sure it has.

@@ -194,7 +194,7 @@ class ToolBox:
                                    interrupted=self.interrupted)
         if tool == "await":
             return shell.run_await(self.jobs, self.shell_config, call_id=call_id,
-                                   handles=v["handles"], seconds=v["seconds"],
+                                   handles=v["handles"], seconds=v["seconds"], stop=v["stop"],
                                    interrupted=self.interrupted)
         if tool == "post_message":
             if self.post_message is None:

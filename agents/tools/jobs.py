@@ -6,6 +6,7 @@ process can answer "running, finished or dead?" later:
 - ``spec.json``    what to run (written before the process starts)
 - ``proc.json``    the wrapper's pid and kernel start time (written by the wrapper)
 - ``output.log``   stdout and stderr, interleaved
+- ``heartbeat``    touched by the wrapper every few seconds while the command runs
 - ``result.json``  how it ended; created once (hard link), first writer wins
 - ``delivered``    which token (a call id or a step boundary) handed the result to the
                    model; created once, so a result is delivered exactly once
@@ -31,6 +32,8 @@ from .text import read_log_bounded
 WRAPPER = Path(__file__).with_name("_jobwrapper.py")
 
 JobState = Literal["running", "finished", "dead", "cancelled"]
+# The wrapper beats every 5 s; a job on another machine whose beat is this old is dead.
+HEARTBEAT_STALE_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,13 @@ def _duration(seconds: float) -> str:
 def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
     except FileNotFoundError:
         return None
 
@@ -227,9 +237,13 @@ class JobRegistry:
             if now - spec["created_at"] < self.start_grace_seconds:
                 return None  # the wrapper is still starting
             return self._declare(job_dir, "dead", "its process never started")
-        # A job on another machine cannot be probed from here; its silence still shows
-        # in the shared log, so only the silence rule applies to it.
+        # A job on another machine cannot be probed from here: its heartbeat file and its
+        # silence in the shared log tell instead.
         local = _on_this_host(proc)
+        if not local and (beat := _mtime(job_dir / "heartbeat")) is not None \
+                and now - beat > HEARTBEAT_STALE_SECONDS:
+            return self._declare(job_dir, "dead", f"its process stopped reporting {_duration(now - beat)} ago "
+                                 f"(on {proc.get('host')}: killed, or the machine is down)")
         if not local or _process_alive(proc):
             quiet = now - last_activity
             if quiet <= self.silence_limit_seconds:

@@ -74,9 +74,10 @@ TOOL_SCHEMAS: tuple[ToolSchema, ...] = (
     ),
     ToolSchema(
         "await",
-        "Wait for jobs (default: all unfinished) or for seconds; returns early if a "
-        "person writes.",
-        _object({"handles": {"type": "array", "items": _S}, "seconds": {"type": "number"}}),
+        "Wait for jobs (default: all unfinished) or seconds; returns early if a person "
+        "writes. stop: end the jobs instead.",
+        _object({"handles": {"type": "array", "items": _S}, "seconds": {"type": "number"},
+                 "stop": {"type": "boolean"}}),
     ),
     ToolSchema(
         "post_message",
@@ -107,7 +108,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "edit_file": {"replace_all": False},
     "undo_edit": {},
     "shell": {"timeout": None},
-    "await": {"handles": None, "seconds": None},
+    "await": {"handles": None, "seconds": None, "stop": False},
     "post_message": {},
     "recall": {"start_line": None, "end_line": None},
     "history_search": {"limit": 10},

@@ -21,13 +21,20 @@ _SECRET_NAME = re.compile(
     r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(DATABASE_URL|REDIS_URL|"
     r"CELERY_|DJANGO_|ATRIUM_)", re.IGNORECASE)
 
+# The hub's own tool and interpreter settings: a room's commands configure themselves
+# from the room's files (its pyproject.toml, pytest.ini), never from the hub's.
+_HUB_CONFIG = re.compile(r"^(PYTEST_|COVERAGE_|PYTHONPATH$|PYTHONHOME$|PYTHONSTARTUP$|PYTHONSAFEPATH$"
+                         r"|PYTHONWARNINGS$|PIP_CONFIG_FILE$)")
+
 RUNNING_TAIL_CHARS = 2000
 
 
 def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: the worker's, minus secrets, non-interactive."""
+    """The environment commands run with: the worker's, minus secrets and the hub's own
+    tool configuration, non-interactive."""
     source = os.environ if base is None else base
-    env = {name: value for name, value in source.items() if not _SECRET_NAME.search(name)}
+    env = {name: value for name, value in source.items()
+           if not _SECRET_NAME.search(name) and not _HUB_CONFIG.search(name)}
     env.update({
         "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
         "PYTHONUNBUFFERED": "1",  # output reaches the log (and the model) as it happens
@@ -117,7 +124,7 @@ def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id
 
 def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
               handles: list[str] | None, seconds: float | None,
-              interrupted: Callable[[], bool] | None) -> Result:
+              interrupted: Callable[[], bool] | None, stop: bool = False) -> Result:
     known = registry.handles()
     if handles is None:
         targets = [h for h in known if not registry.delivered(h)]
@@ -128,6 +135,8 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
             raise ToolError(f"await: unknown job handle(s) {', '.join(unknown)}; "
                             f"this session's jobs: {listed}")
         targets = list(dict.fromkeys(handles))
+    if stop:
+        return _stop_jobs(registry, config, call_id=call_id, targets=targets)
     bound = config.yield_seconds if seconds is None else min(seconds, config.yield_seconds)
     capped = seconds is not None and seconds > config.yield_seconds
     purpose = "await " + (", ".join(targets) if targets else f"{bound:g} s" if seconds is not None
@@ -159,6 +168,21 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
                      "to keep waiting.")
     return Result(text="\n\n".join(parts), purpose=purpose,
                   pending_jobs=tuple(s.handle for s in running))
+
+
+def _stop_jobs(registry: JobRegistry, config: ShellConfig, *, call_id: str, targets: list[str]) -> Result:
+    """await with stop: end the jobs and hand over what they wrote, each result once."""
+    purpose = "stop " + (", ".join(targets) if targets else "(nothing running)")
+    if not targets:
+        return Result(text="No unfinished jobs to stop.", purpose=purpose)
+    parts = []
+    for handle in targets:
+        status = registry.cancel(handle, "stopped by the agent")
+        if registry.claim(handle, call_id):
+            parts.append(finished_text(registry, status, config.max_output_chars))
+        else:
+            parts.append(f"job {handle} {status.describe()}; its result was already delivered earlier.")
+    return Result(text="\n\n".join(parts), purpose=purpose)
 
 
 def _sleep(seconds: float, interrupted: Callable[[], bool] | None,

@@ -50,26 +50,26 @@ def hub_workers(transactional_db, tmp_path):
     """Start workers (and one beat) with test-friendly timings; stop them all after."""
     started = []
 
-    def worker(**env) -> CeleryWorker:
+    def worker(*, fast: bool = True, **env) -> CeleryWorker:
         nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         process = start_hub_process(
             "celery worker",
             [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
              "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-            tmp_path / f"worker-{len(started)}.log", **{**FAST, **env},
+            tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env},
         )
         started.append(process)
         celery = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
         _wait_until(lambda: celery.ping(timeout=0.5), process, "answer a ping")
         return celery
 
-    def beat():
+    def beat(*, fast: bool = True):
         process = start_hub_process(
             "celery beat",
             [sys.executable, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
              "--schedule", str(tmp_path / "beat-schedule")],
-            tmp_path / "beat.log", **FAST,
+            tmp_path / "beat.log", **(FAST if fast else {}),
         )
         started.append(process)
         return process

@@ -173,3 +173,10 @@ def test_the_image_runs_with_debug_off_even_without_compose():
     so the settings then demand a SECRET_KEY instead of using the development one."""
     assert dockerfile_env()["DEBUG"].lower() == "false"
     assert dockerfile_env()["ATRIUM_DATA_DIR"] == "/data"  # the parser reads the block it should
+
+
+def test_every_long_running_service_restarts_on_its_own(compose):
+    """A crashed web, worker, beat, PostgreSQL or Redis container comes back by itself
+    (the supervisor of `manage.py start` does the same on one machine)."""
+    for name in LONG_RUNNING:
+        assert compose["services"][name].get("restart") in ("unless-stopped", "always"), name

@@ -13,7 +13,7 @@ VALID = {
     "name": "Fixer",
     "role_prompt": "You fix failing tests.",
     "model": "anthropic:claude-sonnet-4-5",
-    "fallback_models": "openai:gpt-4.1, replay:fixer.jsonl",
+    "fallback_models": "openai:gpt-4.1, replay:demo-fix-median.json",
     "context_window": 200000,
     "output_budget": 8000,
     "eviction_policy": "on_demand",
@@ -69,10 +69,10 @@ def test_an_agent_profile_is_edited_on_the_web(client):
     agent = make_agent("Old", model="openai:gpt-4.1")
     page = client.get(reverse("agents:edit", args=[agent.pk]))
     assert b'value="openai:gpt-4.1"' in page.content
-    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:run1.jsonl"})
+    response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:demo-fix-median.json"})
     assert response.status_code == 302
     agent.refresh_from_db()
-    assert (agent.name, agent.model) == ("New", "replay:run1.jsonl")
+    assert (agent.name, agent.model) == ("New", "replay:demo-fix-median.json")
     assert client.get(reverse("agents:edit", args=[99999])).status_code == 404
 
 
@@ -120,3 +120,25 @@ def test_an_agent_sets_its_own_prices_and_a_negative_price_is_refused(client):
     assert "input 0.4, cached input 0.4, cache write 0.4, output 1.6 (this profile's own)" in page
     response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "price_input": "-1"})
     assert "greater than or equal to 0" in response.context["form"].errors["price_input"][0]
+
+
+def test_a_replay_file_that_does_not_exist_is_refused_when_saved(client):
+    response = client.post(reverse("agents:create"), {**VALID, "model": "replay:nope.json"})
+    assert response.status_code == 200
+    assert "replay file not found" in response.context["form"].errors["model"][0]
+    response = client.post(reverse("agents:create"), {**VALID, "fallback_models": "replay:../../etc/passwd"})
+    assert "outside the replay folder" in response.context["form"].errors["fallback_models"][0]
+    assert not AgentProfile.objects.exists()
+
+
+def test_a_provider_without_a_key_is_saved_with_a_warning(client, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    response = client.post(reverse("agents:create"), {**VALID, "fallback_models": ""}, follow=True)
+    assert AgentProfile.objects.filter(name="Fixer").exists()
+    messages = [str(m) for m in response.context["messages"]]
+    assert any("needs an API key" in m and "sessions of this agent fail until it is set" in m for m in messages)
+    # With the agent's own key it is usable, and nothing is said.
+    response = client.post(reverse("agents:create"), {**VALID, "name": "Keyed", "fallback_models": "",
+                                                      "new_api_key": "sk-test"}, follow=True)
+    assert not any("API key" in str(m) for m in response.context["messages"])

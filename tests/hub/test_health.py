@@ -1,9 +1,16 @@
-"""/healthz answers 200 only when the database, Redis and a real Celery worker answer."""
+"""/healthz answers 200 only when the database, Redis, the channel layer and a real
+Celery worker answer (and, under `manage.py start`, every supervised process runs)."""
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
+from channels.layers import channel_layers
 from django.test import Client
+
+from hub.supervision import REPORT_NAME
 
 
 def healthz(client: Client):
@@ -16,7 +23,7 @@ def test_healthz_is_200_when_database_redis_and_a_worker_answer(celery_worker):
     assert status == 200, body
     assert body["status"] == "ok"
     assert {name: check["ok"] for name, check in body["checks"].items()} == {
-        "database": True, "redis": True, "celery": True,
+        "database": True, "redis": True, "channel_layer": True, "celery": True,
     }
     assert body["checks"]["celery"]["detail"].endswith("worker(s)")
 
@@ -43,3 +50,45 @@ def test_healthz_needs_no_login_and_only_answers_get(db):
     client = Client()
     assert client.get("/healthz").status_code in (200, 503)  # not a redirect to the login page
     assert client.post("/healthz").status_code == 405
+
+
+@pytest.mark.django_db
+def test_healthz_notices_redis_reads_that_would_drop_idle_websockets(settings):
+    """A Redis read timeout within the channel layer's 5 s blocking read (redis-py's own
+    default) closed every idle websocket; /healthz says so before anyone notices."""
+    layer = settings.CHANNEL_LAYERS["default"]
+    host = {**layer["CONFIG"]["hosts"][0], "socket_timeout": 5}
+    settings.CHANNEL_LAYERS = {"default": {**layer, "CONFIG": {**layer["CONFIG"], "hosts": [host]}}}
+    channel_layers.backends.clear()
+    try:
+        status, body = healthz(Client())
+    finally:
+        channel_layers.backends.clear()
+    assert status == 503
+    assert body["checks"]["channel_layer"]["ok"] is False
+    assert "idle websockets would drop" in body["checks"]["channel_layer"]["detail"]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_the_supervised_processes(settings):
+    report = settings.DATA_DIR / REPORT_NAME
+    children = [
+        {"name": "daphne", "pid": 10, "running": True, "restarts": 1, "last_exit": "exited with signal SIGKILL",
+         "last_recovery_seconds": 1.2, "restart_in_seconds": None},
+        {"name": "worker", "pid": None, "running": False, "restarts": 2, "last_exit": "exited with code 1",
+         "last_recovery_seconds": 2.0, "restart_in_seconds": 4.0},
+    ]
+    report.write_text(json.dumps({"pid": 1, "updated_at": time.time(), "children": children}))
+    try:
+        status, body = healthz(Client())
+        assert status == 503
+        detail = body["checks"]["supervisor"]["detail"]
+        assert body["checks"]["supervisor"]["ok"] is False
+        assert "daphne up (pid 10), restarted 1×, last exited with signal SIGKILL, back after 1.2 s" in detail
+        assert "worker down, restarting in 4 s" in detail
+        report.write_text(json.dumps({"pid": 1, "updated_at": time.time() - 60, "children": children[:1]}))
+        stale = healthz(Client())[1]["checks"]["supervisor"]
+        assert not stale["ok"] and "the supervisor (pid 1) has not reported for" in stale["detail"]
+    finally:
+        report.unlink()
+    assert "supervisor" not in healthz(Client())[1]["checks"]

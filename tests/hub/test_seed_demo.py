@@ -118,3 +118,17 @@ def test_the_demo_session_runs_to_a_verified_merge_on_a_worker(celery_worker):
     assert verify.payload["line"].startswith("verify #1: python -m pytest -q → exit 0")
     room = session.task.room
     assert "(ordered[middle - 1] + ordered[middle]) / 2" in git("show", "main:textstats.py", cwd=room.repo_path)
+
+
+def test_seed_demo_again_starts_over_in_a_fresh_room_with_the_original_bug():
+    call_command("seed_demo", stdout=io.StringIO())
+    first = Room.objects.get(name="Demo")
+    (Path(first.repo_path) / "marker.txt").write_text("the first room\n")
+    out = io.StringIO()
+    call_command("seed_demo", "--again", stdout=out)
+    rooms = list(Room.objects.filter(name="Demo").order_by("pk"))
+    assert len(rooms) == 2 and rooms[1].slug != rooms[0].slug
+    fresh = rooms[1]
+    assert "return ordered[middle]\n" in (Path(fresh.repo_path) / "textstats.py").read_text()
+    assert Session.objects.filter(task__room=fresh, state="queued").count() == 1
+    assert f"/rooms/{fresh.slug}/" in out.getvalue()

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 from hub.management.commands import start
 
 
-class Launched(Exception):
+class Launched(BaseException):  # not an Exception: the supervisor would retry one
     """Raised in place of starting the first hub process."""
 
 
@@ -30,13 +30,13 @@ def steps(monkeypatch) -> list[str]:
 
     monkeypatch.setattr(start, "call_command", recording_call_command)
     monkeypatch.setattr(start.subprocess, "Popen", no_processes)
-    monkeypatch.setattr(start.Command, "_start_redis", lambda self: None)
+    monkeypatch.setattr(start.Command, "_embedded_redis", lambda self: None)
     return ran
 
 
 def test_without_debug_and_allowed_hosts_start_refuses_before_starting_anything(settings, steps, monkeypatch):
     settings.DEBUG, settings.ALLOWED_HOSTS = False, []
-    monkeypatch.setattr(start.Command, "_start_redis", lambda self: pytest.fail("Redis was started"))
+    monkeypatch.setattr(start.Command, "_embedded_redis", lambda self: pytest.fail("Redis was started"))
     with pytest.raises(CommandError, match="ALLOWED_HOSTS is empty"):
         call_command("start", "--no-demo")
     assert steps == []

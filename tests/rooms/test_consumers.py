@@ -401,3 +401,52 @@ def test_a_delivered_steer_updates_the_message_in_place():
             await socket.close()
 
     run(scenario)
+
+
+def test_a_frame_sent_again_after_a_reconnect_is_stored_once_and_acknowledged_both_times():
+    """The page cannot know whether a frame sent just before a drop arrived, so it sends
+    it again with the same id after reconnecting: one message, two acks with its seq."""
+    alice, bob = make_user("alice"), make_user("bob")
+    room = make_room(alice, members=[bob])
+    alice_cookie, bob_cookie = cookie_for(alice), cookie_for(bob)
+
+    async def scenario():
+        first, watcher = Socket(room.slug, alice_cookie), Socket(room.slug, bob_cookie)
+        assert await first.open() and await watcher.open()
+        await first.hello(room.last_message_seq)
+        await watcher.hello(room.last_message_seq)
+        await first.send(type="chat", text="typed before the drop", id="f-1")
+        # The ack comes straight back; the message through the channel layer: either first.
+        frames = {frame["type"]: frame for frame in [await first.receive(), await first.receive()]}
+        stored = frames["message"]
+        assert frames["ack"] == {"type": "ack", "id": "f-1", "seq": stored["seq"]}
+        await first.close()
+
+        again = Socket(room.slug, alice_cookie)
+        try:
+            assert await again.open()
+            await again.hello(stored["seq"])
+            await again.send(type="chat", text="typed before the drop", id="f-1")
+            assert await again.receive() == {"type": "ack", "id": "f-1", "seq": stored["seq"]}
+            await again.send(type="chat", text="x", id="not a valid id!")
+            assert (await again.expect_error("bad_request"))["id"] == "not a valid id!"
+            assert await again.nothing()
+            # The other member saw the message once.
+            assert (await watcher.receive())["seq"] == stored["seq"]
+            assert await watcher.nothing()
+        finally:
+            await again.close()
+            await watcher.close()
+
+    run(scenario)
+    assert Message.objects.filter(room=room, text="typed before the drop").count() == 1
+
+
+def test_the_same_frame_id_from_another_person_is_another_message():
+    alice, bob = make_user("alice"), make_user("bob")
+    room = make_room(alice, members=[bob])
+    services.message_post(room=room, author=alice, kind="chat", text="mine", client_key="k1")
+    services.message_post(room=room, author=bob, kind="chat", text="his", client_key="k1")
+    again = services.message_post(room=room, author=alice, kind="chat", text="mine", client_key="k1")
+    assert again.text == "mine"
+    assert list(Message.objects.filter(room=room, kind="chat").values_list("text", flat=True)) == ["mine", "his"]

@@ -2,8 +2,10 @@
 //
 // Each event frame carries its log line as HTML. Events that change the session's
 // status (state, gauge, approvals, tokens) fire "session-refresh" on #session, and the
-// status region (agents/_session_status.html) reloads itself through htmx. Closing the
-// page stops nothing on the server.
+// status region (agents/_session_status.html) reloads itself through htmx. Once a
+// reloaded status says the session ended while a steer form is still shown,
+// "session-ended" makes the steer box (agents/_session_steer.html) reload as the ended
+// note. Closing the page stops nothing on the server.
 (() => {
   "use strict";
 
@@ -31,6 +33,21 @@
     if (frame.refresh) refreshStatus();
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   }
+
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    const region = document.getElementById("session-status");
+    if (region && region.dataset.ended === "true" && document.querySelector("#session-steer form")) {
+      session.dispatchEvent(new CustomEvent("session-ended"));
+    }
+  });
+
+  // A steer that could not be sent stays in its box; say so instead of failing silently.
+  document.body.addEventListener("htmx:sendError", (event) => {
+    const box = event.detail.elt.closest("#session-steer, #session-status");
+    if (!box) return;
+    status.textContent = "the hub did not answer; nothing was lost, try again";
+    status.dataset.state = "offline";
+  });
 
   AtriumStream.open({
     path: session.dataset.wsPath,

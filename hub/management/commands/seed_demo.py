@@ -6,8 +6,10 @@ task "Fix median for even-length input" with a session started for it: the first
 worker that comes up runs it (reads, runs the tests, edits, verify passes, merged).
 
 Idempotent: running it again keeps the room, its tasks and history, and only resets
-the password. Each step is a function of the ``Demo`` it builds on; later features
-add a step to ``STEPS``.
+the password. ``--again`` instead starts over in a fresh Demo room (the original bug
+back, a new task and session): the replay fixer plays a recording, which only makes
+sense on the code it was recorded on. Each step is a function of the ``Demo`` it
+builds on; later features add a step to ``STEPS``.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Demo:
     room: Room | None = None
     agent: AgentProfile | None = None
     session: Session | None = None
+    again: bool = False  # a fresh room, even if a Demo room exists
     notes: list[str] = field(default_factory=list)
 
 
@@ -86,7 +89,7 @@ def ensure_user(demo: Demo) -> None:
 
 
 def ensure_room(demo: Demo) -> None:
-    room = Room.objects.filter(owner=demo.user, name=DEMO_ROOM_NAME).order_by("pk").first()
+    room = None if demo.again else Room.objects.filter(owner=demo.user, name=DEMO_ROOM_NAME).order_by("pk").first()
     if room is None:
         room = room_create(
             owner=demo.user,
@@ -153,9 +156,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--url", default="http://127.0.0.1:8000/", help="Where the hub is served, for the printout."
         )
+        parser.add_argument("--again", action="store_true",
+                            help="Start over in a fresh Demo room with the original bug, to watch the fix again.")
 
-    def handle(self, *args, url: str, **options) -> None:
-        demo = Demo()
+    def handle(self, *args, url: str, again: bool = False, **options) -> None:
+        demo = Demo(again=again)
         for step in STEPS:
             step(demo)
         for note in demo.notes:

@@ -1,19 +1,21 @@
 """Start the whole hub on this machine: Redis (embedded unless REDIS_URL is set),
-migrations, the demo, Daphne, one Celery worker and beat. Ctrl-C stops them all."""
+migrations, the demo, Daphne, one Celery worker and beat, under a supervisor that
+restarts any of them that exits (hub.supervision). Ctrl-C stops them all."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
-import time
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from hub.embedded import EmbeddedRedis
+from hub.supervision import REPORT_NAME, Child, Supervisor
 
 
 class Command(BaseCommand):
@@ -26,9 +28,27 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: int, no_demo: bool, **options) -> None:
         self._check_production_settings()
-        redis = self._start_redis()
-        children: list[subprocess.Popen[bytes]] = []
+        self._check_data_dir()
+        _log_to_console()
+        redis = self._embedded_redis()
+        children = [Child("redis", lambda: redis.start().process)] if redis else []
+        python = sys.executable
+        for name, argv in (
+            ("daphne", [python, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"]),
+            ("worker", [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
+                        "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--loglevel", "INFO"]),
+            ("beat", [python, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
+                      "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")]),
+        ):
+            # Own process group: Ctrl-C reaches us once, and we stop each child in order.
+            children.append(Child(name, lambda argv=argv: subprocess.Popen(argv, start_new_session=True)))
+        supervisor = Supervisor(children, report_path=settings.DATA_DIR / REPORT_NAME)
+        signal.signal(signal.SIGINT, lambda signum, frame: supervisor.request_stop())
+        signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.request_stop())
         try:
+            if redis:
+                supervisor.start_all(["redis"])
+                self.stdout.write(f"embedded redis on {redis.url}")
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("migrations applied")
             if not settings.DEBUG:
@@ -37,22 +57,16 @@ class Command(BaseCommand):
                 self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
             if not no_demo:
                 call_command("seed_demo", url=f"http://{host}:{port}/", stdout=self.stdout)
-            python = sys.executable
-            for argv in (
-                [python, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"],
-                [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
-                 "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--loglevel", "INFO"],
-                [python, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
-                 "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")],
-            ):
-                # Own process group: Ctrl-C reaches us once, and we stop each child in order.
-                children.append(subprocess.Popen(argv, start_new_session=True))
-            self.stdout.write(self.style.SUCCESS(f"Atrium is running at http://{host}:{port}/  (Ctrl-C stops it)"))
-            self._wait(children)
+            if not supervisor.stopping:
+                supervisor.start_all()
+                self.stdout.write(self.style.SUCCESS(
+                    f"Atrium is running at http://{host}:{port}/  (Ctrl-C stops it; data in {settings.DATA_DIR})"))
+                supervisor.run()
+            self.stdout.write("stopping…")
         finally:
-            self._stop(children)
-            if redis:
-                redis.stop()
+            # Redis last: the workers finish their work and acknowledge it first.
+            supervisor.stop_all(order=[c.name for c in children if c.name != "redis"]
+                                + (["redis"] if redis else []))
 
     def _check_production_settings(self) -> None:
         """DEBUG is off by default once DATABASE_URL is set; then Django answers only
@@ -64,7 +78,20 @@ class Command(BaseCommand):
                 "(e.g. ALLOWED_HOSTS=127.0.0.1,localhost), or DEBUG=true on a development machine."
             )
 
-    def _start_redis(self) -> EmbeddedRedis | None:
+    def _check_data_dir(self) -> None:
+        data, checkout = settings.DATA_DIR, settings.BASE_DIR
+        if data.is_relative_to(checkout):
+            self.stderr.write(self.style.WARNING(
+                f"The data folder {data} is inside the hub's checkout: commands run in rooms' worktrees "
+                "there may pick up the hub's own configuration (pyproject.toml). Set ATRIUM_DATA_DIR to a "
+                "folder outside it."))
+        earlier = checkout / "var"
+        if not os.environ.get("ATRIUM_DATA_DIR") and (earlier / "atrium.sqlite3").exists():
+            self.stderr.write(self.style.WARNING(
+                f"Rooms from an earlier version are in {earlier}; the data folder is now {data}. To keep "
+                f"them, stop the hub and move that folder's contents there (mv {earlier}/* {data}/)."))
+
+    def _embedded_redis(self) -> EmbeddedRedis | None:
         if os.environ.get("REDIS_URL"):
             return None
         embedded = EmbeddedRedis(settings.DATA_DIR / "redis.sock")
@@ -73,33 +100,15 @@ class Command(BaseCommand):
                 f"A hub already runs on this data folder ({settings.DATA_DIR}); stop it first "
                 "or set ATRIUM_DATA_DIR to another folder."
             )
-        embedded.start()
-        self.stdout.write(f"embedded redis on {embedded.url}")
         return embedded
 
-    def _wait(self, children: list[subprocess.Popen[bytes]]) -> None:
-        stop = {"now": False}
 
-        def request_stop(signum, frame) -> None:
-            stop["now"] = True
-
-        signal.signal(signal.SIGINT, request_stop)
-        signal.signal(signal.SIGTERM, request_stop)
-        while not stop["now"]:
-            for child in children:
-                if child.poll() is not None:
-                    raise CommandError(f"{child.args[2:5]} exited with code {child.returncode}; stopping")
-            time.sleep(0.3)
-        self.stdout.write("stopping…")
-
-    def _stop(self, children: list[subprocess.Popen[bytes]]) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+def _log_to_console() -> None:
+    """The supervisor's restarts go to the terminal, next to the children's own logs."""
+    logger = logging.getLogger("atrium.supervisor")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("[%(asctime)s: supervisor] %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(logging.INFO)

@@ -15,7 +15,53 @@
   const errorLine = document.getElementById("composer-error");
 
   let lastSeq = Number(room.dataset.lastSeq || 0);
-  let lastSentText = "";
+  const outboxKey = `atrium-outbox:${room.dataset.slug}`;
+  let outbox = loadOutbox(); // [{id, frame}], oldest first
+
+  function loadOutbox() {
+    try {
+      return JSON.parse(window.sessionStorage.getItem(outboxKey) || "[]");
+    } catch (error) {
+      return [];
+    }
+  }
+
+  function saveOutbox() {
+    try {
+      window.sessionStorage.setItem(outboxKey, JSON.stringify(outbox));
+    } catch (error) {
+      // Storage full or disabled: the outbox still lives in this page.
+    }
+  }
+
+  function newId() {
+    if (window.crypto && window.crypto.randomUUID) return window.crypto.randomUUID();
+    return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  }
+
+  function showPending(entry) {
+    const line = document.createElement("article");
+    line.className = "message message--pending";
+    line.dataset.clientId = entry.id;
+    const head = document.createElement("header");
+    head.textContent = "sending…";
+    const body = document.createElement("div");
+    body.className = "message__text";
+    body.textContent = entry.frame.text;
+    line.append(head, body);
+    messages.appendChild(line);
+    messages.scrollTop = messages.scrollHeight;
+  }
+
+  function settle(id) {
+    outbox = outbox.filter((entry) => entry.id !== id);
+    saveOutbox();
+    messages.querySelector(`.message--pending[data-client-id="${CSS.escape(id)}"]`)?.remove();
+  }
+
+  function flush() {
+    for (const entry of outbox) stream.send(entry.frame);
+  }
 
   function showError(text) {
     errorLine.textContent = text;
@@ -29,7 +75,8 @@
   function appendMessage(frame) {
     if (frame.seq <= lastSeq) return; // already on the page
     const stick = nearBottom();
-    messages.appendChild(AtriumStream.fragment(frame.html));
+    // Stored messages go before the ones still waiting to be sent.
+    messages.insertBefore(AtriumStream.fragment(frame.html), messages.querySelector(".message--pending"));
     lastSeq = frame.seq;
     room.dataset.lastSeq = String(lastSeq);
     if (stick) messages.scrollTop = messages.scrollHeight;
@@ -48,9 +95,12 @@
       status.textContent = text;
       status.dataset.state = state;
     },
-    // After a drop, sessions may have changed state while we were away.
+    // After a drop, sessions may have changed state while we were away; and what the
+    // outbox holds is sent (again: the server stores each id once).
     onSynced(afterDrop) {
       if (afterDrop) room.dispatchEvent(new CustomEvent("session-changed"));
+      if (errorLine.textContent.startsWith("Offline")) showError("");
+      flush();
     },
     onFrame(frame) {
       switch (frame.type) {
@@ -63,11 +113,19 @@
         case "session.changed":
           room.dispatchEvent(new CustomEvent("session-changed", { detail: frame }));
           break;
-        case "error":
-          showError(frame.message);
-          // Give back what the server refused, unless the person already typed anew.
-          if (composer && !composer.elements.text.value) composer.elements.text.value = lastSentText;
+        case "ack":
+          settle(frame.id);
           break;
+        case "error": {
+          showError(frame.message);
+          const refused = outbox.find((entry) => entry.id === frame.id);
+          if (refused) {
+            settle(refused.id);
+            // Give back what the server refused, unless the person already typed anew.
+            if (composer && !composer.elements.text.value) composer.elements.text.value = refused.frame.text;
+          }
+          break;
+        }
       }
     },
   });
@@ -76,15 +134,17 @@
     const text = composer.elements.text.value;
     if (!text.trim()) return;
     const agent = composer.elements.agent.value;
-    const frame = agent ? { type: "steer", agent: Number(agent), text } : { type: "chat", text };
-    if (!stream.send(frame)) {
-      showError("Not connected; your message is still in the box.");
-      return;
-    }
-    lastSentText = text;
+    const id = newId();
+    const frame = agent ? { type: "steer", agent: Number(agent), text, id } : { type: "chat", text, id };
+    const entry = { id, frame };
+    outbox.push(entry);
+    saveOutbox();
+    showPending(entry);
     composer.elements.text.value = "";
-    showError("");
+    showError(stream.send(frame) ? "" : "Offline: your message is kept and sent when the connection is back.");
   }
+
+  for (const entry of outbox) showPending(entry); // left from before a reload
 
   if (composer) {
     composer.addEventListener("submit", (event) => {

@@ -41,6 +41,7 @@ class FakeHost:
     events: list[tuple[str, dict]] = field(default_factory=list)
     merged: bool = True
     segment_asked: str = ""  # a person pressed New segment
+    jobs: list = field(default_factory=list)  # obligations.JobView
 
     def settle_jobs(self, token):
         return ()
@@ -48,6 +49,8 @@ class FakeHost:
     def segment_request(self):
         asked, self.segment_asked = self.segment_asked, ""
         return asked
+    def job_views(self):
+        return list(self.jobs)
 
     def pending_inputs(self, *, chat_after):
         taken, self.inputs = self.inputs, []

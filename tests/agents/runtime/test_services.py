@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -122,3 +124,42 @@ def test_only_an_ended_attempt_is_retried_and_only_once(person, task, replay_age
     assert retry.created_by == staff and retry.attempt == 2
     with pytest.raises(RoomError, match="already retried as attempt 2"):
         session_retry(session=session, actor=person)
+
+
+def test_attempts_follow_each_other_however_they_are_started(person, task, replay_agent):
+    """Started from the task's button or retried, attempt N+1 links to attempt N; an
+    older attempt cannot be retried past a newer one."""
+    first = session_start(task=task, agent=replay_agent, actor=person)
+    session_cancel(session=first, actor=person)
+    second = session_start(task=task, agent=replay_agent, actor=person)  # the button, not "Retry"
+    assert (second.attempt, second.previous_id) == (2, first.pk)
+    session_cancel(session=second, actor=person)
+    with pytest.raises(RoomError, match="already retried as attempt 2"):
+        session_retry(session=first, actor=person)
+    third = session_retry(session=second, actor=person)
+    assert (third.attempt, third.previous_id) == (3, second.pk)
+
+
+def test_the_sweep_wakes_a_session_parked_on_a_job_that_went_silent_and_ends_the_job(person, task, replay_agent,
+                                                                                    settings):
+    """Beat judges a parked session's jobs itself: a job with no output for the silence
+    limit is recorded dead (its processes killed) and the session woken to hear it."""
+    from agents.tools.box import ToolBox
+    from observations.gateway.messages import ToolCall
+
+    settings.ATRIUM_JOB_SILENCE_SECONDS = 2
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    box = ToolBox(worktree=Path(task.room.repo_path), state_dir=Path(settings.JOBS_DIR) / str(session.pk),
+                  yield_seconds=0.2)
+    outcome = box.execute(ToolCall("c1", "shell", {"command": "echo once; exec sleep 600"}))
+    Session.objects.filter(pk=session.pk).update(
+        state="waiting", wake_at=timezone.now() + timedelta(hours=1),
+        runtime_state={"phase": "calls", "next_call": 0,
+                       "calls": [{"id": "c2", "name": "await", "arguments": {"handles": [outcome.job_handle]}}]})
+    assert sweep_sessions()["woken"] == 0  # still within the silence limit
+    time.sleep(2.5)
+    assert sweep_sessions()["woken"] == 1
+    session.refresh_from_db()
+    assert session.state == "queued"
+    status = box.jobs.status(outcome.job_handle)
+    assert status.state == "dead" and status.reason.startswith("no output for")

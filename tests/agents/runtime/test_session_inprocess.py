@@ -89,3 +89,23 @@ def test_path_rules_judge_the_resolved_path_not_its_spelling(person, demo_room):
     assert detour["is_error"] and "deny" in detour["preview"]
     assert not direct["is_error"]
     assert not (Path(demo_room.repo_path) / "vendor" / "lib.py").exists()
+
+
+def test_the_demo_runs_again_once_its_bug_is_fixed_and_changes_nothing(person, demo_room, replay_agent,
+                                                                     allow_demo_tools):
+    """A replay plays its turns whatever happens. On main with the fix merged, its edit
+    no longer matches and is refused instead of mangling the fixed code; the tests pass
+    and the second run ends with nothing to merge (it once failed every time)."""
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    first = session_start(task=task, agent=replay_agent, actor=person)
+    run_session(first.pk)
+    fixed = (Path(demo_room.repo_path) / "textstats.py").read_text()
+    again = session_start(task=task, agent=replay_agent, actor=person)
+    assert again.attempt == 2 and again.previous == first
+    run_session(again.pk)
+    again.refresh_from_db()
+    assert again.state == "succeeded", again.reason
+    assert again.reason == "no changes to merge"
+    edit = SessionEvent.objects.get(session=again, kind="tool.result", payload__tool="edit_file")
+    assert edit.payload["is_error"]
+    assert (Path(demo_room.repo_path) / "textstats.py").read_text() == fixed

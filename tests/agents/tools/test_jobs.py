@@ -61,3 +61,18 @@ def test_a_result_is_claimed_by_exactly_one_token(tmp_path):
     assert registry.claim("job-1", "await-call-7")  # the same claimant, after a crash
     assert not registry.claim("job-1", "step-12")
     assert registry.delivered("job-1")
+
+
+def test_a_job_on_another_machine_whose_heartbeat_stopped_is_dead(tmp_path):
+    """Its output may be quiet for good reasons; a wrapper that stopped beating is gone."""
+    registry = JobRegistry(tmp_path, silence_limit_seconds=900)
+    remote = {"pid": 2 ** 22 + 7, "start_ticks": 1, "host": "another-worker"}
+    _recorded_job(tmp_path, "job-beating", created_ago=300, proc=remote)
+    _recorded_job(tmp_path, "job-stopped", created_ago=300, proc=remote)
+    (tmp_path / "job-beating" / "heartbeat").touch()
+    (tmp_path / "job-stopped" / "heartbeat").touch()
+    stale = time.time() - 45
+    os.utime(tmp_path / "job-stopped" / "heartbeat", (stale, stale))
+    assert registry.status("job-beating").state == "running"
+    stopped = registry.status("job-stopped")
+    assert stopped.state == "dead" and "stopped reporting 45" in stopped.reason and "another-worker" in stopped.reason

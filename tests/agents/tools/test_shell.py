@@ -203,3 +203,28 @@ def test_a_command_that_cannot_start_is_an_error_now_and_never_settles_later(mak
     (status,) = box.job_statuses()
     assert status.state == "dead" and "could not be started" in status.reason
     assert box.settle_jobs("step-1") == ()
+
+
+def test_a_job_declared_ended_elsewhere_is_stopped_by_its_own_wrapper(box, worktree):
+    """A cancel or a silence verdict may be written by another machine, which cannot
+    signal the job: the wrapper sees the recorded ending at its next heartbeat."""
+    shell = box.execute(call("shell", command="echo started; exec sleep 600"))
+    handle = shell.job_handle
+    job_dir = box.jobs.directory / handle
+    (job_dir / "result.json").write_text('{"state": "cancelled", "reason": "elsewhere", "ended_at": 1}')
+    proc = json.loads((job_dir / "proc.json").read_text())
+    deadline = time.monotonic() + 15
+    while Path(f"/proc/{proc['pid']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{proc['pid']}").exists() or "Z" in Path(f"/proc/{proc['pid']}/stat").read_text().split(")")[1][:3]
+    assert box.jobs.status(handle).state == "cancelled"
+
+
+def test_await_with_stop_ends_the_jobs_and_hands_over_their_output_once(box):
+    shell = box.execute(call("shell", command="echo partial-output; exec sleep 600"))
+    stopped = box.execute(call("await", handles=[shell.job_handle], stop=True))
+    assert "partial-output" in stopped.text and "cancelled" in stopped.text and "stopped by the agent" in stopped.text
+    assert box.jobs.status(shell.job_handle).state == "cancelled"
+    again = box.execute(call("await", handles=[shell.job_handle], stop=True))
+    assert "already delivered" in again.text
+    assert box.execute(call("await", stop=True)).text == "No unfinished jobs to stop."

@@ -56,13 +56,13 @@ def test_dispatch_retry_creates_the_next_attempt_linked_to_the_previous_one(staf
     timed_out = session_in(task, agent, "timed_out")
     messages = act(staff, "dispatch_retry", [failed, timed_out])
     retry = Session.objects.get(previous__isnull=False)
+    # Attempt 3 follows attempt 2, the latest: never "attempt 3 after attempt 1".
     assert (retry.previous_id, retry.attempt, retry.state, retry.task, retry.agent) == (
-        failed.pk, 3, "queued", task, agent)
+        timed_out.pk, 3, "queued", task, agent)
     assert retry.created_by.username == "admin"  # who dispatched it
-    # One attempt of an agent at a task at a time: the second retry waits its turn.
     assert messages == [
-        f"Retry dispatched: session {retry.pk} (attempt 3 of fixer on “Fix median”, after attempt 1).",
-        f"Session {timed_out.pk} not retried: fixer is already on this task (attempt 3, queued).",
+        f"Retry dispatched: session {retry.pk} (attempt 3 of fixer on “Fix median”, after attempt 2).",
+        f"Session {failed.pk} not retried: Attempt 1 is not the latest: attempt 2 came after it; retry that one.",
     ]
     # A fresh ledger: the new attempt starts with nothing but its queued event.
     assert list(SessionEvent.objects.filter(session=retry).values_list("kind", flat=True)) == [

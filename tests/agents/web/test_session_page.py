@@ -106,7 +106,7 @@ def test_a_member_steers_a_running_session(login, task, agent, member):
     response = login(member).post(reverse("agents:session_steer", args=[session.pk]),
                                   {"text": "Use the fast build profile."}, **HTMX)
     html = response.content.decode()
-    assert html.lstrip().startswith('<section class="panel" id="session-steer">')
+    assert html.lstrip().startswith('<section class="panel" id="session-steer"')
     assert "next step boundary" in html and "fast build profile" not in html  # sent, box emptied
     steer = Message.objects.get(kind="steer")
     assert (steer.session, steer.agent, steer.author, steer.text) == (session, agent, member, "Use the fast build profile.")
@@ -222,3 +222,33 @@ def test_without_htmx_controls_redirect_back_with_a_message(login, task, agent, 
     assert "Cancelled." in response.content.decode()
     response = client.post(reverse("agents:session_cancel", args=[session.pk]), follow=True)
     assert "The session already ended (cancelled)." in response.content.decode()
+
+
+def test_cancelling_a_session_withdraws_its_approval_card_and_a_late_click_is_refused(login, task, agent, member):
+    session = session_in(task, agent, "awaiting_approval")
+    approval = approval_request(session=session, call_id="call-9", tool="shell", arguments={"command": "make"})
+    card = f'id="approval-{approval.pk}"'
+    assert card in status(login(member), session)
+    html = login(member).post(reverse("agents:session_cancel", args=[session.pk]), **HTMX).content.decode()
+    assert card not in html
+    approval.refresh_from_db()
+    assert approval.state == Approval.State.EXPIRED
+    decided = SessionEvent.objects.get(session=session, kind="approval.decided")
+    assert decided.payload["state"] == "expired" and decided.payload["reason"] == "the session cancelled"
+    # A page still showing the card (say, opened before the cancel) clicks Approve.
+    html = login(member).post(reverse("agents:approval_decide", args=[session.pk, approval.pk]),
+                              {"decision": "approve"}, **HTMX).content.decode()
+    assert "This session has ended (cancelled): there is nothing left to approve." in html
+    approval.refresh_from_db()
+    assert approval.state == Approval.State.EXPIRED and approval.decided_by is None
+
+
+def test_the_steer_box_reloads_as_a_note_once_the_session_ended(login, task, agent, member):
+    session = session_in(task, agent, "running")
+    url = reverse("agents:session_steer", args=[session.pk])
+    assert "<form" in login(member).get(url, **HTMX).content.decode()
+    assert 'data-ended="false"' in status(login(member), session)
+    Session.objects.filter(pk=session.pk).update(state="succeeded")
+    assert 'data-ended="true"' in status(login(member), session)
+    html = login(member).get(url, **HTMX).content.decode()
+    assert "<form" not in html and "This session has ended" in html

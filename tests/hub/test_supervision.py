@@ -1,0 +1,86 @@
+"""The supervisor with throwaway children: restarts with backoff, reports, stops."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from hub.supervision import Child, Supervisor, read_report
+
+
+def sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "600"], start_new_session=True)
+
+
+def test_a_child_that_exits_is_restarted_after_a_backoff_that_grows(tmp_path):
+    child = Child("napper", sleeper)
+    supervisor = Supervisor([child], report_path=tmp_path / "supervisor.json", min_backoff=0.2, max_backoff=0.4)
+    supervisor.start_all()
+    try:
+        first = child.process.pid
+        report = read_report(tmp_path)
+        assert report.ok and f"napper up (pid {first})" in report.detail
+        delays = []
+        for _ in range(3):
+            killed_pid = child.process.pid
+            os.kill(killed_pid, signal.SIGKILL)
+            child.process.wait()
+            killed = time.monotonic()
+            supervisor.tick()  # notices the exit, schedules the restart
+            assert not read_report(tmp_path).ok and "napper down, restarting in" in read_report(tmp_path).detail
+            while child.process.pid == killed_pid:
+                time.sleep(0.02)
+                supervisor.tick()
+            delays.append(time.monotonic() - killed)
+        assert child.running and child.restarts == 3
+        assert 0.18 <= delays[0] < 0.35 and delays[1] >= 0.38 and delays[2] >= 0.38  # 0.2, 0.4, capped 0.4
+        detail = read_report(tmp_path).detail
+        assert "restarted 3×, last exited with signal SIGKILL, back after" in detail
+    finally:
+        supervisor.stop_all()
+    assert not child.running
+    assert read_report(tmp_path) is None  # a stopped supervisor leaves no report behind
+
+
+def test_a_child_that_cannot_start_is_tried_again_and_the_rest_run(tmp_path):
+    attempts = []
+
+    def flaky() -> subprocess.Popen:
+        attempts.append(time.monotonic())
+        if len(attempts) < 2:
+            raise OSError("address already in use")
+        return sleeper()
+
+    good, bad = Child("good", sleeper), Child("flaky", flaky)
+    supervisor = Supervisor([good, bad], report_path=tmp_path / "supervisor.json", min_backoff=0.1)
+    supervisor.start_all()
+    try:
+        assert good.running and not bad.running and "could not start" in bad.last_exit
+        deadline = time.monotonic() + 5
+        while not bad.running and time.monotonic() < deadline:
+            time.sleep(0.02)
+            supervisor.tick()
+        assert bad.running and len(attempts) == 2
+    finally:
+        supervisor.stop_all()
+
+
+def test_stop_all_ends_children_that_ignore_sigterm_and_the_last_one_last(tmp_path):
+    stubborn = Child("stubborn", lambda: subprocess.Popen(
+        ["bash", "-c", "trap '' TERM; sleep 600 & wait"], start_new_session=True))
+    last = Child("redis", sleeper)
+    supervisor = Supervisor([last, stubborn], report_path=tmp_path / "supervisor.json")
+    supervisor.start_all()
+    import hub.supervision as supervision
+
+    original = supervision.STOP_GRACE_SECONDS
+    supervision.STOP_GRACE_SECONDS = 0.5
+    try:
+        started = time.monotonic()
+        supervisor.stop_all(order=["stubborn", "redis"])
+        assert time.monotonic() - started < 5
+    finally:
+        supervision.STOP_GRACE_SECONDS = original
+    assert not stubborn.running and not last.running
