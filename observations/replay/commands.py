@@ -17,14 +17,11 @@ import posixpath
 import re
 
 from observations.replay.paths import PathScope
-from observations.replay.shell import Pipeline, SimpleCommand, Word
 from observations.replay.trajectory import FileAccess
+from observations.shell.programs import program_words
+from observations.shell.syntax import Pipeline, SimpleCommand, Word
 
 _WHOLE = (1, None)
-_PREFIX_COMMANDS = frozenset(
-    {"sudo", "command", "exec", "time", "nohup", "builtin", "env", "{", "!"}
-)
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 _PRINTERS = frozenset({"cat", "nl", "less", "more"})
 _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
 # Filters that keep a listing or search a listing/search, but change read text unknowably.
@@ -123,7 +120,7 @@ class _Pipe:
     def _command(
         self, command: SimpleCommand, stream: list[FileAccess] | None
     ) -> list[FileAccess] | None:
-        words = strip_command_prefixes(command.words)
+        words = program_words(command.words)
         if not words:
             return stream
         name = posixpath.basename(words[0].text)
@@ -341,23 +338,6 @@ class _Pipe:
         if name == "cp":
             operands = operands[-1:]
         self.effects.extend(FileAccess("write", k) for k in self._keys(operands))
-
-
-def strip_command_prefixes(words: list[Word]) -> list[Word]:
-    """The words from the command name on: without ``VAR=x``, ``sudo``, ``timeout 60``..."""
-    i = 0
-    while i < len(words):
-        t = words[i].text
-        if _ASSIGNMENT.fullmatch(t) or t in _PREFIX_COMMANDS:
-            i += 1
-        elif t == "timeout":
-            i += 1
-            while i < len(words) and words[i].text.startswith("-"):
-                i += 1
-            i += 1  # the duration
-        else:
-            break
-    return words[i:]
 
 
 def _sed_ranges(script: str, quiet: bool) -> list[tuple[int, int | None]] | str | None:
