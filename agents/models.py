@@ -11,13 +11,21 @@ MODEL_PROVIDERS = ("openai", "anthropic", "replay")
 
 
 def validate_model_spec(value: str) -> None:
-    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces."""
+    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces; a
+    replay file is named, never pathed: it is looked up in the hub's replay folder."""
     provider, colon, name = value.partition(":")
     if not colon or provider not in MODEL_PROVIDERS or not name or any(c.isspace() for c in value):
         raise ValidationError(
             "%(value)r is not a model spec: write openai:<model>, anthropic:<model> or replay:<file>.",
             params={"value": value},
             code="model_spec",
+        )
+    if provider == "replay" and ("/" in name or "\\" in name or name.startswith(".") or "\0" in name):
+        raise ValidationError(
+            "%(value)r: a replay: model names a file in the hub's replay folder (e.g. "
+            "replay:demo-fix-median.json), not a path.",
+            params={"value": value},
+            code="replay_path",
         )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import sys
 import threading
 import time
 import uuid
@@ -29,6 +28,7 @@ from agents.models import ProviderCall, Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
+from agents.runtime.confinement import sandbox_policy
 from agents.runtime.host import DjangoHost
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.prompts import system_prompt
@@ -56,14 +56,6 @@ log = logging.getLogger(__name__)
 
 class LeaseLost(Exception):
     """Another worker (or a person: cancel, time-out) took the session away."""
-
-
-def tool_environment() -> dict[str, str]:
-    """What agents' commands run with: the worker's environment (secrets are removed by
-    the tools), with the hub's own interpreter first on PATH, so `python` and the test
-    runner the hub ships exist even on a machine that has only `python3`."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 
 
 def worker_id() -> str:
@@ -157,7 +149,9 @@ class SessionRunner:
             interrupted=self._interrupted,
             allowed_tools=agent.allowed_tools or None,
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
-            env=tool_environment(),
+            sandbox=sandbox_policy(),
+            git_dir=Path(room.repo_path) / ".git",
+            network=room.allow_network,
         )
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
