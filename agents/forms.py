@@ -6,11 +6,12 @@ from agents.models import AgentProfile
 
 
 class AgentProfileForm(forms.ModelForm):
-    """The web form for a profile. Model spec and budget rules live on the model,
-    so the admin and this form refuse the same things.
+    """The one form for a profile, on the web and in the admin (which adds fields). Model
+    spec and budget rules live on the model.
 
-    The API key is write-only: never rendered back, and left blank it keeps the key
-    the profile has.
+    The API key is write-only: never rendered back, and left blank it keeps the key the
+    profile has, unless the endpoint changes (provider or base URL): a stored key never
+    follows its profile to another endpoint.
     """
 
     new_api_key = forms.CharField(
@@ -64,6 +65,7 @@ class AgentProfileForm(forms.ModelForm):
             profile.api_key = key
         if commit:
             profile.save()
+            self.save_m2m()
         return profile
 
 
