@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from agents.models import AgentProfile
+from agents.tools.schemas import TOOL_SCHEMAS
 
 
 class AgentProfileForm(forms.ModelForm):
@@ -125,3 +126,13 @@ class SteerForm(forms.Form):
 class ApprovalDecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny"),
                                           ("always", "Always, for this session")])
+
+
+class ApprovalRuleForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("allow", "allow"), ("ask", "ask"), ("deny", "deny")])
+    tool = forms.ChoiceField(choices=[("*", "every tool")] + sorted((s.name, s.name) for s in TOOL_SCHEMAS))
+    path_glob = forms.CharField(max_length=300, required=False, label="Path glob",
+                                help_text="File tools: e.g. src/**/*.py (by folders: src/* is src's files).")
+    command_prefix = forms.CharField(max_length=300, required=False, label="Command prefix",
+                                     help_text="shell: e.g. python -m pytest. Allow covers it run alone; deny "
+                                               "catches it however it is started.")

@@ -13,14 +13,18 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.events import session_event_append
-from agents.models import AgentProfile, Approval, RoomAgent, Session, Task
+from agents.models import AgentProfile, Approval, ApprovalRule, Decision, RoomAgent, Session, Task
 from agents.runtime import states
+from agents.runtime.approvals import Rule
+from agents.tools.schemas import TOOL_SCHEMAS
 from observations.intent import intent_write, render_intent
+from rooms.checks import check_can_configure, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.services import message_post
 
 TITLE_MAX = 200
+TOOL_NAMES = frozenset(schema.name for schema in TOOL_SCHEMAS)
 # A queued session not picked up by then is enqueued again by beat's sweep.
 REQUEUE_AFTER = timedelta(seconds=60)
 
@@ -231,6 +235,62 @@ def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
     """A steer to an agent (from the room chat) wakes that agent's parked sessions there."""
     for session in Session.objects.filter(task__room=room, agent=agent, state__in=states.PARKED):
         session_wake(session)
+
+
+# --- approval rules -------------------------------------------------------------------------
+
+
+@transaction.atomic
+def approval_rule_create(*, room: Room, actor: AbstractBaseUser, decision: str, tool: str = "*",
+                         path_glob: str = "", command_prefix: str = "") -> ApprovalRule:
+    """A rule of the room, set by an owner: what its agents' calls may do without a person."""
+    _check_can_configure(room, actor)
+    decision, tool, path_glob, command_prefix = check_approval_rule(
+        decision=decision, tool=tool, path_glob=path_glob, command_prefix=command_prefix)
+    rule = ApprovalRule.objects.create(room=room, decision=decision, tool=tool, path_glob=path_glob,
+                                       command_prefix=command_prefix, created_by=actor)
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} added an approval rule: {decision} {rule_text(rule)}.")
+    return rule
+
+
+@transaction.atomic
+def approval_rule_delete(*, room: Room, actor: AbstractBaseUser, rule_id: int) -> None:
+    _check_can_configure(room, actor)
+    rule = ApprovalRule.objects.filter(room=room, pk=rule_id).first()
+    if rule is None:
+        raise RoomError("That rule is not one of this room's.", code="not_found")
+    rule.delete()
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} removed an approval rule: {rule.decision} {rule_text(rule)}.")
+
+
+def rule_text(rule: ApprovalRule) -> str:
+    return Rule(rule.decision, rule.tool or "*", rule.path_glob, rule.command_prefix).describe()
+
+
+def check_approval_rule(*, decision: str, tool: str, path_glob: str, command_prefix: str) -> tuple[str, str, str, str]:
+    if decision not in Decision.values:
+        raise RoomError("A rule allows, asks or denies.", code="invalid")
+    tool = (tool or "*").strip()
+    if tool != "*" and tool not in TOOL_NAMES:
+        raise RoomError(f"There is no tool {tool!r}; tools: {', '.join(sorted(TOOL_NAMES))}.", code="invalid")
+    path_glob = check_storable_text((path_glob or "").strip(), what="The path glob")
+    command_prefix = " ".join(check_storable_text(command_prefix or "", what="The command prefix").split())
+    if len(path_glob) > 300 or len(command_prefix) > 300:
+        raise RoomError("Keep globs and prefixes under 300 characters.", code="invalid")
+    if command_prefix and tool not in ("*", "shell"):
+        raise RoomError("A command prefix applies to shell commands only.", code="invalid")
+    if path_glob and tool == "shell":
+        raise RoomError("A path glob applies to file tools, not to shell commands.", code="invalid")
+    return decision, tool, path_glob, command_prefix
+
+
+def _check_can_configure(room: Room, user: AbstractBaseUser) -> None:
+    membership = Membership.objects.filter(room=room, user=user).first()
+    if membership is None:
+        raise RoomPermissionError("You are not a member of this room.")
+    check_can_configure(membership)
 
 
 # --- approvals ----------------------------------------------------------------------------

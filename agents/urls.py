@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import views
+from agents import room_settings, views
 
 app_name = "agents"
 
@@ -10,6 +10,10 @@ urlpatterns = [
     path("agents/", views.agent_list, name="list"),
     path("agents/new/", views.agent_create, name="create"),
     path("agents/<int:agent_id>/edit/", views.agent_edit, name="edit"),
+    path("rooms/<slug:slug>/settings/", room_settings.room_settings, name="room_settings"),
+    path("rooms/<slug:slug>/settings/rules/", room_settings.approval_rule_add, name="approval_rule_add"),
+    path("rooms/<slug:slug>/settings/rules/<int:rule_id>/remove/", room_settings.approval_rule_remove,
+         name="approval_rule_remove"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("tasks/<int:task_id>/intent/", views.task_intent, name="task_intent"),

@@ -76,3 +76,10 @@ def check_can_manage_members(membership: Membership) -> None:
 def check_can_assign_agents(membership: Membership) -> None:
     if not membership.can_post:
         raise RoomPermissionError("Viewers cannot assign or unassign agents.")
+
+
+def check_can_configure(membership: Membership) -> None:
+    """What runs in a room (its check, its approval rules, its network) is its owners' call."""
+    if membership.role != Membership.Role.OWNER:
+        raise RoomPermissionError("Only the room's owners can change its check command, network access and "
+                                  "approval rules.")

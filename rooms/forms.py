@@ -75,3 +75,15 @@ class AgentAssignForm(forms.Form):
     def __init__(self, *args, room: Room, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["agent"].queryset = assignable_agents(room)
+
+
+class RoomSettingsForm(forms.Form):
+    check_command = forms.CharField(
+        max_length=500, required=False,
+        help_text="Runs in the session's worktree, in the sandbox, when an agent says it is done, "
+                  "e.g. python -m pytest -q.",
+    )
+    allow_network = forms.BooleanField(
+        required=False, label="Commands may use the network",
+        help_text="Off: agents' commands and the check run with no network at all.",
+    )

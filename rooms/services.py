@@ -17,6 +17,7 @@ from rooms import events
 from rooms.checks import (
     RESERVED_SLUGS,
     check_can_assign_agents,
+    check_can_configure,
     check_can_manage_members,
     check_can_post,
     check_check_command,
@@ -85,6 +86,26 @@ def _free_slug(name: str) -> str:
         n += 1
         candidate = f"{base}-{n}"
     return candidate
+
+
+@transaction.atomic
+def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: str, allow_network: bool) -> Room:
+    """The room's check command and network access, set by an owner; the room hears of it."""
+    check_can_configure(_membership_of(room, actor))
+    check_command = check_check_command(check_command)
+    locked = Room.objects.select_for_update().get(pk=room.pk)
+    changes = []
+    if locked.check_command != check_command:
+        changes.append(f"set the check command to `{check_command}`" if check_command
+                       else "removed the check command")
+    if locked.allow_network != bool(allow_network):
+        changes.append("allowed commands network access" if allow_network else "turned commands' network access off")
+    locked.check_command, locked.allow_network = check_command, bool(allow_network)
+    locked.save(update_fields=["check_command", "allow_network"])
+    if changes:
+        _post_system(room=locked, actor=actor, text=f"{actor.get_username()} {' and '.join(changes)}.")
+    room.check_command, room.allow_network = locked.check_command, locked.allow_network
+    return locked
 
 
 # --- membership -------------------------------------------------------------------------
