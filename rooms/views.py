@@ -27,20 +27,23 @@ def room_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def room_create(request: HttpRequest) -> HttpResponse:
-    form = RoomCreateForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            room = services.room_create(
-                owner=request.user,
-                name=form.cleaned_data["name"],
-                source=form.repository,
-                check_command=form.cleaned_data["check_command"],
-            )
-        except RoomError as exc:
-            field = "clone_path" if exc.code == "repo" and form.cleaned_data["source"] == form.CLONE else None
-            form.add_error(field, exc.message)
-        else:
-            return redirect("rooms:detail", slug=room.slug)
+    form = RoomCreateForm(request.POST or None, request.FILES or None)
+    try:
+        if request.method == "POST" and form.is_valid():
+            try:
+                room = services.room_create(
+                    owner=request.user,
+                    name=form.cleaned_data["name"],
+                    source=form.repository,
+                    check_command=form.cleaned_data["check_command"],
+                )
+            except RoomError as exc:
+                fields = {form.CLONE: "clone_path", form.BUNDLE: "bundle"}
+                form.add_error(fields.get(form.cleaned_data["source"]) if exc.code == "repo" else None, exc.message)
+            else:
+                return redirect("rooms:detail", slug=room.slug)
+    finally:
+        form.discard_upload()
     return render(request, "rooms/create.html", {"form": form})
 
 
