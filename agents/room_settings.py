@@ -31,8 +31,10 @@ def room_settings(request: HttpRequest, slug: str) -> HttpResponse:
                             initial={"check_command": room.check_command, "allow_network": room.allow_network})
     notice = None
     if request.method == "POST" and form.is_valid():
-        notice = _attempt(form, room_settings_update, room=room, actor=request.user, **form.cleaned_data)
-        if notice is not None:
+        error = _attempt(room_settings_update, room=room, actor=request.user, **form.cleaned_data)
+        if error:
+            form.add_error(None, error)
+        else:
             notice = "Settings saved."
     return _panel(request, access, settings_form=form, settings_notice=notice)
 
@@ -42,30 +44,31 @@ def approval_rule_add(request: HttpRequest, slug: str) -> HttpResponse:
     access = access_room(request.user, slug)
     form = ApprovalRuleForm(request.POST)
     notice = None
-    if form.is_valid() and _attempt(form, services.approval_rule_create, room=access.room, actor=request.user,
-                                    **form.cleaned_data) is not None:
-        notice, form = "Rule added; it applies from the next tool call.", ApprovalRuleForm()
+    if form.is_valid():
+        error = _attempt(services.approval_rule_create, room=access.room, actor=request.user, **form.cleaned_data)
+        if error:
+            form.add_error(None, error)
+        else:
+            notice, form = "Rule added; it applies from the next tool call.", ApprovalRuleForm()
     return _panel(request, access, rule_form=form, rules_notice=notice)
 
 
 @require_POST
 def approval_rule_remove(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     access = access_room(request.user, slug)
-    form = ApprovalRuleForm()
-    notice = _attempt(form, services.approval_rule_delete, room=access.room, actor=request.user, rule_id=rule_id)
-    return _panel(request, access, rule_form=form, rules_notice="Rule removed." if notice is not None else None)
+    error = _attempt(services.approval_rule_delete, room=access.room, actor=request.user, rule_id=rule_id)
+    return _panel(request, access, rules_notice=None if error else "Rule removed.", rules_error=error)
 
 
-def _attempt(form, service, **kwargs: Any) -> str | None:
-    """Run a service; a refusal becomes the form's error (a 403 page if forbidden)."""
+def _attempt(service, **kwargs: Any) -> str | None:
+    """Run a service; its refusal as a sentence (a 403 page if forbidden), or None."""
     try:
         service(**kwargs)
     except RoomPermissionError as exc:
         raise PermissionDenied(exc.message) from exc
     except RoomError as exc:
-        form.add_error(None, exc.message)
-        return None
-    return "done"
+        return exc.message
+    return None
 
 
 def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpResponse:
@@ -85,6 +88,8 @@ def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpRespon
         for key in ("settings_notice", "rules_notice"):
             if extra.get(key):
                 flash.success(request, extra[key])
+        if extra.get("rules_error"):
+            flash.error(request, extra["rules_error"])
         for form in (extra.get("settings_form"), extra.get("rule_form")):
             for errors in (form.errors.values() if form is not None else ()):
                 for error in errors:

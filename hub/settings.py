@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hub.debug.LocalDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -58,6 +59,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "hub.urls"
+# With DEBUG on, tracebacks only for requests from the hub's own machine (hub.debug).
+DEFAULT_EXCEPTION_REPORTER = "hub.debug.LocalOnlyExceptionReporter"
 ASGI_APPLICATION = "hub.asgi.application"
 WSGI_APPLICATION = None
 

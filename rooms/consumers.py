@@ -26,7 +26,13 @@ from django.http import Http404
 from rooms import events, selectors, services
 from rooms.errors import RoomError
 from rooms.models import Message
-from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, parse_frame
+from rooms.streams import (
+    CLOSE_FORBIDDEN,
+    SeqStreamConsumer,
+    answer_bad_frame,
+    check_id,
+    parse_frame,
+)
 
 __all__ = ["CLOSE_FORBIDDEN", "RoomConsumer"]
 
@@ -65,12 +71,12 @@ class RoomConsumer(SeqStreamConsumer):
             frame = _parse(text_data)
             handler = {"hello": self._hello, "chat": self._chat, "steer": self._steer}.get(frame["type"])
             if handler is None:
-                raise RoomError(f"Unknown frame type {frame['type']!r}.", code="unknown_type")
+                raise RoomError(f"Unknown frame type {frame['type'][:40]!r}.", code="unknown_type")
             await handler(frame)
-        except RoomError as exc:
-            await self.send_json({"type": "error", "code": exc.code, "message": exc.message})
         except Http404:
             await self.close(code=CLOSE_FORBIDDEN)
+        except Exception as exc:  # a bad frame never takes the connection down
+            await answer_bad_frame(self, exc)
 
     async def _hello(self, frame: dict[str, Any]) -> None:
         await self.stream_start(frame.get("last_seq", 0))
@@ -79,9 +85,7 @@ class RoomConsumer(SeqStreamConsumer):
         await self._post(kind=Message.Kind.CHAT, text=frame.get("text"), agent_id=None)
 
     async def _steer(self, frame: dict[str, Any]) -> None:
-        agent_id = frame.get("agent")
-        if isinstance(agent_id, bool) or not isinstance(agent_id, int):
-            raise RoomError("A steer names its agent by id.", code="bad_request")
+        agent_id = check_id(frame.get("agent"), what="A steer's agent (its id)")
         await self._post(kind=Message.Kind.STEER, text=frame.get("text"), agent_id=agent_id)
 
     async def _post(self, *, kind: str, text: Any, agent_id: int | None) -> None:
