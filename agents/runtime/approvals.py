@@ -6,9 +6,10 @@ Paths are matched as resolved inside the worktree (the host resolves them first)
 Shell lines are read by `observations.shell`, which follows every program a line runs
 through wrappers and their options, `bash -c`, `eval`, `$(...)`, `find -exec`, `xargs`
 and absolute paths. A *deny* or *ask* prefix matches a line that runs a program starting
-with it anywhere; a line that could run it without showing it (a hidden part, a program
-that runs code from its arguments, the program's name among the words) makes a deny rule
-ask a person instead of allowing. An *allow* prefix covers only a single plain command:
+with it anywhere, and a line that names it where the hub cannot tell naming from running
+(inside code given to an interpreter, a part it cannot see into); a line that merely
+could run it (a hidden part, a program running code from its arguments, its name as an
+argument) makes a deny rule ask a person instead of allowing. An *allow* prefix covers only a single plain command:
 one command alone, fully visible, its words starting with the prefix, the prefix
 reaching past every wrapper (`timeout 60 python -m pytest`, not `timeout`), and nothing
 on it running code from its arguments. A deny always wins: nothing lifts it.
@@ -81,7 +82,10 @@ class Rule:
         key = (posixpath.basename(wanted[0]), *wanted[1:])
         if any(invocation.key[: len(key)] == key for invocation in line.invocations):
             return MATCH
-        if line.opaque or line.runs_code or _mentions(line, key):
+        mentioned = _mentions(line, key)
+        if mentioned and (line.opaque or line.runs_code):
+            return MATCH  # named where the hub cannot tell naming from running: it counts as running
+        if mentioned or line.opaque or line.runs_code:
             return MAYBE
         return NONE
 
@@ -111,7 +115,9 @@ def _mentions(line: ShellLine, key: tuple[str, ...]) -> bool:
         words = [posixpath.basename(w) for w in invocation.argv]
         if any(tuple(words[i : i + n]) == key for i in range(len(words))):
             return True
-    pattern = r"(?<![\w.-])" + r"\s+".join(re.escape(word) for word in key) + r"(?![\w.-])"
+    # A word boundary that is not inside a name or an option (`rmdir`, `shutil.rmtree`,
+    # `--rm`), but is after `${X:-`.
+    pattern = r"(?:(?<=:-)|(?<![\w.-]))" + r"\s+".join(re.escape(word) for word in key) + r"(?![\w.-])"
     return re.search(pattern, line.text) is not None
 
 

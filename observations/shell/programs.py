@@ -243,7 +243,8 @@ class _Reader:
                  offset: int | None) -> None:
         spec = catalog.WRAPPERS[name]
         args = words[1:]
-        self.add(words, via, wrapper=True)
+        # xargs adds arguments from its input: what its command finally runs is unseen.
+        self.add(words, via, wrapper=True, runs_code=name == "xargs")
         mine = len(self.invocations) - 1
         if name == "command" and any(w.text in ("-v", "-V") for w in args[:2]):
             return  # `command -v x` looks x up; it runs nothing

@@ -113,7 +113,7 @@ def test_a_steer_reaches_the_agent_at_the_next_boundary_while_a_long_command_run
 
     async def steer():
         communicator = WebsocketCommunicator(application, f"/ws/rooms/{demo_room.slug}/",
-                                             headers=[(b"origin", b"http://127.0.0.1")])
+                                             headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
         communicator.scope["user"] = person
         connected, _ = await communicator.connect()
         assert connected

@@ -20,6 +20,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
+def clone_roots(settings):
+    settings.ATRIUM_CLONE_ROOTS = [Path("/")]
+    return settings
+
+
+@pytest.fixture
 def allowed(tmp_path, clone_roots):
     folder = tmp_path / "allowed"
     folder.mkdir()
