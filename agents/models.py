@@ -276,3 +276,12 @@ class Approval(models.Model):
         from agents.runtime.approvals import always_rule
 
         return always_rule(self.tool, self.arguments if isinstance(self.arguments, dict) else {}).describe()
+
+    @property
+    def runs(self) -> list[str]:
+        """For a shell call: each program its line runs (seen through wrappers, shells and
+        eval), and what cannot be seen into; the card shows these before anyone decides."""
+        from agents.runtime.approvals import describe_line
+
+        command = self.arguments.get("command") if isinstance(self.arguments, dict) else None
+        return describe_line(command) if self.tool == "shell" and isinstance(command, str) else []

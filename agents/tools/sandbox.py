@@ -155,14 +155,15 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
     mounts = _Mounts()
     for tree in SYSTEM_TREES:
         mounts.system(tree)
-    for tree in policy.read_only:
-        mounts.read_only(tree)
-    for path in policy.hidden:
-        mounts.hide(path)
+    # The private /tmp first: what is shown below it (a toolchain, the worktree) goes on top.
     mounts.args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--bind", str(place.tmp), "/tmp",
                     "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
     mounts.made.update({"/proc", "/dev", "/tmp", "/var"})
     mounts.writable_roots.append("/tmp")
+    for tree in policy.read_only:
+        mounts.read_only(tree)
+    for path in policy.hidden:
+        mounts.hide(path)
     if place.git_dir is not None:
         mounts.bind(str(place.git_dir), writable=False)
     mounts.bind(str(place.worktree), writable=True)
