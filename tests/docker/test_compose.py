@@ -173,3 +173,16 @@ def test_the_image_runs_with_debug_off_even_without_compose():
     so the settings then demand a SECRET_KEY instead of using the development one."""
     assert dockerfile_env()["DEBUG"].lower() == "false"
     assert dockerfile_env()["ATRIUM_DATA_DIR"] == "/data"  # the parser reads the block it should
+
+
+def test_the_image_has_the_sandbox_and_compose_lets_it_make_namespaces(compose):
+    """bubblewrap in the image (with setpriv and prlimit from util-linux, part of the base
+    image); the hub's containers may create namespaces (seccomp and AppArmor lifted), and
+    nothing more: no privileged mode, no added capabilities, the unprivileged user kept."""
+    dockerfile = DOCKERFILE.read_text()
+    assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile)
+    assert re.search(r"^USER atrium$", dockerfile, re.MULTILINE)
+    for name in HUB_SERVICES:
+        service = compose["services"][name]
+        assert {"seccomp=unconfined", "apparmor=unconfined"} <= set(service.get("security_opt", [])), name
+        assert not service.get("privileged") and not service.get("cap_add"), name
