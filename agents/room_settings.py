@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages as flash
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from agents import services
 from agents.forms import ApprovalRuleForm
 from agents.models import ApprovalRule
-from rooms.errors import RoomError, RoomPermissionError
+from rooms.errors import attempt
 from rooms.forms import RoomSettingsForm
 from rooms.selectors import RoomAccess, access_room
 from rooms.services import room_settings_update
@@ -31,7 +30,7 @@ def room_settings(request: HttpRequest, slug: str) -> HttpResponse:
                             initial={"check_command": room.check_command, "allow_network": room.allow_network})
     notice = None
     if request.method == "POST" and form.is_valid():
-        error = _attempt(room_settings_update, room=room, actor=request.user, **form.cleaned_data)
+        error = attempt(room_settings_update, room=room, actor=request.user, **form.cleaned_data)
         if error:
             form.add_error(None, error)
         else:
@@ -45,7 +44,7 @@ def approval_rule_add(request: HttpRequest, slug: str) -> HttpResponse:
     form = ApprovalRuleForm(request.POST)
     notice = None
     if form.is_valid():
-        error = _attempt(services.approval_rule_create, room=access.room, actor=request.user, **form.cleaned_data)
+        error = attempt(services.approval_rule_create, room=access.room, actor=request.user, **form.cleaned_data)
         if error:
             form.add_error(None, error)
         else:
@@ -56,19 +55,8 @@ def approval_rule_add(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def approval_rule_remove(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     access = access_room(request.user, slug)
-    error = _attempt(services.approval_rule_delete, room=access.room, actor=request.user, rule_id=rule_id)
+    error = attempt(services.approval_rule_delete, room=access.room, actor=request.user, rule_id=rule_id)
     return _panel(request, access, rules_notice=None if error else "Rule removed.", rules_error=error)
-
-
-def _attempt(service, **kwargs: Any) -> str | None:
-    """Run a service; its refusal as a sentence (a 403 page if forbidden), or None."""
-    try:
-        service(**kwargs)
-    except RoomPermissionError as exc:
-        raise PermissionDenied(exc.message) from exc
-    except RoomError as exc:
-        return exc.message
-    return None
 
 
 def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpResponse:

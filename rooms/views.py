@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from rooms import selectors, services
-from rooms.errors import RoomError, RoomPermissionError
+from rooms.errors import RoomError, RoomPermissionError, attempt
 from rooms.forms import AgentAssignForm, MemberAddForm, RoomCreateForm
 from rooms.selectors import RoomAccess
 
@@ -93,7 +93,7 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     access = selectors.access_room(request.user, slug)
-    error = _call(services.membership_remove, room=access.room, actor=request.user, user_id=user_id)
+    error = attempt(services.membership_remove, room=access.room, actor=request.user, user_id=user_id)
     return _panel_response(request, access, "rooms/_members.html", members_error=error)
 
 
@@ -103,7 +103,7 @@ def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
     form = AgentAssignForm(request.POST, room=access.room)
     error = None
     if form.is_valid():
-        error = _call(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
+        error = attempt(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
     else:
         error = "; ".join(e for errors in form.errors.values() for e in errors)
     return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
@@ -112,19 +112,8 @@ def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def agent_unassign(request: HttpRequest, slug: str, agent_id: int) -> HttpResponse:
     access = selectors.access_room(request.user, slug)
-    error = _call(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
+    error = attempt(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
     return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
-
-
-def _call(service, **kwargs: Any) -> str | None:
-    """Run a panel service; a refusal becomes the panel's error line (403 if forbidden)."""
-    try:
-        service(**kwargs)
-    except RoomPermissionError as exc:
-        raise PermissionDenied(exc.message) from exc
-    except RoomError as exc:
-        return exc.message
-    return None
 
 
 def _panels(access: RoomAccess, **extra: Any) -> dict[str, Any]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
-import sys
 import uuid
 from pathlib import Path
 
@@ -25,7 +23,6 @@ from agents.services import session_start, task_create
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
 from tests.agents.runtime.test_workers import ended, wait_for
-from tests.conftest import CeleryWorker, _wait_until, start_hub_process
 from tests.rooms.factories import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,25 +72,6 @@ exit 0
 """
 
 
-@pytest.fixture
-def canary_worker(transactional_db, tmp_path):
-    """A real Celery worker whose environment holds the canary secrets."""
-    nodename = f"atrium-sec-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-    process = start_hub_process(
-        "celery worker",
-        [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-         "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
-         "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-        tmp_path / "worker.log", ATRIUM_LEASE_SECONDS="4", ATRIUM_SWEEP_SECONDS="1", **CANARIES,
-    )
-    worker = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
-    try:
-        _wait_until(lambda: worker.ping(timeout=0.5), process, "answer a ping")
-        yield worker
-    finally:
-        process.stop()
-
-
 def fill(template: str, **values: str) -> str:
     for name, value in values.items():
         template = template.replace(f"@{name}@", value)
@@ -112,7 +90,8 @@ def _tcp_targets() -> list[str]:
     return targets or ["127.0.0.1:1"]
 
 
-def test_neither_an_agents_command_nor_the_check_can_reach_anything_of_the_hub(canary_worker, tmp_path):
+def test_neither_an_agents_command_nor_the_check_can_reach_anything_of_the_hub(hub_workers, tmp_path):
+    worker = hub_workers(**CANARIES)  # a real Celery worker with the canary secrets in its environment
     data_dir = Path(settings.DATA_DIR)
     (data_dir / "canary.txt").write_text(FILE_CANARY)
     other_worktree = Path(settings.WORKTREES_DIR) / "999999"
@@ -165,7 +144,7 @@ def test_neither_an_agents_command_nor_the_check_can_reach_anything_of_the_hub(c
     task = task_create(room=room, actor=attacker, title="Probe", objective="Probe the hub")
     session = session_start(task=task, agent=agent, actor=attacker)
 
-    wait_for(lambda: ended(session), 180, "the session to end", [canary_worker])
+    wait_for(lambda: ended(session), 180, "the session to end", [worker])
     session.refresh_from_db()
     worktree = Path(session.worktree_path)
     for where in ("shell", "check"):

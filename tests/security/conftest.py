@@ -1,0 +1,1 @@
+from tests.agents.runtime.test_workers import hub_workers  # noqa: F401 - real Celery workers, as there
