@@ -389,12 +389,12 @@ def _limit(name: str, count: str, source: FileAccess) -> FileAccess | None:
     if source.kind != "read":
         return source
     if name == "head":
-        if not count.isdigit() or int(count) == 0:
+        if not (count.isascii() and count.isdigit()) or int(count) == 0:
             return None
         return _sub_range(source, 1, int(count))
-    if count.startswith("+") and count[1:].isdigit():
+    if count.startswith("+") and count[1:].isascii() and count[1:].isdigit():
         return _sub_range(source, int(count[1:]), None)
-    if not count.isdigit() or int(count) == 0 or source.start is None or source.is_tail:
+    if not (count.isascii() and count.isdigit()) or int(count) == 0 or source.start is None or source.is_tail:
         return None
     n = int(count)
     if source.end is not None:

@@ -21,7 +21,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
-from observations.shell import catalog
+from observations.shell import catalog, options
 from observations.shell.syntax import Word, parse_command
 
 MAX_DEPTH = 8  # nested `bash -c "eval ..."` deeper than this is not followed (hidden)
@@ -176,7 +176,7 @@ class _Reader:
                 self.line(" ".join(texts), (*via, "eval"), depth + 1)
         elif name in catalog.JOINS_ARGUMENTS:
             self.add(words, via, runs_code=True)
-            start = _skip_options(args, catalog.WATCH_OPTIONS)
+            start = options.skip_options(args, catalog.WATCH_OPTIONS)
             if start is None:
                 self.hidden.append(f"an option of `{name}` the hub does not know")
             elif args[start:]:
@@ -184,45 +184,45 @@ class _Reader:
         elif catalog.PYTHON.match(name):
             self._python(words, via, depth, offset)
         elif name in catalog.INTERPRETERS:
-            self.add(words, via, runs_code=_interpreter_runs_code(args, catalog.INTERPRETERS[name]))
+            self.add(words, via, runs_code=options.interpreter_runs_code(args, catalog.INTERPRETERS[name]))
         elif name in catalog.AWKS:
-            start = _skip_options(args, catalog.AWK_OPTIONS)
-            from_file = catalog.starts_with_option(texts, ("-f", "--file"))
-            inline = catalog.starts_with_option(texts, ("-e", "--source", "-i", "--include", "-l", "--load"))
+            start = options.skip_options(args, catalog.AWK_OPTIONS)
+            from_file = options.starts_with_option(texts, ("-f", "--file"))
+            inline = options.starts_with_option(texts, ("-e", "--source", "-i", "--include", "-l", "--load"))
             self.add(words, via, runs_code=start is None or inline or not from_file)
         elif name == "sed":
-            self.add(words, via, runs_code=_sed_runs_code(texts))
+            self.add(words, via, runs_code=options.sed_runs_code(texts))
         elif name == "find":
             self._find(words, via, depth)
         elif name == "git":
             self._git(words, via, depth)
         elif name in ("make", "gmake"):
-            code = catalog.starts_with_option(texts, catalog.MAKE_CODE) or any(
+            code = options.starts_with_option(texts, catalog.MAKE_CODE) or any(
                 "=" in t and not t.startswith("-") for t in texts)
             self.add(words, via, runs_code=code)
         elif name in catalog.PYTEST:
-            code = catalog.starts_with_option(texts, catalog.PYTEST_CODE) or any(
-                _plugin_loaded(texts, k) for k in range(len(texts)))
+            code = options.starts_with_option(texts, catalog.PYTEST_CODE) or any(
+                options.pytest_loads_plugin(texts, k) for k in range(len(texts)))
             self.add(words, via, runs_code=code)
         elif name == "tar":
-            self.add(words, via, runs_code=catalog.starts_with_option(texts, catalog.TAR_CODE))
+            self.add(words, via, runs_code=options.starts_with_option(texts, catalog.TAR_CODE))
         elif name in catalog.EDITORS:
             self.add(words, via, runs_code=any(t.startswith(("+", "-c", "-S", "--cmd", "-u", "--eval", "-l",
                                                               "--load", "-f", "--funcall", "-x")) for t in texts))
         elif name in ("go", "cargo"):
-            self.add(words, via, runs_code=catalog.starts_with_option(
+            self.add(words, via, runs_code=options.starts_with_option(
                 texts, ("-exec", "-toolexec", "--config", "-Z")) or (name == "cargo" and texts[:1] == ["install"]))
         elif name in ("rsync", "scp", "sftp"):
-            self.add(words, via, runs_code=catalog.starts_with_option(texts, ("-e", "--rsh", "--rsync-path", "-S",
+            self.add(words, via, runs_code=options.starts_with_option(texts, ("-e", "--rsh", "--rsync-path", "-S",
                                                                                "-o", "-F")))
         elif name in ("sqlite3", "psql", "mysql"):
             operands = [t for t in texts if not t.startswith("-")]
-            self.add(words, via, runs_code=len(operands) > 1 or catalog.starts_with_option(
+            self.add(words, via, runs_code=len(operands) > 1 or options.starts_with_option(
                 texts, ("-cmd", "-init", "-c", "--command", "-f", "--file", "-e", "--execute")))
         elif name in catalog.RUNNERS and texts[:1] and texts[0] in catalog.RUNNERS[name]:
             self.add(words, via, runs_code=True, wrapper=True)
             inner = args[1:]
-            start = _skip_options(inner, catalog.Options(flags=None))
+            start = options.skip_options(inner, catalog.Options(flags=None))
             if start is None:
                 self.hidden.append(f"an option of `{name} {texts[0]}` the hub does not know")
             elif name not in ("pnpm", "yarn") or texts[0] == "exec":
@@ -246,7 +246,9 @@ class _Reader:
         # xargs adds arguments from its input: what its command finally runs is unseen.
         self.add(words, via, wrapper=True, runs_code=name == "xargs")
         mine = len(self.invocations) - 1
-        if name == "command" and any(w.text in ("-v", "-V") for w in args[:2]):
+        leading = [w.text for w in args[: next((k for k, w in enumerate(args) if not w.text.startswith("-")),
+                                               len(args))]]
+        if name == "command" and any(t in ("-v", "-V", "-pv", "-vp") for t in leading):
             return  # `command -v x` looks x up; it runs nothing
         i = operands = 0
         while i < len(args):
@@ -254,7 +256,7 @@ class _Reader:
             if args[i].opaque:
                 self.hidden.append(f"an expansion among the options of `{name}`")
                 return
-            key = catalog.option_name(text)
+            key = options.option_name(text)
             if key in spec.command_option:  # `flock file -c 'cmd'`, `su -c 'cmd' user`
                 value = text.split("=", 1)[1] if "=" in text and text.startswith("--") else (
                     args[i + 1].text if i + 1 < len(args) else "")
@@ -270,7 +272,7 @@ class _Reader:
                 break
             if not text.startswith("-") or text == "-" and "-" not in (spec.options.flags or ()):
                 break
-            step = _option_width(args, i, spec.options)
+            step = options.option_width(args, i, spec.options)
             if step is None:
                 self.hidden.append(f"an option of `{name}` the hub does not know (`{text}`)")
                 return
@@ -295,7 +297,7 @@ class _Reader:
             if not text.startswith(("-", "+")) or len(text) == 1:
                 break
             if text.startswith("--") or text[1:] in ("o", "O"):
-                step = _option_width(args, i, catalog.SHELL_OPTIONS)
+                step = options.option_width(args, i, catalog.SHELL_OPTIONS)
                 i += step or 1
                 continue
             letters = text[1:]
@@ -373,22 +375,22 @@ class _Reader:
         texts = [w.text for w in args]
         i, runs = 0, False
         while i < len(args) and texts[i].startswith("-"):
-            key = catalog.option_name(texts[i])
+            key = options.option_name(texts[i])
             if key in catalog.GIT_CODE_GLOBAL:
                 runs = True
                 i += 1 if "=" in texts[i] or key in ("-p", "--paginate") else 2
                 continue
-            step = _option_width(args, i, catalog.GIT_GLOBAL)
+            step = options.option_width(args, i, catalog.GIT_GLOBAL)
             if step is None:
                 self.hidden.append(f"an option of `git` the hub does not know (`{texts[i]}`)")
                 break
             i += step
         sub = texts[i] if i < len(texts) else ""
         rest, rest_texts = args[i + 1:], texts[i + 1:]
-        runs = runs or sub in catalog.GIT_CODE_SUBCOMMANDS or catalog.starts_with_option(
+        runs = runs or sub in catalog.GIT_CODE_SUBCOMMANDS or options.starts_with_option(
             rest_texts, catalog.GIT_CODE_ARGUMENTS)
         runs = runs or (sub in ("clone", "fetch", "pull", "ls-remote", "archive") and "-u" in rest_texts)
-        runs = runs or (sub == "grep" and catalog.starts_with_option(rest_texts, ("-O",)))
+        runs = runs or (sub == "grep" and options.starts_with_option(rest_texts, ("-O",)))
         lines: list[str] = []
         command: list[Word] = []
         if sub == "rebase":
@@ -410,107 +412,6 @@ class _Reader:
             self.line(text, (*via, f"git {sub}"), depth + 1)
         if command:
             self.resolve(command, (*via, "git bisect run"), depth + 1)
-
-
-def _option_width(args: list[Word], i: int, options: catalog.Options) -> int | None:
-    """How many words option ``args[i]`` takes (1 or 2), or None if it is unknown."""
-    text = args[i].text
-    if text.startswith("--"):
-        name = catalog.option_name(text)
-        if name in options.values:
-            return 1 if "=" in text else 2
-        if options.flags is None or name in options.flags:
-            return 1
-        return None
-    if options.numeric and text[1:].isdigit():
-        return 1
-    if text in options.values:
-        return 2
-    if options.flags is None or text in options.flags:
-        return 1
-    # A cluster (`-sk5`): flags, then at most one value option whose value follows.
-    for k, letter in enumerate(text[1:], start=1):
-        option = "-" + letter
-        if option in options.values:
-            return 1 if k + 1 < len(text) else 2
-        if option not in options.flags:
-            return None
-    return 1
-
-
-def _skip_options(args: list[Word], options: catalog.Options) -> int | None:
-    """Index of the first operand after ``args``' options, or None at an unknown option."""
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        if text == "--":
-            return i + 1
-        if not text.startswith("-") or text == "-":
-            return i
-        step = _option_width(args, i, options)
-        if step is None:
-            return None
-        i += step
-    return i
-
-
-def _interpreter_runs_code(args: list[Word], spec: catalog.Interpreter) -> bool:
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        if text == "--":
-            return i + 1 >= len(args)
-        if not text.startswith("-") or text == "-":
-            return text == "-" or text in spec.code  # `deno eval`, `bun x`
-        name = catalog.option_name(text)
-        if name in spec.code or (len(text) > 2 and not text.startswith("--") and (
-                "-" + text[1] in spec.code)):
-            return True
-        if not text.startswith("--") and len(text) > 2 and text[1] in spec.attached:
-            i += 1
-            continue
-        i += 2 if name in spec.values and "=" not in text else 1
-    return True  # no script: the program comes from standard input
-
-
-def _sed_runs_code(texts: list[str]) -> bool:
-    if "--sandbox" in texts:
-        return False  # GNU sed's sandbox mode refuses e, r and w
-    scripts, i, operands = [], 0, []
-    while i < len(texts):
-        text = texts[i]
-        if text in ("-e", "--expression") and i + 1 < len(texts):
-            scripts.append(texts[i + 1])
-            i += 2
-            continue
-        if text.startswith("--expression="):
-            scripts.append(text.split("=", 1)[1])
-        elif text.startswith("-e") and len(text) > 2:
-            scripts.append(text[2:])
-        elif catalog.starts_with_option([text], ("-f", "--file")):
-            return True  # a script file may hold `e`
-        elif text in ("-l", "--line-length"):
-            i += 1
-        elif not text.startswith("-") or text == "-":
-            operands.append(text)
-        i += 1
-    if not scripts:
-        if not operands:
-            return True
-        scripts = operands[:1]
-    return any(catalog.sed_runs_code(script) for script in scripts)
-
-
-def _plugin_loaded(texts: list[str], k: int) -> bool:
-    """pytest's ``-p NAME`` imports a plugin named on the line; ``-p no:NAME`` only blocks one."""
-    text = texts[k]
-    if text == "-p":
-        value = texts[k + 1] if k + 1 < len(texts) else ""
-    elif text.startswith("-p") and not text.startswith("--"):
-        value = text[2:]
-    else:
-        return False
-    return not value.startswith("no:")
 
 
 def program_words(words: list[Word]) -> list[Word]:

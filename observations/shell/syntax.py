@@ -71,6 +71,9 @@ Pipeline = list[SimpleCommand]
 _BRACE_EXPANSION = re.compile(r"\{[^\s;&|<>(){}]*(?:,|\.\.)[^\s;&|<>()]*\}")
 
 
+_DIGITS = re.compile(r"[0-9]+")  # the fd of `2>`: ASCII digits only (`²` is a digit to str.isdigit)
+
+
 class _Unparseable(Exception):
     pass
 
@@ -220,7 +223,7 @@ def _tokenize(text: str) -> list[tuple[str, object, int | None]]:
             continue
         if c in "<>" or (c == "&" and text.startswith(("&>", "&>>"), i)):
             fd = None
-            if word.in_word and word.buf and "".join(word.buf).isdigit() and not word.opaque:
+            if word.in_word and word.buf and _DIGITS.fullmatch("".join(word.buf)) and not word.opaque:
                 fd = int("".join(word.buf))
                 word.take()
             flush()
@@ -327,7 +330,10 @@ def _expansion(text: str, i: int, word: _WordBuilder) -> int:
         body = text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
         i = j + 1
     elif text.startswith("$((", i):
+        # Arithmetic, unless bash reads it as a subshell in a substitution (`$((rm x) )`):
+        # its text is kept as commands too, so a reader errs on the side of "it runs".
         i = _matching_paren(text, i + 1)
+        body = text[start + 2 : i - 1]
     elif text.startswith("$(", i):
         i = _matching_paren(text, i + 1)
         body = text[start + 2 : i - 1]
