@@ -161,3 +161,46 @@ def test_a_command_line_is_what_its_parts_say(tmp_path):
     assert any(a.startswith("--nproc=") for a in argv) and any(a.startswith("--fsize=") for a in argv)
     with_network = confine(SandboxPolicy(bwrap="true"), dataclasses.replace(place, network=True), "ls").argv
     assert "--unshare-net" not in with_network
+
+
+SANDBOX_MODULE = Path(__file__).resolve().parents[3] / "agents" / "tools" / "sandbox.py"
+AS_A_HUB_USER = r"""
+import importlib.util, subprocess, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = sandbox
+spec.loader.exec_module(sandbox)
+policy = sandbox.SandboxPolicy()
+place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
+assert not policy.drops_user and sandbox.availability(policy) == "", sandbox.availability(policy)
+sandbox.prepare(policy, place)
+confined = sandbox.confine(policy, place, "id -u; echo made > made; touch /etc/x 2>&1; ls /proc | grep -c '^[0-9]'")
+done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
+print(done.stdout, done.stderr)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
+                    reason="needs root to become an ordinary user (as the Docker image runs)")
+def test_a_hub_running_as_an_ordinary_user_confines_commands_in_a_user_namespace():
+    """The Docker image runs the hub as `atrium`: bubblewrap then makes a user namespace."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="atrium-hub-user-"))  # pytest's tmp_path is root's alone
+    try:
+        (home / "wt").mkdir()
+        os.chmod(home, 0o755)
+        subprocess.run(["chown", "-R", "65534:65534", str(home)], check=True)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c",
+             AS_A_HUB_USER, str(SANDBOX_MODULE), str(home / "wt"), str(home / "tmp")],
+            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.split()
+        assert lines[0] == "65534" and "Read-only" in done.stdout and int(lines[-1]) <= 4
+        assert (home / "wt" / "made").stat().st_uid == 65534  # the hub's own user, not root
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
