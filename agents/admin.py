@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents.forms import AgentProfileForm
 from agents.models import (
     AgentProfile,
     Approval,
@@ -15,24 +15,16 @@ from agents.models import (
     SessionEvent,
     Task,
 )
-from agents.services import session_cancel, session_retry
+from agents.services import agent_profile_save, session_cancel, session_retry
 from agents.templatetags.agents_work import session_duration
 from rooms.errors import RoomError
 
 
-class AgentProfileAdminForm(forms.ModelForm):
-    class Meta:
-        model = AgentProfile
-        fields = [
-            "name", "role_prompt", "model", "fallback_models", "context_window", "output_budget",
-            "eviction_policy", "allowed_tools", "base_url", "api_key", "price_input", "price_cached_input",
-            "price_cache_write", "price_output", "created_by",
-        ]
-        # Not echoed back into the page once saved; leave blank to keep the stored key.
-        widgets = {"api_key": forms.PasswordInput(render_value=False)}
+class AgentProfileAdminForm(AgentProfileForm):
+    """The web's form (write-only key, refused on an endpoint change) plus what only staff set."""
 
-    def clean_api_key(self) -> str:
-        return self.cleaned_data["api_key"] or (self.instance.api_key if self.instance.pk else "")
+    class Meta(AgentProfileForm.Meta):
+        fields = [*AgentProfileForm.Meta.fields, "allowed_tools", "created_by"]
 
 
 @admin.register(AgentProfile)
@@ -41,6 +33,10 @@ class AgentProfileAdmin(admin.ModelAdmin):
     list_display = ["name", "model", "context_window", "output_budget", "eviction_policy", "created_by", "created_at"]
     list_filter = ["eviction_policy", "created_at"]
     search_fields = ["name", "model", "role_prompt"]
+
+    def save_model(self, request: HttpRequest, obj: AgentProfile, form, change: bool) -> None:
+        # The same service as the web: staff may manage every profile.
+        agent_profile_save(profile=obj, actor=request.user)
 
 
 @admin.register(RoomAgent)

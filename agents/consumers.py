@@ -24,7 +24,7 @@ from agents.eventlog import log_frame, with_html
 from agents.events import session_group
 from agents.selectors import access_session, session_events_after
 from rooms.errors import RoomError
-from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, parse_frame
+from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, answer_bad_frame, parse_frame
 
 MAX_FRAME_LENGTH = 1024  # the only client frame is a short hello
 
@@ -60,12 +60,12 @@ class SessionConsumer(SeqStreamConsumer):
             frame = parse_frame(text_data, max_length=MAX_FRAME_LENGTH)
             if frame["type"] != "hello":
                 raise RoomError(
-                    f"Unknown frame type {frame['type']!r}: this socket only streams events; "
+                    f"Unknown frame type {frame['type'][:40]!r}: this socket only streams events; "
                     "steer, approve and cancel from the session page.", code="unknown_type",
                 )
             await self.stream_start(frame.get("last_seq", 0))
-        except RoomError as exc:
-            await self.send_json({"type": "error", "code": exc.code, "message": exc.message})
+        except Exception as exc:  # a bad frame never takes the connection down
+            await answer_bad_frame(self, exc)
 
     async def session_member_removed(self, event: dict[str, Any]) -> None:
         """Sent by agents.events when someone leaves the session's room."""

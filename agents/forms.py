@@ -6,11 +6,12 @@ from agents.models import AgentProfile
 
 
 class AgentProfileForm(forms.ModelForm):
-    """The web form for a profile. Model spec and budget rules live on the model,
-    so the admin and this form refuse the same things.
+    """The one form for a profile, on the web and in the admin (which adds fields). Model
+    spec and budget rules live on the model.
 
-    The API key is write-only: never rendered back, and left blank it keeps the key
-    the profile has.
+    The API key is write-only: never rendered back, and left blank it keeps the key the
+    profile has, unless the endpoint changes (provider or base URL): a stored key never
+    follows its profile to another endpoint.
     """
 
     new_api_key = forms.CharField(
@@ -73,6 +74,7 @@ class AgentProfileForm(forms.ModelForm):
             profile.api_key = key
         if commit:
             profile.save()
+            self.save_m2m()
         return profile
 
 
@@ -146,14 +148,6 @@ class ApprovalDecisionForm(forms.Form):
                                           ("always", "Always, for this session")])
 
 
-class CheckCommandForm(forms.Form):
-    check_command = forms.CharField(
-        max_length=500, required=False, label="Check command",
-        help_text="Run in the session's worktree when an agent says it is done; empty: no check.",
-        widget=forms.TextInput(attrs={"placeholder": "python -m pytest -q"}),
-    )
-
-
 def _tool_choices() -> list[tuple[str, str]]:
     return [("*", "every tool"), *_call_choices()]
 
@@ -165,11 +159,16 @@ def _call_choices() -> list[tuple[str, str]]:
 
 
 class ApprovalRuleForm(forms.Form):
+    """Checked again, with reasons, by agents.rules.rule_checked in the service."""
+
     tool = forms.ChoiceField(choices=_tool_choices)
     path_glob = forms.CharField(max_length=300, required=False, label="Path glob",
-                                widget=forms.TextInput(attrs={"placeholder": "src/**/*.py"}))
+                                widget=forms.TextInput(attrs={"placeholder": "src/**/*.py"}),
+                                help_text="File tools: e.g. src/**/*.py (by folders: src/* is src's files).")
     command_prefix = forms.CharField(max_length=300, required=False, label="Command prefix",
-                                     widget=forms.TextInput(attrs={"placeholder": "python -m pytest"}))
+                                     widget=forms.TextInput(attrs={"placeholder": "python -m pytest"}),
+                                     help_text="shell: e.g. python -m pytest. Allow covers it run alone; deny "
+                                               "catches it however it is started.")
     decision = forms.ChoiceField(choices=[("allow", "allow"), ("ask", "ask"), ("deny", "deny")])
 
 

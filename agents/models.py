@@ -12,13 +12,21 @@ MODEL_PROVIDERS = ("openai", "anthropic", "replay")
 
 
 def validate_model_spec(value: str) -> None:
-    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces."""
+    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces; a
+    replay file is named, never pathed: it is looked up in the hub's replay folder."""
     provider, colon, name = value.partition(":")
     if not colon or provider not in MODEL_PROVIDERS or not name or any(c.isspace() for c in value):
         raise ValidationError(
             "%(value)r is not a model spec: write openai:<model>, anthropic:<model> or replay:<file>.",
             params={"value": value},
             code="model_spec",
+        )
+    if provider == "replay" and ("/" in name or "\\" in name or name.startswith(".") or "\0" in name):
+        raise ValidationError(
+            "%(value)r: a replay: model names a file in the hub's replay folder (e.g. "
+            "replay:demo-fix-median.json), not a path.",
+            params={"value": value},
+            code="replay_path",
         )
 
 
@@ -331,3 +339,12 @@ class Approval(models.Model):
         from agents.runtime.approvals import always_rule
 
         return always_rule(self.tool, self.arguments if isinstance(self.arguments, dict) else {}).describe()
+
+    @property
+    def runs(self) -> list[str]:
+        """For a shell call: each program its line runs (seen through wrappers, shells and
+        eval), and what cannot be seen into; the card shows these before anyone decides."""
+        from agents.runtime.approvals import describe_line
+
+        command = self.arguments.get("command") if isinstance(self.arguments, dict) else None
+        return describe_line(command) if self.tool == "shell" and isinstance(command, str) else []

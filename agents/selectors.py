@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef
 from django.http import Http404
 
@@ -17,6 +18,22 @@ from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room_by_id
 
 LOOP_SUSPECTED = "loop.suspected"
+
+
+def can_edit_profile(user: AbstractBaseUser | AnonymousUser, profile: AgentProfile) -> bool:
+    """Its creator and staff; everyone else only uses it."""
+    return user.is_authenticated and (user.is_staff or profile.created_by_id == user.pk)
+
+
+def access_profile_for_edit(user: AbstractBaseUser | AnonymousUser, agent_id: int) -> AgentProfile:
+    """The profile to edit: 404 if there is none, 403 (with the reason) if it is not the user's."""
+    profile = AgentProfile.objects.filter(pk=agent_id).first()
+    if profile is None:
+        raise Http404("No such agent.")
+    if not can_edit_profile(user, profile):
+        raise PermissionDenied(f"Only the person who created {profile.name} (or staff) can change it; "
+                               "you can still use it in your rooms.")
+    return profile
 
 
 @dataclass(frozen=True)

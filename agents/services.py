@@ -29,7 +29,7 @@ from agents.runtime import states
 from agents.selectors import session_decisions
 from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
-from rooms.checks import check_can_change_settings
+from rooms.checks import check_can_configure
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.services import message_post
@@ -92,6 +92,39 @@ def _approvals_withdraw(session: Session) -> None:
                 "approval": approval.pk, "call_id": approval.call_id, "state": "expired", "by": "",
                 "reason": f"the session {session.state.replace('_', ' ')}",
             })
+
+
+# --- agent profiles -------------------------------------------------------------------------
+
+
+def check_can_edit_profile(profile: AgentProfile, user: AbstractBaseUser) -> None:
+    """A profile belongs to its creator; staff may manage all. Others may use it in their
+    rooms, but not change where it sends a room's work, nor its key."""
+    if getattr(user, "is_staff", False):
+        return
+    if profile.created_by_id is None or profile.created_by_id != user.pk:
+        raise RoomPermissionError(f"Only the person who created {profile.name} (or staff) can change it; "
+                                  "you can still use it in your rooms.")
+
+
+@transaction.atomic
+def agent_profile_save(*, profile: AgentProfile, actor: AbstractBaseUser) -> AgentProfile:
+    """Create ``profile`` (``actor`` becomes its owner) or save changes to it.
+
+    Ownership is judged on the stored row, under its lock, not on the edited copy: a
+    form cannot hand a profile to its editor.
+    """
+    if profile.pk is None:
+        if profile.created_by_id is None or not getattr(actor, "is_staff", False):
+            profile.created_by = actor
+    else:
+        stored = AgentProfile.objects.select_for_update().get(pk=profile.pk)
+        check_can_edit_profile(stored, actor)
+        if not getattr(actor, "is_staff", False):
+            profile.created_by_id = stored.created_by_id
+    profile.full_clean()
+    profile.save()
+    return profile
 
 
 # --- tasks --------------------------------------------------------------------------------
@@ -262,7 +295,7 @@ def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
 def approval_rule_create(*, room: Room, actor: AbstractBaseUser, tool: str, path_glob: str = "",
                          command_prefix: str = "", decision: str) -> ApprovalRule:
     """An owner adds a rule; running sessions apply it from their next tool call."""
-    check_can_change_settings(_membership(room, actor))
+    _check_can_configure(room, actor)
     rule = rule_checked(tool=tool, path_glob=path_glob, command_prefix=command_prefix, decision=decision)
     created = ApprovalRule.objects.create(room=room, created_by=actor, **rule)
     message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
@@ -272,7 +305,7 @@ def approval_rule_create(*, room: Room, actor: AbstractBaseUser, tool: str, path
 
 @transaction.atomic
 def approval_rule_delete(*, room: Room, actor: AbstractBaseUser, rule_id: int) -> None:
-    check_can_change_settings(_membership(room, actor))
+    _check_can_configure(room, actor)
     rule = ApprovalRule.objects.filter(room=room, pk=rule_id).first()
     if rule is None:
         raise RoomError("That rule is not in this room (removed already?).", code="not_found")
@@ -281,11 +314,11 @@ def approval_rule_delete(*, room: Room, actor: AbstractBaseUser, rule_id: int) -
                  text=f"{actor.get_username()} removed an approval rule: {rule.decision} {rule_describe(rule)}.")
 
 
-def _membership(room: Room, user: AbstractBaseUser) -> Membership:
+def _check_can_configure(room: Room, user: AbstractBaseUser) -> None:
     membership = Membership.objects.filter(room=room, user=user).first()
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")
-    return membership
+    check_can_configure(membership)
 
 
 # --- approvals ----------------------------------------------------------------------------

@@ -2,31 +2,31 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import settings_views, views, views_analysis
+from agents import room_settings, views, views_analysis
 
 app_name = "agents"
 
 urlpatterns = [
     path("agents/", views.agent_list, name="list"),
     path("agents/new/", views.agent_create, name="create"),
-    path("agents/<int:agent_id>/", views_analysis.agent_detail, name="detail"),
-    path("agents/<int:agent_id>/edit/", views.agent_edit, name="edit"),
+    path("agents/<id:agent_id>/", views_analysis.agent_detail, name="detail"),
+    path("agents/<id:agent_id>/edit/", views.agent_edit, name="edit"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
-    path("rooms/<slug:slug>/settings/", settings_views.room_settings, name="room_settings"),
-    path("rooms/<slug:slug>/settings/rules/", settings_views.rule_create, name="rule_create"),
-    path("rooms/<slug:slug>/settings/rules/<int:rule_id>/remove/", settings_views.rule_delete, name="rule_delete"),
-    path("rooms/<slug:slug>/settings/preview/", settings_views.rule_preview, name="rule_preview"),
-    path("tasks/<int:task_id>/intent/", views.task_intent, name="task_intent"),
-    path("tasks/<int:task_id>/start/", views.task_start, name="task_start"),
-    path("sessions/<int:session_id>/", views.session_detail, name="session"),
-    path("sessions/<int:session_id>/status/", views.session_status, name="session_status"),
-    path("sessions/<int:session_id>/insights/", views_analysis.session_insights, name="session_insights"),
-    path("sessions/<int:session_id>/transcript.md", views_analysis.session_transcript, name="session_transcript"),
-    path("sessions/<int:session_id>/steer/", views.session_steer, name="session_steer"),
-    path("sessions/<int:session_id>/cancel/", views.session_cancel, name="session_cancel"),
-    path("sessions/<int:session_id>/segment/", views.session_new_segment, name="session_new_segment"),
-    path("sessions/<int:session_id>/retry/", views.session_retry, name="session_retry"),
-    path("sessions/<int:session_id>/approvals/<int:approval_id>/", views.approval_decide, name="approval_decide"),
+    path("rooms/<slug:slug>/settings/", room_settings.room_settings, name="room_settings"),
+    path("rooms/<slug:slug>/settings/rules/", room_settings.rule_create, name="rule_create"),
+    path("rooms/<slug:slug>/settings/rules/<id:rule_id>/remove/", room_settings.rule_delete, name="rule_delete"),
+    path("rooms/<slug:slug>/settings/preview/", room_settings.rule_preview, name="rule_preview"),
+    path("tasks/<id:task_id>/intent/", views.task_intent, name="task_intent"),
+    path("tasks/<id:task_id>/start/", views.task_start, name="task_start"),
+    path("sessions/<id:session_id>/", views.session_detail, name="session"),
+    path("sessions/<id:session_id>/status/", views.session_status, name="session_status"),
+    path("sessions/<id:session_id>/insights/", views_analysis.session_insights, name="session_insights"),
+    path("sessions/<id:session_id>/transcript.md", views_analysis.session_transcript, name="session_transcript"),
+    path("sessions/<id:session_id>/steer/", views.session_steer, name="session_steer"),
+    path("sessions/<id:session_id>/cancel/", views.session_cancel, name="session_cancel"),
+    path("sessions/<id:session_id>/segment/", views.session_new_segment, name="session_new_segment"),
+    path("sessions/<id:session_id>/retry/", views.session_retry, name="session_retry"),
+    path("sessions/<id:session_id>/approvals/<id:approval_id>/", views.approval_decide, name="approval_decide"),
 ]

@@ -1,5 +1,6 @@
-"""Agent pages: profiles (shared by the whole hub; every signed-in person may create
-and edit them), a room's tasks, and the session page with its controls.
+"""Agent pages: profiles (every signed-in person may create one and use anyone's in
+their rooms; only its creator, or staff, may change it), a room's tasks, and the
+session page with its controls.
 
 Thin: load through ``access_room`` / ``access_task`` / ``access_session``, call one
 service, render. With htmx a control gets back the region it changes (``#room-work``,
@@ -15,7 +16,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
@@ -41,17 +42,16 @@ SESSION_LOG_LIMIT = 500  # newest events rendered into the page; older ones are 
 
 @require_GET
 def agent_list(request: HttpRequest) -> HttpResponse:
-    agents = AgentProfile.objects.annotate(room_count=Count("room_agents")).order_by("name")
-    return render(request, "agents/list.html", {"agents": agents})
+    agents = AgentProfile.objects.annotate(room_count=Count("room_agents")).select_related("created_by")
+    rows = [(agent, selectors.can_edit_profile(request.user, agent)) for agent in agents.order_by("name")]
+    return render(request, "agents/list.html", {"rows": rows})
 
 
 @require_http_methods(["GET", "POST"])
 def agent_create(request: HttpRequest) -> HttpResponse:
     form = AgentProfileForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        agent = form.save(commit=False)
-        agent.created_by = request.user
-        agent.save()
+        agent = services.agent_profile_save(profile=form.save(commit=False), actor=request.user)
         flash.success(request, f"Agent {agent.name} created.")
         _warn_specs(request, form.instance)
         return redirect("agents:list")
@@ -60,10 +60,13 @@ def agent_create(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, agent_id: int) -> HttpResponse:
-    agent = get_object_or_404(AgentProfile, pk=agent_id)
+    agent = selectors.access_profile_for_edit(request.user, agent_id)
     form = AgentProfileForm(request.POST or None, instance=agent)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        try:
+            services.agent_profile_save(profile=form.save(commit=False), actor=request.user)
+        except RoomPermissionError as exc:  # ownership changed since the page was loaded
+            raise PermissionDenied(exc.message) from exc
         flash.success(request, f"Agent {agent.name} saved.")
         _warn_specs(request, form.instance)
         return redirect("agents:list")

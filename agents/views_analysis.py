@@ -77,6 +77,7 @@ def agent_detail(request: HttpRequest, agent_id: int) -> HttpResponse:
     return render(request, "agents/detail.html", {
         "agent": agent, "totals": totals_context(services.sessions_analysis_totals(sessions)),
         "sessions": recent, "price": agent.price_for(agent.model),
+        "editable": selectors.can_edit_profile(request.user, agent),
     })
 
 

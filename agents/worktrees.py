@@ -132,16 +132,29 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     shell command that rewrote one must not reach main through a merge.
     """
     path = worktree.path
-    git("add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
-    git("reset", "--quiet", "--", HUB_OWNED, cwd=path)  # staged there by a shell command
-    if not git("diff", "--cached", "--name-only", cwd=path).strip():
+    # The repository is named explicitly, never found through the worktree's `.git`
+    # file: the worktree's files are the agent's, its repository the hub's.
+    where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
+    git(*where, "add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
+    git(*where, "reset", "--quiet", "--", HUB_OWNED, cwd=path)  # staged there by a shell command
+    if not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
     args = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message]
     if author:
         args.append(f"--author={author}")
-    git(*args, cwd=path)
-    return git("rev-parse", "HEAD", cwd=path).strip()
+    git(*where, *args, cwd=path)
+    return git(*where, "rev-parse", "HEAD", cwd=path).strip()
+
+
+def _admin_dir(worktree: Worktree) -> Path:
+    """The worktree's folder in the room repository's ``.git/worktrees``, found by what
+    the repository records (each folder's ``gitdir`` names its checkout)."""
+    checkout = os.path.realpath(worktree.path / ".git")
+    for gitdir_file in (Path(worktree.repo) / ".git" / "worktrees").glob("*/gitdir"):
+        if os.path.realpath(gitdir_file.read_text().strip()) == checkout:
+            return gitdir_file.parent
+    raise WorktreeError(f"{worktree.path} is not a registered worktree of {worktree.repo}")
 
 
 def _rev(repo: Path, ref: str) -> str:

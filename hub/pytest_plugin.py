@@ -33,6 +33,15 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
     if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
         os.environ["SECRET_KEY"] = f"atrium-test-run-{secrets.token_urlsafe(32)}"
     os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+    # `replay:` models play only from the hub's replay folder: the run's holds the shipped
+    # recordings and the test suite's.
+    if not os.environ.get("ATRIUM_REPLAY_DIR"):
+        replays = run_dir / "replays"
+        replays.mkdir()
+        root = Path(__file__).resolve().parent.parent
+        for recording in [*root.glob("agents/replays/*.json"), *root.glob("tests/**/replays/*.json")]:
+            shutil.copy2(recording, replays / recording.name)
+        os.environ["ATRIUM_REPLAY_DIR"] = str(replays)
     if not os.environ.get("REDIS_URL"):
         _redis = EmbeddedRedis(run_dir / "redis.sock").start()
         os.environ["REDIS_URL"] = _redis.url

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hub.debug.LocalDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -60,6 +61,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "hub.urls"
+# With DEBUG on, tracebacks only for requests from the hub's own machine (hub.debug).
+DEFAULT_EXCEPTION_REPORTER = "hub.debug.LocalOnlyExceptionReporter"
 ASGI_APPLICATION = "hub.asgi.application"
 WSGI_APPLICATION = None
 
@@ -73,6 +76,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "hub.context_processors.sandbox",
             ],
         },
     },
@@ -181,8 +185,29 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
 ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
-# Recordings a `replay:<file>` model may play (agents/providers/replay.py).
-REPLAYS_DIR = Path(env("ATRIUM_REPLAYS_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
+# `replay:<file>` models play files from this folder only.
+REPLAYS_DIR = Path(env("ATRIUM_REPLAY_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
+# A room may be copied from a local repository only inside these folders (none by default).
+ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CLONE_ROOTS")]
+# A git bundle uploaded to create a room may be at most this large.
+ATRIUM_UPLOAD_MAX_BYTES = envint("ATRIUM_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024))
+
+# --- the sandbox every command of a room runs in (agents.tools.sandbox) -----------------
+# "bwrap" (the default) confines agents' commands, jobs and room checks with bubblewrap,
+# and refuses to run them where it cannot; "off" is the operator's explicit opt-out:
+# commands then run unconfined, as the hub's user (pages and logs say so).
+ATRIUM_SANDBOX = env("ATRIUM_SANDBOX", "bwrap").strip().lower()
+if ATRIUM_SANDBOX not in {"bwrap", "off"}:
+    raise ImproperlyConfigured(f"ATRIUM_SANDBOX must be bwrap or off, got {ATRIUM_SANDBOX!r}")
+ATRIUM_SANDBOX_UID = envint("ATRIUM_SANDBOX_UID", "65534")  # used when the hub runs as root
+ATRIUM_SANDBOX_GID = envint("ATRIUM_SANDBOX_GID", "65534")
+ATRIUM_SANDBOX_CPU_SECONDS = envint("ATRIUM_SANDBOX_CPU_SECONDS", "3600")
+ATRIUM_SANDBOX_MEMORY_MB = envint("ATRIUM_SANDBOX_MEMORY_MB", "8192")
+ATRIUM_SANDBOX_PROCESSES = envint("ATRIUM_SANDBOX_PROCESSES", "1024")
+ATRIUM_SANDBOX_FILE_MB = envint("ATRIUM_SANDBOX_FILE_MB", "1024")
+# More folders commands may read (e.g. a toolchain in /opt), and variables they may see.
+ATRIUM_SANDBOX_READ_ONLY = envlist("ATRIUM_SANDBOX_READ_ONLY")
+ATRIUM_SANDBOX_PASS_ENV = envlist("ATRIUM_SANDBOX_PASS_ENV", "LANG,LC_ALL,TZ")
 # Overrides of the context gateway's fold rules; unset keeps the tuned defaults of
 # observations/gateway/budget.Budget (trigger_ratio, target_ratio, min_freed_tokens,
 # max_postponements, segment_ratio), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.

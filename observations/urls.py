@@ -7,6 +7,6 @@ from observations import views
 app_name = "observations"
 
 urlpatterns = [
-    path("sessions/<int:session_id>/ledger/", views.ledger, name="ledger"),
-    path("sessions/<int:session_id>/ledger/<int:seq>/", views.observation_text, name="observation"),
+    path("sessions/<id:session_id>/ledger/", views.ledger, name="ledger"),
+    path("sessions/<id:session_id>/ledger/<id:seq>/", views.observation_text, name="observation"),
 ]

@@ -86,7 +86,8 @@ def check_can_assign_agents(membership: Membership) -> None:
         raise RoomPermissionError("Viewers cannot assign or unassign agents.")
 
 
-def check_can_change_settings(membership: Membership) -> None:
-    """The check command and approval rules decide what runs in the room: owners only."""
+def check_can_configure(membership: Membership) -> None:
+    """What runs in a room (its check, its approval rules, its network) is its owners' call."""
     if membership.role != Membership.Role.OWNER:
-        raise RoomPermissionError("Only the room's owners can change its check command and approval rules.")
+        raise RoomPermissionError("Only the room's owners can change its check command, network access and "
+                                  "approval rules.")

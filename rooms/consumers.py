@@ -30,7 +30,13 @@ from rooms import events, selectors, services
 from rooms.checks import check_client_key
 from rooms.errors import RoomError
 from rooms.models import Message
-from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, parse_frame
+from rooms.streams import (
+    CLOSE_FORBIDDEN,
+    SeqStreamConsumer,
+    answer_bad_frame,
+    check_id,
+    parse_frame,
+)
 
 __all__ = ["CLOSE_FORBIDDEN", "RoomConsumer"]
 
@@ -70,15 +76,14 @@ class RoomConsumer(SeqStreamConsumer):
             frame = _parse(text_data)
             handler = {"hello": self._hello, "chat": self._chat, "steer": self._steer}.get(frame["type"])
             if handler is None:
-                raise RoomError(f"Unknown frame type {frame['type']!r}.", code="unknown_type")
+                raise RoomError(f"Unknown frame type {frame['type'][:40]!r}.", code="unknown_type")
             await handler(frame)
-        except RoomError as exc:
-            error = {"type": "error", "code": exc.code, "message": exc.message}
-            if isinstance(frame.get("id"), str):
-                error["id"] = frame["id"][:64]
-            await self.send_json(error)
         except Http404:
             await self.close(code=CLOSE_FORBIDDEN)
+        except Exception as exc:  # a bad frame never takes the connection down
+            # The page matches an error to the message it queued by the frame's id.
+            frame_id = frame.get("id")
+            await answer_bad_frame(self, exc, frame_id=frame_id[:64] if isinstance(frame_id, str) else None)
 
     async def _hello(self, frame: dict[str, Any]) -> None:
         await self.stream_start(frame.get("last_seq", 0))
@@ -87,9 +92,7 @@ class RoomConsumer(SeqStreamConsumer):
         await self._post(frame, kind=Message.Kind.CHAT, agent_id=None)
 
     async def _steer(self, frame: dict[str, Any]) -> None:
-        agent_id = frame.get("agent")
-        if isinstance(agent_id, bool) or not isinstance(agent_id, int):
-            raise RoomError("A steer names its agent by id.", code="bad_request")
+        agent_id = check_id(frame.get("agent"), what="A steer's agent (its id)")
         await self._post(frame, kind=Message.Kind.STEER, agent_id=agent_id)
 
     async def _post(self, frame: dict[str, Any], *, kind: str, agent_id: int | None) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+
 
 class RoomError(Exception):
     """A refused room action. Nothing was written when this is raised.
@@ -19,3 +24,15 @@ class RoomError(Exception):
 class RoomPermissionError(RoomError):
     def __init__(self, message: str) -> None:
         super().__init__(message, code="forbidden")
+
+
+def attempt(service: Callable[..., Any], **kwargs: Any) -> str | None:
+    """Run a service for a view: None if it did it, else its refusal as a sentence; a
+    forbidden action raises PermissionDenied (a 403 page that says why)."""
+    try:
+        service(**kwargs)
+    except RoomPermissionError as exc:
+        raise PermissionDenied(exc.message) from exc
+    except RoomError as exc:
+        return exc.message
+    return None

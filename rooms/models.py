@@ -14,6 +14,8 @@ class Room(models.Model):
     check_command = models.CharField(
         max_length=500, blank=True, help_text="Run when an agent says it is done, e.g. `pytest -q`."
     )
+    # Commands of this room (agents' and the check) may reach the network; off by default.
+    allow_network = models.BooleanField(default=False)
     # Last sequence number handed to a Message of this room (allocated under row lock).
     last_message_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

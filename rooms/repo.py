@@ -38,13 +38,20 @@ class CloneRepository:
 
 
 @dataclass(frozen=True)
+class BundleRepository:
+    """A clone of an uploaded git bundle (``git bundle create repo.bundle --all``), already checked."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
 class TemplateRepository:
     """A new repository whose first commit holds the files of a folder shipped with the code."""
 
     path: Path
 
 
-RepositorySource = NewRepository | CloneRepository | TemplateRepository
+RepositorySource = NewRepository | CloneRepository | BundleRepository | TemplateRepository
 
 
 class PreparedRepository:
@@ -116,8 +123,9 @@ def check_clone_source(raw_path: str) -> CloneRepository:
     path = Path(raw_path).expanduser()
     if not path.is_absolute():
         raise RoomError(f"{raw_path} is not an absolute path.", code="repo")
-    # Before anything else touches the path: whether something exists in there is
-    # none of the person's business either.
+    # Before anything else touches the path: whether something exists outside the
+    # operator's folders, or in the hub's, is none of the person's business.
+    _refuse_outside_clone_roots(path, shown=path)
     _refuse_hub_data(path, shown=path)
     if not path.exists():
         raise RoomError(f"{path} does not exist.", code="repo")
@@ -147,6 +155,26 @@ def check_clone_source(raw_path: str) -> CloneRepository:
     return CloneRepository(path=path.resolve())
 
 
+def clone_roots_text() -> str:
+    return ", ".join(str(root) for root in settings.ATRIUM_CLONE_ROOTS)
+
+
+def _refuse_outside_clone_roots(path: Path, *, shown: Path) -> None:
+    """Local repositories are copied only from the folders the operator lists in
+    ATRIUM_CLONE_ROOTS (symlinks resolved): none by default."""
+    roots = settings.ATRIUM_CLONE_ROOTS
+    if not roots:
+        raise RoomError("Copying a local repository is turned off on this hub (an operator can list "
+                        "folders in ATRIUM_CLONE_ROOTS); upload a git bundle instead.", code="repo")
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, RuntimeError):
+        real = path
+    if not any(real == root or real.is_relative_to(root) for root in roots):
+        raise RoomError(f"{shown} is not inside the folders repositories may be copied from "
+                        f"({clone_roots_text()}).", code="repo")
+
+
 def _refuse_hub_data(path: Path, *, shown: Path) -> None:
     """Refuse a path whose real location (symlinks resolved) is in the hub's data folder.
 
@@ -169,15 +197,17 @@ def _refuse_hub_data(path: Path, *, shown: Path) -> None:
 
 
 def _refuse_hub_git_dirs(path: Path) -> None:
-    """A folder outside the data folder can still keep its git data inside it: a
-    ``.git`` file pointing at a room's repository (as worktrees have), or borrowed
-    objects (``objects/info/alternates``), which a local clone borrows too."""
+    """A folder in an allowed place can still keep its git data elsewhere: a ``.git``
+    file pointing at another repository (as worktrees have), or borrowed objects
+    (``objects/info/alternates``), which a local clone borrows too. Both must be in the
+    operator's folders and outside the hub's data folder."""
     git_dirs = []
     for flag in ("--absolute-git-dir", "--git-common-dir"):
         found = git("rev-parse", flag, cwd=path, check=False, timeout=30).strip()
         if found:
             git_dirs.append(path / found)  # relative answers are relative to ``path``
     for git_dir in git_dirs:
+        _refuse_outside_clone_roots(git_dir, shown=path)
         _refuse_hub_data(git_dir, shown=path)
         objects = git_dir / "objects"
         try:
@@ -187,6 +217,7 @@ def _refuse_hub_git_dirs(path: Path) -> None:
         for line in alternates.splitlines():
             line = line.strip().strip('"')
             if line and not line.startswith("#"):
+                _refuse_outside_clone_roots(objects / line, shown=path)
                 _refuse_hub_data(objects / line, shown=path)
 
 
@@ -195,11 +226,18 @@ def _build(workdir: Path, source: RepositorySource) -> None:
         case CloneRepository(path=path):
             # Checked again here: the source may have been built without the form,
             # or a symlink on the way may have changed since the form checked it.
+            _refuse_outside_clone_roots(path, shown=path)
             _refuse_hub_data(path, shown=path)
             _refuse_hub_git_dirs(path)
             # --no-hardlinks: the room gets its own objects, independent of the original.
             git("clone", "--quiet", "--no-hardlinks", "--", str(path), str(workdir),
                 cwd=workdir.parent, timeout=CLONE_TIMEOUT_SECONDS)
+        case BundleRepository(path=path):
+            git("clone", "--quiet", "--", str(path), str(workdir), cwd=workdir.parent,
+                timeout=CLONE_TIMEOUT_SECONDS)
+            if not git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=workdir, check=False).strip():
+                raise RoomError("The bundle has no checked-out branch (HEAD); make it with "
+                                "`git bundle create repo.bundle --all`.", code="repo")
         case TemplateRepository(path=path):
             git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
             shutil.copytree(path, workdir, dirs_exist_ok=True,
@@ -209,6 +247,19 @@ def _build(workdir: Path, source: RepositorySource) -> None:
         case NewRepository():
             git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
             _initial_commit(workdir, "--allow-empty")
+
+
+def check_bundle(path: Path) -> BundleRepository:
+    """An uploaded file that git reads as a bundle with at least one branch."""
+    try:
+        heads = git("bundle", "list-heads", str(path), cwd=path.parent, timeout=60)
+    except GitError as exc:
+        raise RoomError(f"That file is not a git bundle ({_first_line(exc.stderr)}); make one with "
+                        "`git bundle create repo.bundle --all`.", code="repo") from None
+    if not any(line.split()[-1:] and line.split()[-1].startswith("refs/heads/") for line in heads.splitlines()):
+        raise RoomError("The bundle holds no branch; make it with `git bundle create repo.bundle --all`.",
+                        code="repo")
+    return BundleRepository(path=path)
 
 
 def _initial_commit(workdir: Path, *extra: str) -> None:

@@ -44,6 +44,11 @@ class RoomAccess:
     def can_assign_agents(self) -> bool:
         return self.membership.can_post
 
+    @property
+    def can_configure(self) -> bool:
+        """Check command, network access, approval rules: owners only."""
+        return self.membership.role == Membership.Role.OWNER
+
 
 def access_room(user: AbstractBaseUser | AnonymousUser, slug: str) -> RoomAccess:
     """The room ``slug`` if ``user`` belongs to it; Http404 otherwise.

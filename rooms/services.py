@@ -17,7 +17,7 @@ from rooms import events
 from rooms.checks import (
     RESERVED_SLUGS,
     check_can_assign_agents,
-    check_can_change_settings,
+    check_can_configure,
     check_can_manage_members,
     check_can_post,
     check_check_command,
@@ -90,17 +90,26 @@ def _free_slug(name: str) -> str:
 
 
 @transaction.atomic
-def room_update_settings(*, room: Room, actor: AbstractBaseUser, check_command: str) -> Room:
-    """An owner sets the command run when an agent says it is done (empty: none)."""
-    check_can_change_settings(_membership_of(room, actor))
+def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: str,
+                         allow_network: bool | None = None) -> Room:
+    """The room's check command and network access (None: left as it is), set by an owner;
+    the room hears of each change."""
+    check_can_configure(_membership_of(room, actor))
     check_command = check_check_command(check_command)
-    room = Room.objects.select_for_update().get(pk=room.pk)
-    if check_command != room.check_command:
-        room.check_command = check_command
-        room.save(update_fields=["check_command"])
-        what = f"set the check command to `{check_command}`" if check_command else "removed the check command"
-        _post_system(room=room, actor=actor, text=f"{actor.get_username()} {what}.")
-    return room
+    locked = Room.objects.select_for_update().get(pk=room.pk)
+    allow_network = locked.allow_network if allow_network is None else bool(allow_network)
+    changes = []
+    if locked.check_command != check_command:
+        changes.append(f"set the check command to `{check_command}`" if check_command
+                       else "removed the check command")
+    if locked.allow_network != allow_network:
+        changes.append("allowed commands network access" if allow_network else "turned commands' network access off")
+    if changes:
+        locked.check_command, locked.allow_network = check_command, allow_network
+        locked.save(update_fields=["check_command", "allow_network"])
+        _post_system(room=locked, actor=actor, text=f"{actor.get_username()} {' and '.join(changes)}.")
+    room.check_command, room.allow_network = locked.check_command, locked.allow_network
+    return locked
 
 
 # --- membership -------------------------------------------------------------------------

@@ -11,6 +11,8 @@ client is preceded by the rows in between, read from the database.
 from __future__ import annotations
 
 import json
+import logging
+import re
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -20,6 +22,11 @@ from rooms.errors import RoomError
 
 CLOSE_FORBIDDEN = 4403
 REPLAY_BATCH = 200  # rows read and sent per database round trip
+MAX_ID = 2**63 - 1  # the largest id or seq the database holds
+MAX_NESTING = 8  # no client frame needs more than two levels
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')  # a string (skipped whole) or a bracket
+
+log = logging.getLogger(__name__)
 
 
 class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
@@ -46,8 +53,8 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
         """Handle hello: validate ``last_seq``, join the group, replay, then say synced."""
         if self.last_sent_seq is not None:
             raise RoomError("hello was already sent on this connection.", code="bad_request")
-        if isinstance(last_seq, bool) or not isinstance(last_seq, int) or last_seq < 0:
-            raise RoomError("last_seq must be a non-negative integer.", code="bad_request")
+        if isinstance(last_seq, bool) or not isinstance(last_seq, int) or not 0 <= last_seq <= MAX_ID:
+            raise RoomError(f"last_seq must be an integer from 0 to {MAX_ID}.", code="bad_request")
         # Access was checked at connect; a person removed since must not replay the log.
         if not await self.still_allowed():
             await self.close(code=CLOSE_FORBIDDEN)
@@ -86,15 +93,52 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
 
 
 def parse_frame(text_data: str | None, *, max_length: int) -> dict[str, Any]:
-    """A client frame: a JSON object with a string ``type``, at most ``max_length`` characters."""
+    """A client frame: a JSON object with a string ``type``, at most ``max_length`` characters
+    and ``MAX_NESTING`` levels deep (checked before parsing: a deep frame costs nothing)."""
     if text_data is None:
         raise RoomError("Frames are JSON text, not binary.", code="bad_json")
     if len(text_data) > max_length:
-        raise RoomError("The frame is too large.", code="too_large")
+        raise RoomError(f"The frame is too large (at most {max_length} characters).", code="too_large")
+    if _nesting(text_data) > MAX_NESTING:
+        raise RoomError(f"The frame is nested more than {MAX_NESTING} levels deep.", code="too_deep")
     try:
         frame = json.loads(text_data)
-    except ValueError:
+    except (ValueError, RecursionError):  # ints past 4,300 digits are a ValueError too
         raise RoomError("The frame is not valid JSON.", code="bad_json") from None
     if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
         raise RoomError('A frame is a JSON object with a "type".', code="bad_request")
     return frame
+
+
+def check_id(value: Any, *, what: str) -> int:
+    """A row id from a client frame: an integer the database can hold (1 … 2^63−1)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        raise RoomError(f"{what} must be an integer from 1 to {MAX_ID}.", code="bad_request")
+    return value
+
+
+def _nesting(text: str) -> int:
+    """How deep arrays and objects nest in ``text`` (strings skipped), without parsing it."""
+    depth = deepest = 0
+    for token in _STRUCTURE.finditer(text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in "]}":
+            depth -= 1
+    return deepest
+
+
+async def answer_bad_frame(consumer: AsyncWebsocketConsumer, exc: Exception, *, frame_id: str | None = None) -> None:
+    """Every failure to handle a frame becomes an error frame (with the frame's ``id``, if
+    it had one); the connection stays open."""
+    if isinstance(exc, RoomError):
+        error = {"type": "error", "code": exc.code, "message": exc.message}
+    else:
+        log.exception("a websocket frame could not be handled")
+        error = {"type": "error", "code": "internal",
+                 "message": "That frame could not be handled; nothing was changed. Try again, or reload the page."}
+    if frame_id is not None:
+        error["id"] = frame_id
+    await consumer.send(text_data=json.dumps(error))

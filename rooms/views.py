@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from rooms import selectors, services
-from rooms.errors import RoomError, RoomPermissionError
+from rooms.errors import RoomError, RoomPermissionError, attempt
 from rooms.forms import AgentAssignForm, MemberAddForm, RoomCreateForm
 from rooms.selectors import RoomAccess
 
@@ -27,20 +27,23 @@ def room_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def room_create(request: HttpRequest) -> HttpResponse:
-    form = RoomCreateForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        try:
-            room = services.room_create(
-                owner=request.user,
-                name=form.cleaned_data["name"],
-                source=form.repository,
-                check_command=form.cleaned_data["check_command"],
-            )
-        except RoomError as exc:
-            field = "clone_path" if exc.code == "repo" and form.cleaned_data["source"] == form.CLONE else None
-            form.add_error(field, exc.message)
-        else:
-            return redirect("rooms:detail", slug=room.slug)
+    form = RoomCreateForm(request.POST or None, request.FILES or None)
+    try:
+        if request.method == "POST" and form.is_valid():
+            try:
+                room = services.room_create(
+                    owner=request.user,
+                    name=form.cleaned_data["name"],
+                    source=form.repository,
+                    check_command=form.cleaned_data["check_command"],
+                )
+            except RoomError as exc:
+                fields = {form.CLONE: "clone_path", form.BUNDLE: "bundle"}
+                form.add_error(fields.get(form.cleaned_data["source"]) if exc.code == "repo" else None, exc.message)
+            else:
+                return redirect("rooms:detail", slug=room.slug)
+    finally:
+        form.discard_upload()
     return render(request, "rooms/create.html", {"form": form})
 
 
@@ -90,7 +93,7 @@ def member_add(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     access = selectors.access_room(request.user, slug)
-    error = _call(services.membership_remove, room=access.room, actor=request.user, user_id=user_id)
+    error = attempt(services.membership_remove, room=access.room, actor=request.user, user_id=user_id)
     return _panel_response(request, access, "rooms/_members.html", members_error=error)
 
 
@@ -100,7 +103,7 @@ def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
     form = AgentAssignForm(request.POST, room=access.room)
     error = None
     if form.is_valid():
-        error = _call(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
+        error = attempt(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
     else:
         error = "; ".join(e for errors in form.errors.values() for e in errors)
     return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
@@ -109,19 +112,8 @@ def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def agent_unassign(request: HttpRequest, slug: str, agent_id: int) -> HttpResponse:
     access = selectors.access_room(request.user, slug)
-    error = _call(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
+    error = attempt(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
     return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
-
-
-def _call(service, **kwargs: Any) -> str | None:
-    """Run a panel service; a refusal becomes the panel's error line (403 if forbidden)."""
-    try:
-        service(**kwargs)
-    except RoomPermissionError as exc:
-        raise PermissionDenied(exc.message) from exc
-    except RoomError as exc:
-        return exc.message
-    return None
 
 
 def _panels(access: RoomAccess, **extra: Any) -> dict[str, Any]:

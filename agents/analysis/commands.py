@@ -10,7 +10,7 @@ import functools
 import posixpath
 import re
 
-from agents.runtime.approvals import command_words, parse_command
+from observations.shell import read_line
 
 # Programs whose run is a test run, and subcommands that make a build tool run tests.
 _TEST_PROGRAMS = frozenset({
@@ -42,7 +42,7 @@ def is_test_command(command: str, check_command: str = "") -> bool:
     the room's own check command."""
     if check_command and normalize_command(command) == normalize_command(check_command):
         return True
-    return any(_runs_tests(command_words(part)) for part in parse_command(command).parts)
+    return any(_runs_tests(invocation.argv) for invocation in read_line(command).invocations)
 
 
 def _runs_tests(words: tuple[str, ...]) -> bool:

@@ -135,16 +135,21 @@ def _input_estimate(request: Request, messages: int) -> int:
 
 
 def resolve_replay_path(name: str, *, replay_dir: Path | str | None = None) -> Path:
-    """Absolute paths are used as given; relative ones stay inside the replay folder."""
+    """The recording ``name`` in the hub's replay folder (symlinks resolved).
+
+    Anything else is refused with the same words whether or not it exists, so a model
+    spec cannot be used to probe the hub's file system.
+    """
     if not name:
         raise InvalidModelSpec("replay: needs a file name, e.g. replay:demo.json")
-    candidate = Path(name)
-    if candidate.is_absolute():
-        return candidate
     base = Path(replay_dir or DEFAULT_REPLAY_DIR).resolve()
-    path = (base / candidate).resolve()
-    if not path.is_relative_to(base):
-        raise InvalidModelSpec(f"replay:{name} points outside the replay folder {base}")
+    outside = InvalidModelSpec(f"replay:{name} must name a file in the hub's replay folder, "
+                               "e.g. replay:demo-fix-median.json")
+    if "\0" in name or Path(name).is_absolute():
+        raise outside
+    path = (base / name).resolve()
+    if not path.is_relative_to(base) or path == base:
+        raise outside
     return path
 
 
@@ -152,7 +157,7 @@ def load_recording(path: Path) -> tuple[str, tuple[RecordedTurn, ...], tuple[str
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InvalidModelSpec(f"replay file not found: {path}") from None
+        raise InvalidModelSpec(f"replay file not found: {path.name} is not in the hub's replay folder") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InvalidModelSpec(f"replay file {path} is not readable JSON: {exc}") from None
     model = "replay"

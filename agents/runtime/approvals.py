@@ -1,84 +1,124 @@
 """Which tool calls run without a person: rules per room, strictest match wins.
 
 Paths are matched as resolved inside the worktree (the host resolves them first), so
-`src/../vendor/x` is judged as `vendor/x`. Command prefixes are matched per simple
-command: an *allow* prefix covers only a single simple command (no `;`, `&`, `|`,
-redirection or substitution can ride along), while a *deny* or *ask* prefix matches if
-any command of a compound line starts with it, or if the line hides commands in a
-substitution it cannot see into.
+`src/../vendor/x` is judged as `vendor/x`.
+
+Shell lines are read by `observations.shell`, which follows every program a line runs
+through wrappers and their options, `bash -c`, `eval`, `$(...)`, `find -exec`, `xargs`
+and absolute paths. A *deny* or *ask* prefix matches a line that runs a program starting
+with it anywhere, and a line that names it where the hub cannot tell naming from running
+(inside code given to an interpreter, a part it cannot see into); a line that merely
+could run it (a hidden part, a program running code from its arguments, its name as an
+argument) makes a deny rule ask a person instead of allowing. An *allow* prefix covers only a single plain command:
+one command alone, fully visible, its words starting with the prefix, the prefix
+reaching past every wrapper (`timeout 60 python -m pytest`, not `timeout`), and nothing
+on it running code from its arguments. A deny always wins: nothing lifts it.
 """
 
 from __future__ import annotations
 
 import posixpath
-import shlex
+import re
 from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
+
+from observations.shell import ShellLine, read_line
+from observations.shell.catalog import INTERPRETERS, PYTHON, SHELLS
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
+# How far a rule matches a call: it certainly does, it might (a deny rule then asks), no.
+MATCH, MAYBE, NONE = 2, 1, 0
 
 # Read-only by default: these run without asking when no rule says otherwise.
 READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search", "await", "post_message"})
 PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
-
-_CONTROL = frozenset({";", "&", "&&", "|", "||", "|&", ";;", "(", ")", "\n"})
-_REDIRECT = frozenset({"<", ">", ">>", "<<", "<<<", ">&", "<&", "&>", ">|", "&>>"})
-_OPERATOR_CHARS = frozenset(";&|()<>")
-# Words that may stand before the command a line really runs; a deny/ask prefix looks
-# past them ("env rm", "time rm", "! rm", "then rm").
-_PREFIX_WORDS = frozenset({
-    "!", "{", "}", "then", "else", "elif", "do", "if", "while", "until", "command", "builtin",
-    "exec", "env", "time", "nohup", "nice", "sudo", "xargs", "timeout",
+# Tools whose first argument names what they do: "always" for `git status` is `git status`.
+SUBCOMMAND_TOOLS = frozenset({
+    "git", "cargo", "go", "npm", "pnpm", "yarn", "bun", "deno", "uv", "poetry", "pip", "pip3", "docker",
+    "podman", "kubectl", "helm", "terraform", "gh", "brew", "apt", "apt-get", "dnf", "conda", "dotnet",
+    "rustup", "nix", "gem", "bundle", "composer", "systemctl", "mvn", "gradle", "cmake", "ruff", "mypy",
 })
+
+read_shell_line = lru_cache(maxsize=1024)(read_line)
 
 
 @dataclass(frozen=True, slots=True)
-class Command:
-    """A shell line split into simple commands, as far as it can be seen."""
+class Rule:
+    decision: str
+    tool: str = "*"
+    path_glob: str = ""
+    command_prefix: str = ""
+    command_exact: str = ""  # exactly this line (what "always" approves of most lines)
 
-    parts: tuple[tuple[str, ...], ...]  # the words of each simple command
-    simple: bool  # one command, no redirection, no substitution: what an allow may cover
-    opaque: bool  # substitutions, expansions or odd operators: commands we cannot see
+    def match(self, tool: str, arguments: dict[str, Any]) -> int:
+        """MATCH, MAYBE (only for deny and ask rules: the line could hide it) or NONE."""
+        if self.tool not in ("*", tool):
+            return NONE
+        if self.path_glob:
+            path = arguments.get("path")
+            if not isinstance(path, str) or not glob_match(path, self.path_glob):
+                return NONE
+        if self.command_prefix or self.command_exact:
+            command = arguments.get("command")
+            if not isinstance(command, str):
+                return NONE
+            if self.command_exact:
+                return MATCH if command.strip() == self.command_exact else NONE
+            return self._match_line(read_shell_line(command))
+        return MATCH
+
+    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
+        return self.match(tool, arguments) == MATCH
+
+    def _match_line(self, line: ShellLine) -> int:
+        wanted = tuple(self.command_prefix.split())
+        if self.decision == ALLOW:
+            covered = (line.single and not line.opaque and not line.runs_code
+                       and line.words[: len(wanted)] == wanted and len(wanted) > line.program_at)
+            return MATCH if covered else NONE
+        key = (posixpath.basename(wanted[0]), *wanted[1:])
+        if any(invocation.key[: len(key)] == key for invocation in line.invocations):
+            return MATCH
+        mentioned = _mentions(line, key)
+        if mentioned and (line.opaque or line.runs_code):
+            return MATCH  # named where the hub cannot tell naming from running: it counts as running
+        if mentioned or line.opaque or line.runs_code:
+            return MAYBE
+        return NONE
+
+    def describe(self) -> str:
+        what = "every tool" if self.tool == "*" else f"`{self.tool}`"
+        if self.command_exact:
+            what += f" running exactly `{self.command_exact}` again, nothing else"
+        elif self.command_prefix and self.decision == ALLOW:
+            what += (f" commands starting with `{self.command_prefix}` that run alone: no other command, "
+                     "pipe, redirection, variable, glob, wrapper or code in their arguments")
+        elif self.command_prefix:
+            what += (f" commands running `{self.command_prefix}` in any way (through wrappers, bash -c, "
+                     "eval, a path)")
+        if self.path_glob:
+            what += f" on `{self.path_glob}`"
+        return what
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
 
 
-def parse_command(line: str) -> Command:
-    """Split ``line`` the way bash would, erring towards "cannot see" (opaque)."""
-    opaque = any(mark in line for mark in ("$(", "`", "<(", ">(", "${", "{", "}"))
-    lexer = shlex.shlex(line.replace("\n", " ; "), posix=True, punctuation_chars=";&|()<>")
-    lexer.whitespace_split = True
-    lexer.commenters = ""  # bash's `#` only starts a comment at the start of a word
-    try:
-        tokens = list(lexer)
-    except ValueError:  # unbalanced quotes
-        return Command((tuple(line.split()),), simple=False, opaque=True)
-    parts: list[tuple[str, ...]] = []
-    current: list[str] = []
-    redirected = False
-    for token in tokens:
-        if token and set(token) <= _OPERATOR_CHARS:
-            if token in _REDIRECT:
-                redirected = True
-                continue
-            if token not in _CONTROL:
-                opaque = True  # `|(`, `;(`, `&&(`: a boundary shlex glued together
-            if current:
-                parts.append(tuple(current))
-            current = []
-        else:
-            current.append(token)
-    if current:
-        parts.append(tuple(current))
-    return Command(tuple(parts), simple=len(parts) == 1 and not redirected and not opaque, opaque=opaque)
-
-
-def command_words(part: tuple[str, ...]) -> tuple[str, ...]:
-    """The words from the command actually run: past `FOO=1`, `env`, `time`, `!`, `then`..."""
-    words = list(part)
-    while words and (words[0] in _PREFIX_WORDS or "=" in words[0] or words[0].startswith("-")):
-        words.pop(0)
-    return tuple(words)
+def _mentions(line: ShellLine, key: tuple[str, ...]) -> bool:
+    """Whether the program of ``key`` is named among the line's words or in its text
+    (inside code given to an interpreter, in a part the reader could not follow)."""
+    n = len(key)
+    for invocation in line.invocations:
+        words = [posixpath.basename(w) for w in invocation.argv]
+        if any(tuple(words[i : i + n]) == key for i in range(len(words))):
+            return True
+    # A word boundary that is not inside a name or an option (`rmdir`, `shutil.rmtree`,
+    # `--rm`), but is after `${X:-`.
+    pattern = r"(?:(?<=:-)|(?<![\w.-]))" + r"\s+".join(re.escape(word) for word in key) + r"(?![\w.-])"
+    return re.search(pattern, line.text) is not None
 
 
 def glob_match(path: str, pattern: str) -> bool:
@@ -95,72 +135,45 @@ def _match(parts: list[str], pattern: list[str]) -> bool:
     return bool(parts) and fnmatchcase(parts[0], pattern[0]) and _match(parts[1:], pattern[1:])
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    decision: str
-    tool: str = "*"
-    path_glob: str = ""
-    command_prefix: str = ""
-    command_exact: str = ""  # exactly this line (what "always" approves of a compound one)
-
-    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
-        if self.tool not in ("*", tool):
-            return False
-        if self.path_glob:
-            path = arguments.get("path")
-            if not isinstance(path, str) or not glob_match(path, self.path_glob):
-                return False
-        if self.command_prefix or self.command_exact:
-            command = arguments.get("command")
-            if not isinstance(command, str):
-                return False
-            if self.command_exact:
-                return command.strip() == self.command_exact
-            return self._matches_command(parse_command(command))
-        return True
-
-    def _matches_command(self, command: Command) -> bool:
-        wanted = tuple(self.command_prefix.split())
-        if self.decision == ALLOW:
-            return command.simple and command.parts[0][: len(wanted)] == wanted
-        # A strict rule errs on the strict side: any command of the line, or one hidden.
-        return command.opaque or any(command_words(part)[: len(wanted)] == wanted for part in command.parts)
-
-    def describe(self) -> str:
-        what = "every tool" if self.tool == "*" else f"`{self.tool}`"
-        if self.command_exact:
-            what += f" running exactly `{self.command_exact}`"
-        elif self.command_prefix:
-            what += f" commands starting with `{self.command_prefix}`"
-        if self.path_glob:
-            what += f" on `{self.path_glob}`"
-        return what
-
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-# Programs that run whatever their arguments say: "always" approves their exact line only.
-_INTERPRETERS = frozenset({"bash", "sh", "zsh", "env", "python", "python3", "node", "ruby", "perl", "npx",
-                           "uv", "uvx", "pipx", "xargs", "sudo", "eval", "exec", "source", "."})
-
-
 def always_rule(tool: str, arguments: dict[str, Any]) -> Rule:
     """What "always, for this session" approves: the same kind of call, not the tool.
 
-    A shell command: commands starting with the same program; exactly this line when it
-    is compound or the program is an interpreter. A file tool: files in the same
-    directory (not below it). Anything else: the tool.
+    A shell command: for a plain command, commands starting with the same program (with
+    its subcommand for tools like git, `python -m <module>` for interpreters) that are
+    plain too; for anything else (wrappers, programs running code from their arguments,
+    several commands, redirections, interpreters running a script) exactly this line. A
+    file tool: files in the same directory (not below it). Anything else: the tool.
     """
     if tool == "shell" and isinstance(arguments.get("command"), str):
-        command = parse_command(arguments["command"])
-        if command.simple and command.parts[0] and command.parts[0][0] not in _INTERPRETERS:
-            return Rule(ALLOW, tool, command_prefix=command.parts[0][0])
+        line = read_shell_line(arguments["command"])
+        prefix = _always_prefix(line)
+        if prefix:
+            return Rule(ALLOW, tool, command_prefix=" ".join(prefix))
         return Rule(ALLOW, tool, command_exact=arguments["command"].strip())
     if tool in PATH_TOOLS and isinstance(arguments.get("path"), str):
         directory = posixpath.dirname(arguments["path"])
         return Rule(ALLOW, tool, path_glob=f"{directory}/*" if directory else "*")
     return Rule(ALLOW, tool)
+
+
+def _always_prefix(line: ShellLine) -> tuple[str, ...] | None:
+    if not line.plain or any(not word or any(c.isspace() for c in word) for word in line.words):
+        return None
+    words = line.words
+    program = posixpath.basename(words[0])
+    if PYTHON.match(program) or program in INTERPRETERS or program in SHELLS:
+        # `python -m pytest` names what it runs; `python script.py` does not.
+        return words[: line.program_at + 1] if line.program_at else None
+    if program in SUBCOMMAND_TOOLS:
+        return words[:2] if len(words) > 1 and not words[1].startswith("-") else None
+    return words[:1]
+
+
+def describe_line(command: str) -> list[str]:
+    """What a person is asked about: each program the line runs, and what stays hidden."""
+    line = read_shell_line(command)
+    seen = [invocation.describe() for invocation in line.invocations if not invocation.wrapper]
+    return seen + [f"cannot be seen into: {reason}" for reason in line.hidden]
 
 
 def decide(tool: str, arguments: dict[str, Any], rules: list[Rule], *, session_allowed: list[Rule] = ()) -> str:
@@ -169,11 +182,14 @@ def decide(tool: str, arguments: dict[str, Any], rules: list[Rule], *, session_a
     ``session_allowed`` holds what people approved "always, for this session"; it lifts
     an ask, never a deny.
     """
-    matching = [rule.decision for rule in rules if rule.matches(tool, arguments)]
-    if matching:
-        decision = max(matching, key=_STRICTNESS.__getitem__)
-    else:
-        decision = ALLOW if tool in READ_ONLY_TOOLS else ASK
-    if decision == ASK and any(rule.matches(tool, arguments) for rule in session_allowed):
+    found = []
+    for rule in rules:
+        level = rule.match(tool, arguments)
+        if level == MATCH:
+            found.append(rule.decision)
+        elif level == MAYBE:
+            found.append(ASK)
+    decision = max(found, key=_STRICTNESS.__getitem__) if found else (ALLOW if tool in READ_ONLY_TOOLS else ASK)
+    if decision == ASK and any(rule.match(tool, arguments) == MATCH for rule in session_allowed):
         return ALLOW
     return decision

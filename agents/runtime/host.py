@@ -27,6 +27,7 @@ from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome
 from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
+from agents.tools.text import read_log_bounded
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
 from observations.gateway.messages import Request, ToolCall
 from observations.intent import intent_read
@@ -104,21 +105,23 @@ class DjangoHost:
         return jobs_ready(self.toolbox.jobs, arguments)
 
     def run_check(self) -> CheckResult:
+        """The room's check, confined like every command of the session; raises
+        SandboxUnavailable when it cannot be. Its output goes to a file (bounded by the
+        sandbox's file-size limit) and comes back as head and tail."""
         started = time.monotonic()
-        try:
-            completed = subprocess.run(
-                ["bash", "-c", self.check_command], cwd=self.worktree.path, env=self.toolbox.shell_config.env,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=settings.ATRIUM_CHECK_TIMEOUT_SECONDS,
-                start_new_session=True,
-            )
-            code, output = completed.returncode, completed.stdout.decode(errors="replace")
-        except subprocess.TimeoutExpired as exc:
-            code = 124
-            output = (exc.stdout or b"").decode(errors="replace")
-            output += f"\n[the check was stopped after {settings.ATRIUM_CHECK_TIMEOUT_SECONDS} s]"
-        if len(output) > CHECK_OUTPUT_MAX:
-            half = CHECK_OUTPUT_MAX // 2
-            output = output[:half] + f"\n[… {len(output) - CHECK_OUTPUT_MAX} characters elided …]\n" + output[-half:]
+        confined = self.toolbox.confine(self.check_command)
+        log_path = self.toolbox.state_dir / "check-output.log"
+        limit = settings.ATRIUM_CHECK_TIMEOUT_SECONDS
+        with log_path.open("wb") as log:
+            try:
+                code = subprocess.run(confined.argv, cwd=confined.cwd, env=confined.env, stdin=subprocess.DEVNULL,
+                                      stdout=log, stderr=subprocess.STDOUT, timeout=limit,
+                                      start_new_session=True).returncode
+            except subprocess.TimeoutExpired:
+                code = 124
+        output = read_log_bounded(log_path, CHECK_OUTPUT_MAX)
+        if code == 124 and time.monotonic() - started >= limit:
+            output += f"\n[the check was stopped after {limit} s]"
         return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
 
     def finish(self) -> tuple[bool, str]:

@@ -24,6 +24,7 @@ from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools.outcome import ToolOutcome
+from agents.tools.sandbox import SandboxUnavailable
 from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
 from observations.gateway.breakdown import request_breakdown
@@ -370,7 +371,10 @@ class StepLoop:
             host.emit("nudge", {"kind": nudge})
             return UnitResult(Outcome.CONTINUE)
         if host.check_command:
-            check = host.run_check()
+            try:
+                check = host.run_check()
+            except SandboxUnavailable as exc:
+                return UnitResult(Outcome.FAILED, reason=f"the room's check could not run: {exc}")
             state.verifies += 1
             line = f"verify #{state.verifies}: {check.line}"
             ctx.add_check(f"- step {ctx.step}: {line}")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.runtime.approvals import parse_command
+from observations.shell import read_line
 
 # Commands that do no work: a line made only of these (and at least one sleep) waits.
 _IDLE_PROGRAMS = frozenset({"sleep", "true", ":", "echo", "printf", "wait"})
@@ -78,10 +78,11 @@ def refusal(tool: str, arguments: object) -> str | None:
     if tool != "shell" or not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
         return None
     line = arguments["command"]
-    command = parse_command(line)
-    if command.opaque or not command.parts or any(c in line for c in "<>"):
+    read = read_line(line)
+    if read.opaque or read.runs_code or not read.invocations or any(c in line for c in "<>"):
         return None  # it writes somewhere, or hides commands: it may do work
-    programs = [part[0] for part in command.parts if part]
+    # Wrappers count as programs of their own: `env sleep 3` is not caught (harmless).
+    programs = [invocation.program for invocation in read.invocations]
     if "sleep" not in programs or not set(programs) <= _IDLE_PROGRAMS:
         return None
     return ("this command only sleeps. To wait for a job use await(handles=[...]); to wait for time, "

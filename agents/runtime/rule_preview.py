@@ -6,7 +6,16 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from agents.runtime.approvals import _STRICTNESS, PATH_TOOLS, READ_ONLY_TOOLS, Rule, decide
+from agents.runtime.approvals import (
+    _STRICTNESS,
+    ASK,
+    MATCH,
+    MAYBE,
+    PATH_TOOLS,
+    READ_ONLY_TOOLS,
+    Rule,
+    decide,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +36,18 @@ def preview(tool: str, sample: str, rules: list[Rule]) -> Preview:
             return Preview("deny", (), "the path leaves the worktree: the tool refuses it whatever the rules say")
         arguments = {"path": path}
     decision = decide(tool, arguments, rules)
-    matched = tuple(rule for rule in rules if rule.matches(tool, arguments))
-    if not matched:
+    levels = [(rule, rule.match(tool, arguments)) for rule in rules]
+    matched = tuple(rule for rule, level in levels if level == MATCH)
+    maybe = tuple(rule for rule, level in levels if level == MAYBE)
+    if not matched and not maybe:
         why = ("no rule matches, and read-only tools run without asking" if tool in READ_ONLY_TOOLS
                else "no rule matches, so a person is asked (rooms are read-only by default)")
+    elif maybe and decision == ASK and not any(_STRICTNESS[rule.decision] >= _STRICTNESS[ASK] for rule in matched):
+        why = (f"the line could run what {maybe[0].decision} {maybe[0].describe()} names (a part it cannot "
+               "see into, or code in its arguments), so a person is asked")
     elif len({rule.decision for rule in matched}) > 1:
         strictest = max(matched, key=lambda rule: _STRICTNESS[rule.decision])
         why = f"several rules match; the strictest wins: {strictest.decision} {strictest.describe()}"
     else:
         why = f"matches {matched[0].decision} {matched[0].describe()}"
-    return Preview(decision, matched, why)
+    return Preview(decision, matched + maybe, why)

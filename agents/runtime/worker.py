@@ -12,8 +12,6 @@ committed unit.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -31,6 +29,7 @@ from agents.providers import RetryPolicy, provider_for
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
+from agents.runtime.confinement import sandbox_policy
 from agents.runtime.host import DjangoHost
 from agents.runtime.liveness import lease_owner_gone, worker_id
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
@@ -62,14 +61,6 @@ log = logging.getLogger(__name__)
 
 class LeaseLost(Exception):
     """Another worker (or a person: cancel, time-out) took the session away."""
-
-
-def tool_environment() -> dict[str, str]:
-    """What agents' commands run with: the worker's environment (secrets are removed by
-    the tools), with the hub's own interpreter first on PATH, so `python` and the test
-    runner the hub ships exist even on a machine that has only `python3`."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 
 
 def session_claim(session_id: int, owner: str) -> bool:
@@ -166,7 +157,9 @@ class SessionRunner:
             interrupted=self._interrupted,
             allowed_tools=agent.allowed_tools or None,
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
-            env=tool_environment(),
+            sandbox=sandbox_policy(),
+            git_dir=Path(room.repo_path) / ".git",
+            network=room.allow_network,
             session_memory=DatabaseMemory(session.pk),
         )
         provider = provider_for(

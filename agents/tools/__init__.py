@@ -10,8 +10,9 @@ from .box import ToolBox
 from .jobs import JobRegistry, JobStatus
 from .outcome import ToolOutcome
 from .paths import PathRefused, resolve_path
+from .sandbox import Limits, Place, SandboxPolicy, SandboxUnavailable
 from .schemas import TOOL_SCHEMAS
-from .shell import JobReport, command_environment, job_handle
+from .shell import JobReport, job_handle
 from .text import NUL_MARKER, clean_data, clean_text
 
 __all__ = [
@@ -20,12 +21,15 @@ __all__ = [
     "JobRegistry",
     "JobReport",
     "JobStatus",
+    "Limits",
     "PathRefused",
+    "Place",
+    "SandboxPolicy",
+    "SandboxUnavailable",
     "ToolBox",
     "ToolOutcome",
     "clean_data",
     "clean_text",
-    "command_environment",
     "job_handle",
     "resolve_path",
 ]

@@ -83,7 +83,7 @@ def main(job_dir):
     with open(os.path.join(job_dir, "output.log"), "ab", buffering=0) as log:
         try:
             child = subprocess.Popen(
-                [spec["shell"], "-c", spec["command"]],
+                spec["argv"],  # the command, confined (agents.tools.sandbox)
                 cwd=spec["cwd"],
                 stdin=subprocess.DEVNULL,
                 stdout=log,

@@ -20,8 +20,9 @@ from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError, ToolOutcome
 from .paths import PathRefused
 from .records import CallRecords
+from .sandbox import Confined, Place, SandboxPolicy, interpreter_policy
 from .schemas import TOOL_SCHEMAS, ArgumentError, check_arguments
-from .shell import JobReport, ShellConfig, command_environment
+from .shell import JobReport, ShellConfig
 from .snapshots import SnapshotStore
 from .text import clean_data, clean_text, one_line
 
@@ -49,7 +50,10 @@ class ToolBox:
     records and undo snapshots; give the same directory to every process that runs
     the session. ``interrupted`` is polled while shell and await wait, and returns
     True when a steer or chat message for the session has arrived. ``allowed_tools``:
-    the agent profile's tool permissions (empty or None: every tool).
+    the agent profile's tool permissions (empty or None: every tool). Commands run
+    confined by ``sandbox`` (default: this interpreter's read-only, nothing else of the
+    hub), with ``git_dir`` (the room repository's .git) read-only, the session's private
+    temp under ``state_dir``, and the network only if ``network``.
     """
 
     def __init__(
@@ -62,7 +66,9 @@ class ToolBox:
         interrupted: Callable[[], bool] | None = None,
         allowed_tools: Iterable[str] | None = None,
         silence_limit_seconds: float = 900.0,
-        env: Mapping[str, str] | None = None,
+        sandbox: SandboxPolicy | None = None,
+        git_dir: Path | None = None,
+        network: bool = False,
         session_memory: memory.SessionMemory | None = None,
     ) -> None:
         self.worktree = Path(worktree).resolve()
@@ -76,7 +82,9 @@ class ToolBox:
                                 silence_limit_seconds=silence_limit_seconds)
         self.records = CallRecords(self.state_dir / "calls")
         self.snapshots = SnapshotStore(self.state_dir / "snapshots")
-        self.shell_config = ShellConfig(cwd=self.worktree, env=command_environment(env),
+        place = Place(worktree=self.worktree, tmp=self.state_dir / "tmp", git_dir=git_dir,
+                      network=network)
+        self.shell_config = ShellConfig(place=place, sandbox=sandbox or interpreter_policy(),
                                         yield_seconds=yield_seconds)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
@@ -141,6 +149,10 @@ class ToolBox:
         """
         reports = shell.settle_jobs(self.jobs, self.shell_config, token=token)
         return tuple(replace(report, text=clean_text(report.text)) for report in reports)
+
+    def confine(self, command: str) -> Confined:
+        """``command`` as the session's commands run (the room's check uses this too)."""
+        return self.shell_config.confine(command)
 
     def job_statuses(self) -> tuple[JobStatus, ...]:
         return tuple(self.jobs.status(h) for h in self.jobs.handles())

@@ -164,15 +164,18 @@ class JobRegistry:
         specs = [(p.stat().st_mtime, p.parent.name) for p in self.directory.glob("*/spec.json")]
         return [name for _, name in sorted(specs)]
 
-    def spawn(self, *, handle: str, call_id: str, command: str, cwd: Path,
-              env: Mapping[str, str], timeout: float | None = None,
-              shell: str = "/bin/bash") -> JobStatus:
+    def spawn(self, *, handle: str, call_id: str, command: str, argv: list[str], cwd: Path,
+              env: Mapping[str, str], timeout: float | None = None) -> JobStatus:
+        """Start ``argv`` (``command`` confined: see agents.tools.sandbox) as a job.
+
+        ``env`` is the whole environment of the wrapper and the command: the wrapper
+        never holds more than the command may see.
+        """
         job_dir = self._dir(handle)
         self.directory.mkdir(parents=True, exist_ok=True)
         job_dir.mkdir()  # FileExistsError: the handle is taken; never start twice
-        spec = {"handle": handle, "call_id": call_id, "command": command,
-                "cwd": os.path.abspath(cwd),
-                "shell": shell, "timeout": timeout, "created_at": time.time()}
+        spec = {"handle": handle, "call_id": call_id, "command": command, "argv": list(argv),
+                "cwd": os.path.abspath(cwd), "timeout": timeout, "created_at": time.time()}
         (job_dir / "spec.json").write_text(json.dumps(spec))
         (job_dir / "output.log").touch()
         # The wrapper's own complaints (if it cannot even start) go to wrapper.log.

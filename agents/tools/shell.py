@@ -3,43 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError
+from .sandbox import Confined, Place, SandboxPolicy, SandboxUnavailable, confine, prepare
 from .text import one_line
 
-# Names of variables a model-run command never sees: the worker's credentials and
-# service addresses are not the agent's business.
-_SECRET_NAME = re.compile(
-    r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL|AUTH)|^(DATABASE_URL|REDIS_URL|"
-    r"CELERY_|DJANGO_|ATRIUM_)", re.IGNORECASE)
-
-# The hub's own tool and interpreter settings: a room's commands configure themselves
-# from the room's files (its pyproject.toml, pytest.ini), never from the hub's.
-_HUB_CONFIG = re.compile(r"^(PYTEST_|COVERAGE_|PYTHONPATH$|PYTHONHOME$|PYTHONSTARTUP$|PYTHONSAFEPATH$"
-                         r"|PYTHONWARNINGS$|PIP_CONFIG_FILE$)")
-
 RUNNING_TAIL_CHARS = 2000
-
-
-def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: the worker's, minus secrets and the hub's own
-    tool configuration, non-interactive."""
-    source = os.environ if base is None else base
-    env = {name: value for name, value in source.items()
-           if not _SECRET_NAME.search(name) and not _HUB_CONFIG.search(name)}
-    env.update({
-        "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
-        "PYTHONUNBUFFERED": "1",  # output reaches the log (and the model) as it happens
-    })
-    return env
 
 
 def job_handle(call_id: str) -> str:
@@ -50,11 +24,19 @@ def job_handle(call_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ShellConfig:
-    cwd: Path
-    env: Mapping[str, str]
+    place: Place  # where the session's commands run
+    sandbox: SandboxPolicy  # how they are confined there
     yield_seconds: float
     max_output_chars: int = 16_000
-    shell: str = shutil.which("bash") or "/bin/sh"
+
+    @property
+    def cwd(self) -> Path:
+        return self.place.worktree
+
+    def confine(self, command: str) -> Confined:
+        """``command`` confined to the session's place; SandboxUnavailable if it cannot be."""
+        prepare(self.sandbox, self.place)
+        return confine(self.sandbox, self.place, command)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +59,12 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
               timeout: float | None, interrupted: Callable[[], bool] | None) -> Result:
     handle = job_handle(call_id)
     purpose = f"shell: {one_line(command)}"
-    registry.spawn(handle=handle, call_id=call_id, command=command, cwd=config.cwd,
-                   env=config.env, timeout=timeout, shell=config.shell)
+    try:
+        confined = config.confine(command)
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from None
+    registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
+                   cwd=Path(confined.cwd), env=confined.env, timeout=timeout)
     (status,), was_interrupted = registry.wait(
         [handle], seconds=config.yield_seconds, interrupted=interrupted)
     if status.done:

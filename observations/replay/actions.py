@@ -1,7 +1,7 @@
 """Which files a tool call read, wrote, edited, listed or searched.
 
 Shell commands (mini-swe-agent, SWE-agent ``bash``, OpenHands ``run``) are parsed by
-`observations.replay.shell` and each pipeline is recognised by
+`observations.shell.syntax` and each pipeline is recognised by
 `observations.replay.commands`; file-editor calls (``str_replace_editor``, OpenHands
 ``read``/``edit``) are recognised from their arguments. The rule throughout is *exact or
 nothing*: a read is recorded only when its path and line range are certain, so a ledger
@@ -26,8 +26,8 @@ from typing import Any
 
 from observations.replay.commands import pipeline_accesses
 from observations.replay.paths import PathScope
-from observations.replay.shell import SimpleCommand, parse_command
 from observations.replay.trajectory import FileAccess, text_sha256
+from observations.shell.syntax import SimpleCommand, parse_command
 
 __all__ = ["PathScope", "call_kind", "editor_accesses", "shell_accesses"]
 

@@ -17,14 +17,11 @@ import posixpath
 import re
 
 from observations.replay.paths import PathScope
-from observations.replay.shell import Pipeline, SimpleCommand, Word
 from observations.replay.trajectory import FileAccess
+from observations.shell.programs import program_words
+from observations.shell.syntax import Pipeline, SimpleCommand, Word
 
 _WHOLE = (1, None)
-_PREFIX_COMMANDS = frozenset(
-    {"sudo", "command", "exec", "time", "nohup", "builtin", "env", "{", "!"}
-)
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 _PRINTERS = frozenset({"cat", "nl", "less", "more"})
 _GREPS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
 # Filters that keep a listing or search a listing/search, but change read text unknowably.
@@ -123,7 +120,7 @@ class _Pipe:
     def _command(
         self, command: SimpleCommand, stream: list[FileAccess] | None
     ) -> list[FileAccess] | None:
-        words = strip_command_prefixes(command.words)
+        words = program_words(command.words)
         if not words:
             return stream
         name = posixpath.basename(words[0].text)
@@ -343,23 +340,6 @@ class _Pipe:
         self.effects.extend(FileAccess("write", k) for k in self._keys(operands))
 
 
-def strip_command_prefixes(words: list[Word]) -> list[Word]:
-    """The words from the command name on: without ``VAR=x``, ``sudo``, ``timeout 60``..."""
-    i = 0
-    while i < len(words):
-        t = words[i].text
-        if _ASSIGNMENT.fullmatch(t) or t in _PREFIX_COMMANDS:
-            i += 1
-        elif t == "timeout":
-            i += 1
-            while i < len(words) and words[i].text.startswith("-"):
-                i += 1
-            i += 1  # the duration
-        else:
-            break
-    return words[i:]
-
-
 def _sed_ranges(script: str, quiet: bool) -> list[tuple[int, int | None]] | str | None:
     """Line ranges a sed script prints, "search" for regex-addressed prints, else None."""
     parts = [p for p in re.split(r"[;\n]", script) if p.strip()]
@@ -409,12 +389,12 @@ def _limit(name: str, count: str, source: FileAccess) -> FileAccess | None:
     if source.kind != "read":
         return source
     if name == "head":
-        if not count.isdigit() or int(count) == 0:
+        if not (count.isascii() and count.isdigit()) or int(count) == 0:
             return None
         return _sub_range(source, 1, int(count))
-    if count.startswith("+") and count[1:].isdigit():
+    if count.startswith("+") and count[1:].isascii() and count[1:].isdigit():
         return _sub_range(source, int(count[1:]), None)
-    if not count.isdigit() or int(count) == 0 or source.start is None or source.is_tail:
+    if not (count.isascii() and count.isdigit()) or int(count) == 0 or source.start is None or source.is_tail:
         return None
     n = int(count)
     if source.end is not None:

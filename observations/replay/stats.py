@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from observations.replay.actions import call_kind
-from observations.replay.commands import strip_command_prefixes
-from observations.replay.shell import parse_command
 from observations.replay.trajectory import ToolEvent, Trajectory
+from observations.shell.programs import program_words
+from observations.shell.syntax import parse_command
 
 CLASSES = ("read", "write", "edit", "search", "list", "other")
 OUTCOMES = ("read", "search", "cut", "failed", "missed")
@@ -73,7 +73,7 @@ def _is_read_like(event: ToolEvent) -> bool:
     if not isinstance(command, str):
         return False
     for pipeline in parse_command(command) or []:
-        words = strip_command_prefixes(pipeline[0].words)
+        words = program_words(pipeline[0].words)
         if not words or pipeline[-1].stdout_target() is not None:
             continue
         name, operands = words[0].text, [w for w in words[1:] if not w.text.startswith("-")]

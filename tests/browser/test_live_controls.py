@@ -14,7 +14,6 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, Task
 from agents.services import approval_request, session_transition
-from rooms.models import Room
 from tests.agents.web.conftest import session_in
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_room, make_user
@@ -121,20 +120,23 @@ def test_an_owner_changes_the_check_command_and_a_rule_on_the_room_page(daphne_s
             page = log_in(browser, daphne_server.url, "ada")
             page.goto(f"/rooms/{room.slug}/")
             settings = page.locator("#room-settings")
-            expect(settings.locator("#check-command-form")).to_be_visible()
+            expect(settings.locator("#room-settings-form")).to_be_visible()
             page.evaluate("window.loadedOnce = true")
 
             page.fill("#id_check_command", "python -m pytest -q")
-            page.click("#check-command-form button[type=submit]")
-            expect(settings).to_contain_text("Check command saved")
+            page.check("#id_allow_network")
+            page.click("#room-settings-form button[type=submit]")
+            expect(settings).to_contain_text("Settings saved")
+            expect(settings).to_contain_text("they may use the network")
             expect(page.locator("#id_check_command")).to_have_value("python -m pytest -q")
+            expect(page.locator("#id_allow_network")).to_be_checked()
 
             page.click("#rule-new summary")
             page.select_option("#rule-create select[name=tool]", "shell")
             page.fill("#rule-create input[name=command_prefix]", "make deploy")
             page.select_option("#rule-create select[name=decision]", "deny")
             page.click("#rule-create button[type=submit]")
-            expect(page.locator("#approval-rules")).to_contain_text("commands starting with `make deploy`")
+            expect(page.locator("#approval-rules")).to_contain_text("commands running `make deploy` in any way")
 
             # The preview answers on request, and then as the person types.
             page.select_option("#id_preview_tool", "shell")
@@ -150,10 +152,11 @@ def test_an_owner_changes_the_check_command_and_a_rule_on_the_room_page(daphne_s
             member = log_in(browser, daphne_server.url, "bea")
             member.goto(f"/rooms/{room.slug}/")
             expect(member.locator("#room-settings")).to_contain_text("python -m pytest -q")
-            expect(member.locator("#check-command-form")).to_have_count(0)
+            expect(member.locator("#room-settings-form")).to_have_count(0)
             expect(member.locator("#rule-create")).to_have_count(0)
         finally:
             browser.close()
-    assert Room.objects.get(pk=room.pk).check_command == "python -m pytest -q"
+    room.refresh_from_db()
+    assert (room.check_command, room.allow_network) == ("python -m pytest -q", True)
     rule = ApprovalRule.objects.get(room=room)
     assert (rule.tool, rule.command_prefix, rule.decision, rule.created_by) == ("shell", "make deploy", "deny", owner)

@@ -180,3 +180,16 @@ def test_every_long_running_service_restarts_on_its_own(compose):
     (the supervisor of `manage.py start` does the same on one machine)."""
     for name in LONG_RUNNING:
         assert compose["services"][name].get("restart") in ("unless-stopped", "always"), name
+
+
+def test_the_image_has_the_sandbox_and_compose_lets_it_make_namespaces(compose):
+    """bubblewrap in the image (with setpriv and prlimit from util-linux, part of the base
+    image); the hub's containers may create namespaces (seccomp and AppArmor lifted), and
+    nothing more: no privileged mode, no added capabilities, the unprivileged user kept."""
+    dockerfile = DOCKERFILE.read_text()
+    assert re.search(r"apt-get install[^\n]*\bbubblewrap\b", dockerfile)
+    assert re.search(r"^USER atrium$", dockerfile, re.MULTILINE)
+    for name in HUB_SERVICES:
+        service = compose["services"][name]
+        assert {"seccomp=unconfined", "apparmor=unconfined"} <= set(service.get("security_opt", [])), name
+        assert not service.get("privileged") and not service.get("cap_add"), name

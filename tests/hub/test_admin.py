@@ -64,3 +64,32 @@ def test_rooms_and_messages_cannot_be_added_by_hand_in_the_admin():
     client.force_login(superuser)
     assert client.get("/admin/rooms/room/add/").status_code == 403
     assert client.get("/admin/rooms/message/add/").status_code == 403
+
+
+def test_the_admin_uses_the_webs_api_key_form():
+    """Write-only key, kept when blank, refused when the endpoint changes without a new key."""
+    from django.urls import reverse
+
+    superuser = make_user("keeper")
+    superuser.is_staff = superuser.is_superuser = True
+    superuser.save()
+    owner = make_user("owner")
+    agent = make_agent("keyed", model="openai:gpt-4.1", owner=owner, api_key="sk-stored-secret")
+    client = Client()
+    client.force_login(superuser)
+    url = reverse("admin:agents_agentprofile_change", args=[agent.pk])
+    page = client.get(url).content.decode()
+    assert "sk-stored-secret" not in page and 'name="new_api_key"' in page and 'name="api_key"' not in page
+    form = {"name": "keyed", "role_prompt": "", "model": "openai:gpt-4.1", "fallback_models": "",
+            "context_window": 128000, "output_budget": 8000, "eviction_policy": "on_demand", "base_url": "",
+            "allowed_tools": "[]", "created_by": owner.pk}
+    assert client.post(url, {**form, "role_prompt": "kept"}).status_code == 302
+    agent.refresh_from_db()
+    assert (agent.role_prompt, agent.api_key) == ("kept", "sk-stored-secret")
+    moved = client.post(url, {**form, "base_url": "https://elsewhere.example/v1"})
+    assert moved.status_code == 200 and b"stored key belongs to the old endpoint" in moved.content
+    agent.refresh_from_db()
+    assert (agent.base_url, agent.api_key) == ("", "sk-stored-secret")
+    client.post(url, {**form, "base_url": "https://elsewhere.example/v1", "new_api_key": "sk-new"})
+    agent.refresh_from_db()
+    assert (agent.base_url, agent.api_key, agent.created_by) == ("https://elsewhere.example/v1", "sk-new", owner)

@@ -22,9 +22,14 @@ VALID = {
 
 
 @pytest.fixture
-def client():
+def maker():
+    return make_user("maker")
+
+
+@pytest.fixture
+def client(maker):
     client = Client()
-    client.force_login(make_user("maker"))
+    client.force_login(maker)
     return client
 
 
@@ -65,8 +70,8 @@ def test_budgets_fallbacks_and_policies_are_validated(client, changes, field, me
     assert not AgentProfile.objects.exists()
 
 
-def test_an_agent_profile_is_edited_on_the_web(client):
-    agent = make_agent("Old", model="openai:gpt-4.1")
+def test_an_agent_profile_is_edited_on_the_web(client, maker):
+    agent = make_agent("Old", model="openai:gpt-4.1", owner=maker)
     page = client.get(reverse("agents:edit", args=[agent.pk]))
     assert b'value="openai:gpt-4.1"' in page.content
     response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "name": "New", "model": "replay:demo-fix-median.json"})
@@ -127,7 +132,7 @@ def test_a_replay_file_that_does_not_exist_is_refused_when_saved(client):
     assert response.status_code == 200
     assert "replay file not found" in response.context["form"].errors["model"][0]
     response = client.post(reverse("agents:create"), {**VALID, "fallback_models": "replay:../../etc/passwd"})
-    assert "outside the replay folder" in response.context["form"].errors["fallback_models"][0]
+    assert "names a file in the hub's replay folder" in response.context["form"].errors["fallback_models"][0]
     assert not AgentProfile.objects.exists()
 
 

@@ -25,11 +25,10 @@ from websockets.sync.client import connect
 
 from tests.conftest import PROJECT_ROOT, _free_port
 
-REPLAY = Path(__file__).resolve().parent / "replays" / "long-session.json"
 STEPS = 24
 RECOVERY_LIMIT_SECONDS = 60
 
-SETUP = f"""
+SETUP = """
 import json
 from pathlib import Path
 from django.contrib.auth import get_user_model
@@ -41,15 +40,15 @@ from rooms.services import room_create
 user = get_user_model().objects.create_user("faults")
 room = room_create(owner=user, name="Faults", source=TemplateRepository(Path("hub/demo_repo")), check_command="")
 ApprovalRule.objects.create(room=room, tool="shell", decision="allow")
-agent = AgentProfile.objects.create(name="stepper", model="replay:{REPLAY}", context_window=32000, output_budget=2000)
+agent = AgentProfile.objects.create(name="stepper", model="replay:long-session.json", context_window=32000, output_budget=2000)
 RoomAgent.objects.create(room=room, agent=agent)
 store = SessionStore()
-store.update({{"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
-              "_auth_user_hash": user.get_session_auth_hash()}})
+store.update({"_auth_user_id": str(user.pk), "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+              "_auth_user_hash": user.get_session_auth_hash()})
 store.create()
 task = task_create(room=room, actor=user, title="Steps", objective="Run every step once")
 session = session_start(task=task, agent=agent, actor=user)
-print("SETUP" + json.dumps({{"cookie": store.session_key, "session": session.pk}}))
+print("SETUP" + json.dumps({"cookie": store.session_key, "session": session.pk}))
 """
 
 RESULT = """

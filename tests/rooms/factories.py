@@ -23,8 +23,9 @@ def make_user(username: str | None = None, password: str | None = None) -> Abstr
     return get_user_model().objects.create_user(username=username or f"person{next(_numbers)}", password=password)
 
 
-def make_agent(name: str | None = None, model: str = "replay:demo.jsonl") -> AgentProfile:
-    return AgentProfile.objects.create(name=name or f"agent{next(_numbers)}", model=model)
+def make_agent(name: str | None = None, model: str = "replay:demo.jsonl", *,
+               owner: AbstractBaseUser | None = None, **fields) -> AgentProfile:
+    return AgentProfile.objects.create(name=name or f"agent{next(_numbers)}", model=model, created_by=owner, **fields)
 
 
 def make_room(

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.runtime.confinement import sandbox_notice
 from hub.embedded import EmbeddedRedis
 from hub.supervision import REPORT_NAME, Child, Supervisor
 
@@ -51,6 +52,11 @@ class Command(BaseCommand):
                 self.stdout.write(f"embedded redis on {redis.url}")
             call_command("migrate", interactive=False, verbosity=0)
             self.stdout.write("migrations applied")
+            # Agents' commands run in a sandbox; say so when they cannot, or may run without one.
+            if notice := sandbox_notice():
+                self.stderr.write(self.style.WARNING(notice))
+            else:
+                self.stdout.write("sandbox: bubblewrap")
             if not settings.DEBUG:
                 # Without DEBUG, WhiteNoise serves only collected files.
                 call_command("collectstatic", interactive=False, verbosity=0)

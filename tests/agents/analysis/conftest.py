@@ -1,14 +1,10 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent
 from agents.runtime.worker import run_session
 from agents.services import session_start, session_steer, task_create
-
-REPLAYS = Path(__file__).resolve().parent / "replays"
 
 
 @pytest.fixture
@@ -17,7 +13,7 @@ def patterns_session(person, demo_room):
     a failing test run twice, an edit, a read of what it wrote, passing tests twice, and a
     person's steer."""
     ApprovalRule.objects.create(room=demo_room, tool="*", decision="allow")
-    agent = AgentProfile.objects.create(name="looper", model=f"replay:{REPLAYS / 'patterns.json'}",
+    agent = AgentProfile.objects.create(name="looper", model="replay:patterns.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=demo_room, agent=agent)
     task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")

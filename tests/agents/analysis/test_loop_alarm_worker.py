@@ -12,10 +12,9 @@ from channels.testing import WebsocketCommunicator
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
 from agents.services import session_start, task_create
 from hub.asgi import application
-from tests.agents.analysis.conftest import REPLAYS
 from tests.agents.runtime.test_workers import ended, wait_for
 
-ORIGIN = [(b"origin", b"http://127.0.0.1")]
+ORIGIN = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
 
 
 @pytest.mark.timeout(240)
@@ -25,7 +24,7 @@ def test_a_looping_agent_raises_the_alarm_live_and_gets_one_nudge_per_pattern(hu
     ApprovalRule.objects.create(room=demo_room, tool="*", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = AgentProfile.objects.create(name="looper", model=f"replay:{REPLAYS / 'looping.json'}",
+    agent = AgentProfile.objects.create(name="looper", model="replay:looping.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=demo_room, agent=agent)
     task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")

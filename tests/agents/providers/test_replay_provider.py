@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -130,19 +131,20 @@ def test_the_factory_resolves_relative_names_in_the_replay_folder_and_wraps_the_
     assert completion.record.usage_reported
 
 
-def test_absolute_paths_are_used_as_given(replay_dir, tmp_path_factory):
+@pytest.mark.parametrize("spelled", ["{elsewhere}/demo.json", "{elsewhere}/absent.json", "../other/demo.json",
+                                     "../other/absent.json", "link.json", "/etc/passwd", "/nonexistent"])
+def test_only_files_in_the_replay_folder_play_and_refusals_do_not_say_what_exists(
+        replay_dir, tmp_path_factory, spelled):
     elsewhere = tmp_path_factory.mktemp("other")
+    (elsewhere / "demo.json").write_text(json.dumps(RECORDING))
+    (replay_dir / "link.json").symlink_to(elsewhere / "demo.json")
+    name = spelled.format(elsewhere=elsewhere).replace("../other", os.path.relpath(elsewhere, replay_dir))
 
-    provider = ReplayProvider.from_spec(str(replay_dir / "demo.json"), replay_dir=elsewhere)
+    with pytest.raises(InvalidModelSpec) as refused:
+        ReplayProvider.from_spec(name, replay_dir=replay_dir)
 
-    assert provider.complete(after_turns(0)).text == "Running the tests."
-
-
-def test_relative_names_cannot_leave_the_replay_folder(replay_dir):
-    (replay_dir.parent / "secret.json").write_text("[]")
-
-    with pytest.raises(InvalidModelSpec, match="outside the replay folder"):
-        ReplayProvider.from_spec("../secret.json", replay_dir=replay_dir)
+    assert str(refused.value) == f"replay:{name} must name a file in the hub's replay folder, " \
+                                 "e.g. replay:demo-fix-median.json"
 
 
 @pytest.mark.parametrize(
@@ -168,5 +170,5 @@ def test_a_malformed_recording_is_refused_with_the_turn_that_is_wrong(tmp_path, 
 
 
 def test_a_missing_recording_names_the_path(tmp_path):
-    with pytest.raises(InvalidModelSpec, match="replay file not found: .*absent.json"):
+    with pytest.raises(InvalidModelSpec, match="replay file not found: absent.json is not in the hub's replay"):
         provider_for("replay:absent.json", replay_dir=tmp_path, env={})

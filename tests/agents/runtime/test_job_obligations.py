@@ -15,7 +15,7 @@ from django.conf import settings
 
 from agents.models import ApprovalRule, Session, SessionEvent
 from agents.services import session_start, task_create
-from tests.agents.runtime.test_workers import REPLAYS, agent_in, ended, state_of, wait_for
+from tests.agents.runtime.test_workers import agent_in, ended, state_of, wait_for
 
 YIELD = {"ATRIUM_SHELL_YIELD_SECONDS": "2"}
 
@@ -24,7 +24,7 @@ def start(demo_room, person, replay: str) -> Session:
     ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = agent_in(demo_room, "jobber", str(REPLAYS / replay))
+    agent = agent_in(demo_room, "jobber", replay)
     task = task_create(room=demo_room, actor=person, title="Jobs", objective="Run a job")
     return session_start(task=task, agent=agent, actor=person)
 

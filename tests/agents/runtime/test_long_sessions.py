@@ -71,7 +71,7 @@ def run_long_session(hub_workers, person, room, tmp_path, *, steps: int, window:
     replays = tmp_path / "replays"
     replays.mkdir(exist_ok=True)
     (replays / "writer.json").write_text(json.dumps(recording(steps, recall_at)))
-    worker = hub_workers(ATRIUM_REPLAYS_DIR=str(replays), ATRIUM_WORKER_SLICE_SECONDS="600")
+    worker = hub_workers(ATRIUM_REPLAY_DIR=str(replays), ATRIUM_WORKER_SLICE_SECONDS="600")
     agent = AgentProfile.objects.create(name=f"writer-{window}", model="replay:writer.json",
                                         context_window=window, output_budget=4_000)
     RoomAgent.objects.create(room=room, agent=agent)

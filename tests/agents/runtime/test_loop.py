@@ -205,6 +205,21 @@ def test_a_failing_check_goes_back_to_the_model_at_most_twice():
     assert verifies == [f"verify #{n}: pytest -q → exit 1 (12 ms)" for n in (1, 2, 3)]
 
 
+def test_a_check_that_cannot_be_sandboxed_fails_the_session_with_the_way_to_fix_it(monkeypatch):
+    from agents.tools.sandbox import SandboxUnavailable
+
+    host = FakeHost(turns=[turn("done")], check_command="pytest -q", checks=[0])
+
+    def refused():
+        raise SandboxUnavailable("Commands cannot run: no sandbox is available on this machine (x). Install bubblewrap")
+
+    monkeypatch.setattr(host, "run_check", refused)
+    loop, result = run(host)
+    assert result.outcome is Outcome.FAILED
+    assert result.reason.startswith("the room's check could not run: Commands cannot run: no sandbox")
+    assert not [p for k, p in host.events if k == "merge"]  # nothing unchecked reaches main
+
+
 def test_a_check_that_passes_on_the_second_round_succeeds():
     host = FakeHost(turns=[turn("done")] * 2, check_command="pytest -q", checks=[1, 0])
     loop, result = run(host)

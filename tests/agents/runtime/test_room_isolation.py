@@ -13,7 +13,7 @@ from agents.services import session_start, task_create
 from hub.env import default_data_dir
 from rooms.repo import TemplateRepository
 from rooms.services import room_create
-from tests.agents.runtime.test_workers import REPLAYS, ended, wait_for
+from tests.agents.runtime.test_workers import ended, wait_for
 from tests.conftest import PROJECT_ROOT
 
 ROOM_PYPROJECT = """\
@@ -70,7 +70,7 @@ def test_a_room_with_its_own_markers_passes_its_check_under_the_default_data_fol
     room = room_create(owner=person, name="Own markers", source=TemplateRepository(template),
                        check_command="python -m pytest -q")
     assert room.repo_path.startswith(str(data_dir))
-    agent = AgentProfile.objects.create(name="idle", model=f"replay:{REPLAYS / 'nothing-to-do.json'}",
+    agent = AgentProfile.objects.create(name="idle", model="replay:nothing-to-do.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=room, agent=agent)
 

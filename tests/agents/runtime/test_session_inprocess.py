@@ -77,7 +77,7 @@ def test_path_rules_judge_the_resolved_path_not_its_spelling(person, demo_room):
     ApprovalRule.objects.create(room=demo_room, tool="*", path_glob="vendor/**", decision="deny")
     demo_room.check_command = ""
     demo_room.save()
-    agent = AgentProfile.objects.create(name="sneaky", model=f"replay:{Path(__file__).parent / 'replays' / 'sneaky-paths.json'}",
+    agent = AgentProfile.objects.create(name="sneaky", model="replay:sneaky-paths.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=demo_room, agent=agent)
     task = task_create(room=demo_room, actor=person, title="Paths", objective="Write files")

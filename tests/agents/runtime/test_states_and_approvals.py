@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from agents.runtime import states
-from agents.runtime.approvals import ALLOW, ASK, DENY, Rule, always_rule, decide, parse_command
+from agents.runtime.approvals import ALLOW, ASK, DENY, Rule, always_rule, decide
+from observations.shell import read_line
 
 
 class TestTransitions:
@@ -59,12 +60,15 @@ class TestApprovals:
 
     def test_always_covers_the_same_kind_of_call_not_the_whole_tool(self):
         assert always_rule("shell", {"command": "pytest -q tests"}) == Rule(ALLOW, "shell", command_prefix="pytest")
-        # An interpreter runs whatever it is told, a compound line is several commands:
-        # "always" approves exactly that line again.
-        exact = always_rule("shell", {"command": "python -m pytest -q"})
-        assert exact == Rule(ALLOW, "shell", command_exact="python -m pytest -q")
-        assert decide("shell", {"command": "python -m pytest -q"}, [], session_allowed=[exact]) == ALLOW
-        assert decide("shell", {"command": "python evil.py"}, [], session_allowed=[exact]) == ASK
+        # An interpreter names what it runs only with -m; a script, or a compound line,
+        # gets exactly that line again.
+        module = always_rule("shell", {"command": "python -m pytest -q"})
+        assert module == Rule(ALLOW, "shell", command_prefix="python -m pytest")
+        assert decide("shell", {"command": "python -m pytest -x"}, [], session_allowed=[module]) == ALLOW
+        assert decide("shell", {"command": "python evil.py"}, [], session_allowed=[module]) == ASK
+        assert decide("shell", {"command": "python -m pytest -p evil"}, [], session_allowed=[module]) == ASK
+        script = always_rule("shell", {"command": "python run.py"})
+        assert script == Rule(ALLOW, "shell", command_exact="python run.py")
         compound = always_rule("shell", {"command": "make test && make lint"})
         assert decide("shell", {"command": "make test && make lint"}, [], session_allowed=[compound]) == ALLOW
         assert always_rule("edit_file", {"path": "src/pkg/a.py"}) == Rule(ALLOW, "edit_file", path_glob="src/pkg/*")
@@ -91,7 +95,7 @@ class TestApprovals:
     @pytest.mark.parametrize("command", [
         "true && rm -rf /", "echo hi; rm -rf /", "ls | rm -rf x", "echo $(rm -rf /)", "(cd x && rm -rf y)",
         "echo x#; rm -rf /", "true;(rm -rf /)", "{ rm -rf /; }", "if true; then rm -rf /; fi",
-        "FOO=1 rm -rf /", "command rm -rf /", "! rm x", "{rm,-rf,/}", "env -i rm -rf /", "time rm x",
+        "FOO=1 rm -rf /", "command rm -rf /", "! rm x", "env -i rm -rf /", "time rm x",
     ])
     def test_a_deny_prefix_matches_any_command_of_a_compound_line(self, command):
         rules = [Rule(ALLOW, "shell"), Rule(DENY, "shell", command_prefix="rm")]
@@ -106,5 +110,6 @@ class TestApprovals:
         assert glob_match("README.md", "*") and not glob_match("docs/README.md", "*")
 
     def test_quoted_separators_are_part_of_one_command(self):
-        command = parse_command('python -c "import time; time.sleep(1)"')
-        assert command.simple and command.parts == (("python", "-c", "import time; time.sleep(1)"),)
+        line = read_line('python -c "import time; time.sleep(1)"')
+        assert line.single and line.words == ("python", "-c", "import time; time.sleep(1)")
+        assert line.runs_code  # code from its arguments: no prefix vouches for it

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from pathlib import Path
 
 from django.utils import timezone
 
@@ -15,8 +14,6 @@ from agents.runtime.worker import run_session
 from agents.services import session_start, task_create
 from agents.tasks import sweep_sessions
 from rooms.services import message_post
-
-REPLAYS = Path(__file__).resolve().parent / "replays"
 
 
 def states_of(session) -> list[str]:
@@ -71,7 +68,7 @@ def test_a_parked_await_wakes_when_its_job_ends_not_at_its_deadline(settings, pe
     ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = AgentProfile.objects.create(name="builder", model=f"replay:{REPLAYS / 'short-job.json'}",
+    agent = AgentProfile.objects.create(name="builder", model="replay:short-job.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=demo_room, agent=agent)
     session = start(person, demo_room, agent)

@@ -17,7 +17,7 @@ from agents.services import session_start, task_create
 from hub.asgi import application
 from rooms.models import Message
 
-REPLAYS = Path(__file__).resolve().parent / "replays"
+
 def wait_for(predicate, timeout: float, what: str, processes=()):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -64,7 +64,7 @@ def test_a_steer_reaches_the_agent_at_the_next_boundary_while_a_long_command_run
     ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = agent_in(demo_room, "builder", str(REPLAYS / "long-shell.json"))
+    agent = agent_in(demo_room, "builder", "long-shell.json")
     task = task_create(room=demo_room, actor=person, title="Build", objective="Run the long build")
     session = session_start(task=task, agent=agent, actor=person)
     jobs = Path(settings.JOBS_DIR) / str(session.pk) / "jobs"
@@ -73,7 +73,7 @@ def test_a_steer_reaches_the_agent_at_the_next_boundary_while_a_long_command_run
 
     async def steer():
         communicator = WebsocketCommunicator(application, f"/ws/rooms/{demo_room.slug}/",
-                                             headers=[(b"origin", b"http://127.0.0.1")])
+                                             headers=[(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")])
         communicator.scope["user"] = person
         connected, _ = await communicator.connect()
         assert connected
@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_session_is_resumed_without_running_a_tool_call_twic
     ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = agent_in(demo_room, "counter", str(REPLAYS / "count-once.json"))
+    agent = agent_in(demo_room, "counter", "count-once.json")
     first = hub_workers(ATRIUM_SHELL_YIELD_SECONDS="30")
     beat = hub_workers.beat()
     task = task_create(room=demo_room, actor=person, title="Count", objective="Run once")
@@ -138,7 +138,7 @@ def test_path_escapes_are_refused_and_the_session_goes_on(hub_workers, person, d
     ApprovalRule.objects.create(room=demo_room, tool="write_file", decision="allow")
     demo_room.check_command = ""
     demo_room.save()
-    agent = agent_in(demo_room, "escaper", str(REPLAYS / "escape.json"))
+    agent = agent_in(demo_room, "escaper", "escape.json")
     task = task_create(room=demo_room, actor=person, title="Escape", objective="Try")
     session = session_start(task=task, agent=agent, actor=person)
     wait_for(lambda: ended(session), 90, "the session to end", [worker])

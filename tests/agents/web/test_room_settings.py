@@ -13,20 +13,20 @@ from agents.runtime.rule_preview import preview
 from agents.services import approval_rule_create, approval_rule_delete
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Message
-from rooms.services import room_update_settings
+from rooms.services import room_settings_update
 from tests.agents.web.conftest import HTMX
 
 
 def test_only_an_owner_changes_the_check_command_and_the_room_hears_of_it(room, owner, member, viewer):
     for person in (member, viewer):
         with pytest.raises(RoomPermissionError, match="Only the room's owners"):
-            room_update_settings(room=room, actor=person, check_command="rm -rf /")
-    room = room_update_settings(room=room, actor=owner, check_command="  python -m pytest -q  ")
+            room_settings_update(room=room, actor=person, check_command="rm -rf /")
+    room = room_settings_update(room=room, actor=owner, check_command="  python -m pytest -q  ")
     assert room.check_command == "python -m pytest -q"
     assert Message.objects.filter(room=room, kind="system").last().text == \
         "olga set the check command to `python -m pytest -q`."
     with pytest.raises(RoomError, match="NUL"):
-        room_update_settings(room=room, actor=owner, check_command="pytest\x00")
+        room_settings_update(room=room, actor=owner, check_command="pytest\x00")
 
 
 def test_only_an_owner_adds_and_removes_rules_and_bad_rules_say_why(room, owner, member):
@@ -67,10 +67,10 @@ def test_the_preview_says_what_a_sample_call_gets_and_why():
 
 
 def test_the_panel_shows_forms_to_owners_and_the_values_to_everyone_else(login, room, owner, member, stranger):
-    room_update_settings(room=room, actor=owner, check_command="make check")
+    room_settings_update(room=room, actor=owner, check_command="make check")
     url = reverse("agents:room_settings", args=[room.slug])
     owner_html = login(owner).get(url, **HTMX).content.decode()
-    assert 'id="check-command-form"' in owner_html and 'id="rule-create"' in owner_html
+    assert 'id="room-settings-form"' in owner_html and 'id="rule-create"' in owner_html
     member_html = login(member).get(url, **HTMX).content.decode()
     assert "<code>make check</code>" in member_html and 'id="rule-create"' not in member_html
     assert 'id="rule-preview-form"' in member_html
@@ -84,7 +84,7 @@ def test_an_owner_edits_on_the_panel_and_gets_it_back(login, room, owner):
     client = login(owner)
     html = client.post(reverse("agents:room_settings", args=[room.slug]), {"check_command": "pytest -q"},
                        **HTMX).content.decode()
-    assert "Check command saved" in html and 'value="pytest -q"' in html
+    assert "Settings saved." in html and 'value="pytest -q"' in html
     html = client.post(reverse("agents:rule_create", args=[room.slug]),
                        {"tool": "shell", "command_prefix": "pytest", "decision": "allow"}, **HTMX).content.decode()
     rule = ApprovalRule.objects.get(room=room)

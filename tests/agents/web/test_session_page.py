@@ -179,6 +179,19 @@ def test_a_pending_approval_shows_as_a_card_and_the_decision_reaches_the_service
     assert SessionEvent.objects.filter(session=session, kind="approval.decided").count() == 1
 
 
+def test_the_card_says_what_the_line_runs_and_exactly_what_always_covers(login, task, agent, member):
+    session = session_in(task, agent, "awaiting_approval")
+    approval_request(session=session, call_id="w", tool="shell",
+                     arguments={"command": "timeout 20 python3 -c 'import os'"})
+    approval_request(session=session, call_id="p", tool="shell", arguments={"command": "git status --short"})
+    html = status(login(member), session)
+    assert "timeout → python3 -c import os (runs code from its arguments)" in html
+    assert ("“Always” approves, for the rest of this session, `shell` running exactly "
+            "`timeout 20 python3 -c &#x27;import os&#x27;` again, nothing else.") in html
+    assert ("“Always” approves, for the rest of this session, `shell` commands starting with `git status` "
+            "that run alone") in html
+
+
 def test_an_unknown_decision_or_approval_is_refused(login, task, agent, member):
     session = session_in(task, agent, "awaiting_approval")
     approval = approval_request(session=session, call_id="c", tool="shell", arguments={"command": "ls"})

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from observations.replay.shell import parse_command
+from observations.shell.syntax import parse_command
 
 
 def argvs(text: str) -> list[list[list[str]]]:

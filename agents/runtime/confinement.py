@@ -1,0 +1,75 @@
+"""The hub's sandbox policy, read from settings once per process; agents.tools.sandbox
+does the confining. Also what pages and logs say about it."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import logging
+import os
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
+
+from django.conf import settings
+
+from agents.tools.sandbox import (
+    HOW_TO_ENABLE,
+    Limits,
+    SandboxPolicy,
+    availability,
+    interpreter_policy,
+)
+
+log = logging.getLogger(__name__)
+
+HUB_PACKAGES = ("hub", "rooms", "agents", "observations")
+OPT_OUT_WARNING = ("The sandbox is OFF (ATRIUM_SANDBOX=off): agents' commands and room checks run "
+                   "unconfined, as the hub's user, and can read everything it can (its data folder, "
+                   "database and the processes' environments included).")
+
+
+@lru_cache(maxsize=1)
+def sandbox_policy() -> SandboxPolicy:
+    base = interpreter_policy()
+    policy = dataclasses.replace(
+        base,
+        enabled=settings.ATRIUM_SANDBOX != "off",
+        uid=settings.ATRIUM_SANDBOX_UID,
+        gid=settings.ATRIUM_SANDBOX_GID,
+        limits=Limits(cpu_seconds=settings.ATRIUM_SANDBOX_CPU_SECONDS,
+                      memory_bytes=settings.ATRIUM_SANDBOX_MEMORY_MB << 20,
+                      processes=settings.ATRIUM_SANDBOX_PROCESSES,
+                      file_bytes=settings.ATRIUM_SANDBOX_FILE_MB << 20),
+        read_only=(*base.read_only, *settings.ATRIUM_SANDBOX_READ_ONLY),
+        hidden=tuple(sorted({str(settings.DATA_DIR), *hub_package_dirs()})),
+        passed_env=tuple((name, os.environ[name]) for name in settings.ATRIUM_SANDBOX_PASS_ENV
+                         if name in os.environ),
+    )
+    if not policy.enabled:
+        log.warning(OPT_OUT_WARNING)
+    return policy
+
+
+def hub_package_dirs() -> set[str]:
+    """Where the hub's own packages are, wherever an interpreter could show them: the
+    sandbox shows the interpreter's packages but never these."""
+    found = set()
+    libs = {sysconfig.get_paths(vars=v)[k] for v in ({}, {"base": sysconfig.get_config_var("installed_base")})
+            for k in ("purelib", "platlib")}
+    for name in HUB_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        found.update(str(Path(p).resolve()) for p in (spec.submodule_search_locations or ()) if spec)
+        found.update(str(Path(lib, name).resolve()) for lib in libs if Path(lib, name).is_dir())
+    return found
+
+
+def sandbox_notice() -> str:
+    """What every page says about the sandbox: the opt-out, or why commands are refused."""
+    policy = sandbox_policy()
+    if not policy.enabled:
+        return OPT_OUT_WARNING
+    problem = availability(policy)
+    if problem:
+        return f"Commands are refused: no sandbox is available on this machine ({problem}). {HOW_TO_ENABLE}"
+    return ""

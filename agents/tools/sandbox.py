@@ -1,0 +1,308 @@
+"""Where every command of a room runs: the one place its confinement is built.
+
+Agent shell calls, background jobs and the room's check all run the command line that
+`confine` returns, with the environment it returns, under bubblewrap (``bwrap``):
+
+- a fresh root holding the system's programs and libraries read-only (``/usr``,
+  ``/bin``, ``/lib*``, ``/etc``), the interpreter the hub ships read-only (its prefix,
+  not the hub's checkout), the session's worktree writable (its ``.git`` pointer
+  read-only), the room repository's git data read-only and a private ``/tmp`` that
+  lives as long as the session; nothing else of the machine: not the hub's data
+  folder, database, other rooms or worktrees, nor the hub's own packages;
+- its own pid, ipc, uts and cgroup namespaces (no other process and no other
+  ``/proc/<pid>/environ`` is visible) and no network unless the room allows it;
+- an unprivileged user: uid 65534 inside, and when the hub runs as root also outside
+  (bubblewrap mounts as root, then ``setpriv`` drops to the sandbox user before the
+  command runs); a hub that is not root runs bubblewrap in a user namespace of its own;
+- an environment built from an allowlist, never the worker's;
+- ``prlimit`` limits: CPU seconds, address space, processes, file size (so output too)
+  and open files.
+
+Where no sandbox can be made, `confine` raises `SandboxUnavailable` with a message that
+says how to enable one; only an operator's explicit opt-out (``ATRIUM_SANDBOX=off``)
+runs commands unconfined, still with the allowlisted environment. No Django import:
+settings arrive as a `SandboxPolicy`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
+SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+HOW_TO_ENABLE = (
+    "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install "
+    "bubblewrap`) and make sure it may create namespaces (in Docker: run the hub as in "
+    "docker/compose.yaml, with `security_opt: [seccomp=unconfined, apparmor=unconfined]`); "
+    "or, at your own risk, set ATRIUM_SANDBOX=off to run commands unconfined."
+)
+_FIXED_ENV = {
+    "HOME": "/tmp/home", "TMPDIR": "/tmp", "USER": "agent", "LOGNAME": "agent", "SHELL": "/bin/bash",
+    "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0",
+    "PYTHONUNBUFFERED": "1",  # output reaches the log (and the model) as it happens
+    # The worktree belongs to the sandbox user and the room's git data to the hub: git
+    # must not refuse either as "dubious ownership".
+    "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory", "GIT_CONFIG_VALUE_0": "*",
+}
+SYSTEM_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
+
+class SandboxUnavailable(RuntimeError):
+    """Commands are refused: no sandbox can be made here; the message says how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    cpu_seconds: int = 3600
+    memory_bytes: int = 8 << 30  # address space; JIT runtimes reserve far more than they use
+    processes: int = 1024  # counted per user: all sandboxes of the machine when the hub is root
+    file_bytes: int = 1 << 30  # no file (output logs included) grows past this
+    open_files: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """How this hub confines commands (built from settings by the caller)."""
+
+    enabled: bool = True  # False only by the operator's explicit opt-out
+    bwrap: str = "bwrap"
+    uid: int = SANDBOX_UID  # who commands run as on the machine when the hub is root
+    gid: int = SANDBOX_UID
+    limits: Limits = field(default_factory=Limits)
+    read_only: tuple[str, ...] = ()  # trees shown read-only besides the system's
+    hidden: tuple[str, ...] = ()  # never shown, even inside a read-only tree
+    path: tuple[str, ...] = ()  # put first on PATH (the interpreter's bin)
+    passed_env: tuple[tuple[str, str], ...] = ()  # allowlisted variables with their values
+
+    @property
+    def drops_user(self) -> bool:
+        """Whether the sandbox user differs from the hub's on this machine (the hub is root)."""
+        return self.enabled and os.geteuid() == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where one session's commands run."""
+
+    worktree: Path
+    tmp: Path  # the session's private /tmp
+    git_dir: Path | None = None  # the room repository's .git, shown read-only
+    network: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Confined:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+
+
+def interpreter_policy(**overrides) -> SandboxPolicy:
+    """A policy that shows the running interpreter (and its packages) read-only and puts
+    its ``bin`` first on PATH, so ``python`` and the test runner the hub ships exist."""
+    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+                os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    overrides.setdefault("read_only", tuple(sorted(prefixes)))
+    overrides.setdefault("path", (str(Path(sys.executable).parent),))
+    return SandboxPolicy(**overrides)
+
+
+def environment(policy: SandboxPolicy, place: Place) -> dict[str, str]:
+    """The whole environment of a command: fixed values, PATH, and the allowlisted
+    variables the operator passes through. Nothing else of the hub's."""
+    env = {"LANG": "C.UTF-8", **dict(policy.passed_env)}
+    env.update(_FIXED_ENV)
+    env["PATH"] = os.pathsep.join(dict.fromkeys([*policy.path, *SYSTEM_PATH]))
+    if not policy.enabled:
+        env.update(HOME=str(place.tmp / "home"), TMPDIR=str(place.tmp))
+    return env
+
+
+def confine(policy: SandboxPolicy, place: Place, command: str, *, shell: str = "/bin/bash") -> Confined:
+    """The command line and environment that run ``command`` confined in ``place``.
+
+    Raises SandboxUnavailable when no sandbox can be made (and the operator did not opt
+    out); call `prepare` first, once per command.
+    """
+    env = environment(policy, place)
+    if not policy.enabled:
+        return Confined([shell, "-c", command], env, str(place.worktree))
+    problem = availability(policy)
+    if problem:
+        raise SandboxUnavailable(f"Commands cannot run: no sandbox is available on this machine "
+                                 f"({problem}). {HOW_TO_ENABLE}")
+    return Confined(_bwrap_argv(policy, place, [shell, "-c", command]), env, str(place.worktree))
+
+
+def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list[str]:
+    argv = [policy.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if not place.network:
+        argv.append("--unshare-net")
+    if not policy.drops_user:
+        # Not root: a user namespace of our own, mapped to the hub's (unprivileged) user.
+        argv += ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    mounts = _Mounts()
+    for tree in SYSTEM_TREES:
+        mounts.system(tree)
+    # The private /tmp first: what is shown below it (a toolchain, the worktree) goes on top.
+    mounts.args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--bind", str(place.tmp), "/tmp",
+                    "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
+    mounts.made.update({"/proc", "/dev", "/tmp", "/var"})
+    mounts.writable_roots.append("/tmp")
+    for tree in policy.read_only:
+        mounts.read_only(tree)
+    for path in policy.hidden:
+        mounts.hide(path)
+    if place.git_dir is not None:
+        mounts.bind(str(place.git_dir), writable=False)
+    mounts.bind(str(place.worktree), writable=True)
+    dot_git = place.worktree / ".git"
+    if dot_git.exists() or dot_git.is_symlink():
+        # Where git finds the repository: the agent must not point it elsewhere.
+        mounts.args += ["--ro-bind", str(dot_git), str(dot_git)]
+    argv += mounts.args + ["--chdir", str(place.worktree), "--"]
+    if policy.drops_user:
+        argv += [_tool("setpriv"), f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--"]
+    limits = policy.limits
+    argv += [_tool("prlimit"), f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_bytes}",
+             f"--nproc={limits.processes}", f"--fsize={limits.file_bytes}",
+             f"--nofile={limits.open_files}", "--core=0", "--"]
+    return argv + command
+
+
+class _Mounts:
+    """bwrap mount arguments, with every missing parent folder created traversable (0755):
+    bubblewrap would otherwise copy the mode of the host's folder (``/root`` is 0700)."""
+
+    def __init__(self) -> None:
+        self.args: list[str] = []
+        self.read_only_roots: list[str] = []
+        self.writable_roots: list[str] = []
+        self.made: set[str] = {"/"}
+
+    def system(self, tree: str) -> None:
+        if os.path.islink(tree):
+            self.args += ["--symlink", os.readlink(tree), tree]
+            self.made.add(tree)
+        elif os.path.isdir(tree):
+            self.args += ["--ro-bind", tree, tree]
+            self.read_only_roots.append(tree)
+
+    def read_only(self, tree: str) -> None:
+        tree = os.path.realpath(tree)
+        if os.path.isdir(tree) and not _under(tree, self.read_only_roots):
+            self.bind(tree, writable=False)
+
+    def hide(self, path: str) -> None:
+        path = os.path.realpath(path)
+        if os.path.isdir(path) and _under(path, self.read_only_roots):
+            self.args += ["--tmpfs", path, "--remount-ro", path]
+
+    def bind(self, path: str, *, writable: bool) -> None:
+        self._parents(path)
+        self.args += ["--bind" if writable else "--ro-bind", path, path]
+        (self.writable_roots if writable else self.read_only_roots).append(path)
+
+    def _parents(self, path: str) -> None:
+        parts = Path(path).parts
+        for k in range(2, len(parts)):
+            parent = str(Path(*parts[:k]))
+            if parent in self.made:
+                continue
+            self.made.add(parent)
+            if _under(parent, self.read_only_roots):
+                return  # it exists there, or cannot be made: bubblewrap says which
+            self.args += ["--perms", "0755", "--dir", parent]
+
+
+def _under(path: str, roots: Iterable[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name, path=os.pathsep.join(SYSTEM_PATH)) or f"/usr/bin/{name}"
+
+
+def prepare(policy: SandboxPolicy, place: Place) -> None:
+    """Make the place ready for a command: its folders exist, and when commands run as
+    another user than the hub's, the worktree and temp folder belong to that user
+    (files the hub wrote since, e.g. with write_file, are handed over too)."""
+    if not place.worktree.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "the worktree is missing", str(place.worktree))
+    place.tmp.mkdir(parents=True, exist_ok=True)
+    (place.tmp / "home").mkdir(exist_ok=True)
+    if policy.drops_user:
+        for path in (place.tmp, place.tmp / "home"):
+            os.chown(path, policy.uid, policy.gid, follow_symlinks=False)
+        hand_over(place.worktree, policy.uid, policy.gid)
+
+
+def hand_over(root: Path, uid: int, gid: int) -> int:
+    """Give every entry under ``root`` (but its ``.git`` pointer) to ``uid``:``gid``;
+    returns how many changed. Walks by directory descriptors and never follows a
+    symlink, so a link swapped in by a running command cannot redirect a chown."""
+    changed = 0
+    for _dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
+        for name in (*dirnames, *filenames):
+            if _dirpath == str(root) and name == ".git":
+                continue
+            try:
+                info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+                if (info.st_uid, info.st_gid) != (uid, gid):
+                    os.chown(name, uid, gid, dir_fd=dirfd, follow_symlinks=False)
+                    changed += 1
+            except FileNotFoundError:
+                continue  # removed meanwhile by a running command
+    info = os.stat(root, follow_symlinks=False)
+    if (info.st_uid, info.st_gid) != (uid, gid):
+        os.chown(root, uid, gid, follow_symlinks=False)
+        changed += 1
+    return changed
+
+
+_probed: dict[SandboxPolicy, tuple[str, float]] = {}
+_probe_lock = threading.Lock()
+RETRY_FAILED_PROBE_SECONDS = 30.0
+
+
+def availability(policy: SandboxPolicy) -> str:
+    """"" when a sandbox can be made with this policy, else why not. A success is
+    remembered for the process's life, a failure for half a minute."""
+    with _probe_lock:
+        known = _probed.get(policy)
+        if known is not None and (not known[0] or time.monotonic() - known[1] < RETRY_FAILED_PROBE_SECONDS):
+            return known[0]
+        problem = _probe(policy)
+        _probed[policy] = (problem, time.monotonic())
+        return problem
+
+
+def _probe(policy: SandboxPolicy) -> str:
+    if shutil.which(policy.bwrap) is None:
+        return f"`{policy.bwrap}` (bubblewrap) is not installed"
+    with tempfile.TemporaryDirectory(prefix="atrium-sandbox-probe-") as scratch:
+        place = Place(worktree=Path(scratch) / "work", tmp=Path(scratch) / "tmp")
+        place.worktree.mkdir()
+        prepare(policy, place)
+        argv = _bwrap_argv(policy, place, ["/bin/sh", "-c", "test -w . && test \"$(id -u)\" != 0"])
+        try:
+            done = subprocess.run(argv, env=environment(policy, place), cwd=scratch, capture_output=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not be started: {exc}"
+    if done.returncode != 0:
+        detail = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"bubblewrap failed: {detail[-1] if detail else f'exit {done.returncode}'}"
+    return ""

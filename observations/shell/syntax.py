@@ -1,0 +1,443 @@
+"""A small, strict reader of shell command lines: the one parser of the hub.
+
+It splits a command line into a chain of pipelines of simple commands with their
+redirections, the way bash would for the common cases agents use: quotes (including
+``$'...'``), escapes, line continuations, ``&&``/``||``/``;``/newlines, pipes, subshell
+parentheses, redirections and here-documents (whose bodies are skipped). Anything it
+cannot interpret exactly (command substitution, globs, brace expansion, variables) is
+marked *opaque* rather than guessed; the text of each command substitution is kept, so
+a reader can look into it; an unbalanced quote makes the whole line unparseable
+(`parse_command` returns None). What the commands *do* (wrappers, programs that run
+code from their arguments) is `observations.shell.programs`' business.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_REDIRECT_OPS = ("&>>", "<<<", "<<-", ">>", "<<", "&>", ">&", "<&", ">|", "<>", ">", "<")
+_CONTROL_OPS = ("&&", "||", "|&", "|", ";;", ";", "&", "(", ")")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    text: str  # quotes and escapes removed
+    opaque: bool = False  # holds a substitution, variable, glob or braces: its value is unknown
+    # The text of each command substitution (``$(...)``, backquotes) in the word: commands
+    # that run before the word's own command does.
+    commands: tuple[str, ...] = ()
+    # An expansion runs commands whose text could not be cut out (``${x:-$(cmd)}``).
+    hidden: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    fd: int | None  # explicit descriptor (the 2 of 2>), None when implicit
+    op: str
+    target: Word
+
+
+@dataclass(slots=True)
+class SimpleCommand:
+    words: list[Word] = field(default_factory=list)
+    redirects: list[Redirect] = field(default_factory=list)
+
+    @property
+    def argv(self) -> list[str]:
+        return [w.text for w in self.words]
+
+    def stdout_target(self) -> Redirect | None:
+        """The redirection that sends this command's standard output to a file, if any."""
+        found = None
+        for r in self.redirects:
+            to_file = r.op in (">", ">>", ">|", "&>", "&>>") or (
+                r.op == ">&" and not r.target.text.isdigit()
+            )
+            if to_file and r.fd in (None, 1):
+                found = r
+        return found
+
+    def stdin_redirected(self) -> bool:
+        return any(
+            r.op in ("<", "<<", "<<-", "<<<", "<>") and r.fd in (None, 0) for r in self.redirects
+        )
+
+
+Pipeline = list[SimpleCommand]
+
+
+# A `{` that opens a brace expansion: a comma or `..` before its `}`, within the word.
+_BRACE_EXPANSION = re.compile(r"\{[^\s;&|<>(){}]*(?:,|\.\.)[^\s;&|<>()]*\}")
+
+
+_DIGITS = re.compile(r"[0-9]+")  # the fd of `2>`: ASCII digits only (`²` is a digit to str.isdigit)
+
+
+class _Unparseable(Exception):
+    pass
+
+
+def parse_command(text: str) -> list[Pipeline] | None:
+    """The chain of pipelines in ``text``, or None when it is not well-formed shell."""
+    try:
+        tokens = _tokenize(text)
+    except _Unparseable:
+        return None
+    chain: list[Pipeline] = []
+    pipeline: Pipeline = []
+    command = SimpleCommand()
+    pending_redirect: tuple[int | None, str] | None = None
+
+    def end_command() -> None:
+        nonlocal command
+        if command.words or command.redirects:
+            pipeline.append(command)
+        command = SimpleCommand()
+
+    def end_pipeline() -> None:
+        nonlocal pipeline
+        end_command()
+        if pipeline:
+            chain.append(pipeline)
+        pipeline = []
+
+    for kind, value, fd in tokens:
+        if pending_redirect is not None:
+            if kind != "word":
+                return None
+            command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
+            pending_redirect = None
+            continue
+        if kind == "word":
+            command.words.append(value)
+        elif kind == "redirect":
+            pending_redirect = (fd, value)
+        elif value in ("|", "|&"):
+            end_command()
+        else:
+            end_pipeline()
+    if pending_redirect is not None:
+        return None
+    end_pipeline()
+    return chain
+
+
+class _WordBuilder:
+    """The word being read: its text, and what is known about its value."""
+
+    __slots__ = ("buf", "commands", "hidden", "in_word", "opaque")
+
+    def __init__(self) -> None:
+        self.buf: list[str] = []
+        self.opaque = self.hidden = self.in_word = False
+        self.commands: list[str] = []
+
+    def take(self) -> Word | None:
+        word = None
+        if self.in_word:
+            word = Word("".join(self.buf), self.opaque, tuple(self.commands), self.hidden)
+        self.__init__()
+        return word
+
+    def expansion(self, raw: str, body: str | None) -> None:
+        """A ``$...`` or backquoted part: its value is unknown; a command substitution's
+        text is kept, and one whose text cannot be cut out marks the word hidden."""
+        self.buf.append(raw)
+        self.opaque = self.in_word = True
+        if body is not None:
+            self.commands.append(body)
+        elif raw.startswith("${") and ("$(" in raw or "`" in raw or "<(" in raw or ">(" in raw):
+            self.hidden = True
+
+
+def _tokenize(text: str) -> list[tuple[str, object, int | None]]:
+    """Tokens as (kind, value, fd): ("word", Word, None), ("op", str, None),
+    ("redirect", op, fd)."""
+    tokens: list[tuple[str, object, int | None]] = []
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a newline
+    i, n = 0, len(text)
+    word = _WordBuilder()
+
+    def flush() -> None:
+        taken = word.take()
+        if taken is not None:
+            tokens.append(("word", taken, None))
+
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            if i + 1 < n and text[i + 1] == "\n":
+                i += 2  # line continuation
+                continue
+            if i + 1 < n:
+                word.buf.append(text[i + 1])
+                word.in_word = True
+            i += 2
+            continue
+        if c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise _Unparseable
+            word.buf.append(text[i + 1 : end])
+            word.in_word, i = True, end + 1
+            continue
+        if c == "$" and text.startswith("$'", i):
+            i = _ansi_c_quoted(text, i + 2, word.buf)
+            word.in_word = True
+            continue
+        if c == '"' or (c == "$" and text.startswith('$"', i)):
+            i = _double_quoted(text, i + (2 if c == "$" else 1), word)
+            word.in_word = True
+            continue
+        if c == "$" or c == "`":
+            i = _expansion(text, i, word)
+            continue
+        if c in "*?[" or (c == "~" and not word.in_word):
+            word.buf.append(c)
+            word.opaque = word.in_word = True
+            i += 1
+            continue
+        if c == "{" and _BRACE_EXPANSION.match(text, i):
+            # `{a,b}`, `x{1..3}`: bash expands these to words nobody wrote. (`{}` and a
+            # `{` standing alone, which groups commands, are plain words.)
+            word.buf.append(c)
+            word.opaque = word.in_word = True
+            i += 1
+            continue
+        if c == "#" and not word.in_word:
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if c in " \t\r":
+            flush()
+            i += 1
+            continue
+        if c == "\n":
+            flush()
+            tokens.append(("op", "\n", None))
+            i += 1
+            if heredocs:
+                i = _skip_heredoc_bodies(text, i, heredocs)
+                heredocs = []
+            continue
+        if c in "<>" or (c == "&" and text.startswith(("&>", "&>>"), i)):
+            fd = None
+            if word.in_word and word.buf and _DIGITS.fullmatch("".join(word.buf)) and not word.opaque:
+                fd = int("".join(word.buf))
+                word.take()
+            flush()
+            op = next(o for o in _REDIRECT_OPS if text.startswith(o, i))
+            i += len(op)
+            tokens.append(("redirect", op, fd))
+            if op in ("<<", "<<-"):
+                i, delimiter = _heredoc_delimiter(text, i)
+                heredocs.append((delimiter, op == "<<-"))
+                tokens.append(("word", Word(delimiter), None))
+            continue
+        if c in "|;&()":
+            flush()
+            op = next(o for o in _CONTROL_OPS if text.startswith(o, i))
+            tokens.append(("op", op, None))
+            i += len(op)
+            continue
+        word.buf.append(c)
+        word.in_word = True
+        i += 1
+    flush()
+    if heredocs:
+        # A here-document opened on the last line has no body: the text was cut short.
+        raise _Unparseable
+    return tokens
+
+
+def _double_quoted(text: str, i: int, word: _WordBuilder) -> int:
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return i + 1
+        if c == "\\" and i + 1 < n and text[i + 1] in '$`"\\\n':
+            if text[i + 1] != "\n":
+                word.buf.append(text[i + 1])
+            i += 2
+            continue
+        if c == "$" or c == "`":
+            i = _expansion(text, i, word)
+            continue
+        word.buf.append(c)
+        i += 1
+    raise _Unparseable
+
+
+_ANSI_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+                   "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def _ansi_c_quoted(text: str, i: int, buf: list[str]) -> int:
+    """``$'...'`` as bash decodes it (``$'\\x72m'`` is ``rm``); returns the index after it."""
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "'":
+            return i + 1
+        if c != "\\" or i + 1 >= n:
+            buf.append(c)
+            i += 1
+            continue
+        e = text[i + 1]
+        if e in _ANSI_C_ESCAPES:
+            buf.append(_ANSI_C_ESCAPES[e])
+            i += 2
+        elif e in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[e]
+            j = i + 2
+            while j < min(n, i + 2 + width) and text[j] in "0123456789abcdefABCDEF":
+                j += 1
+            if j == i + 2:
+                buf.append("\\" + e)
+            else:
+                code = int(text[i + 2 : j], 16)
+                buf.append(chr(code) if code < 0x110000 else "\ufffd")
+            i = j
+        elif e in "01234567":
+            j = i + 1
+            while j < min(n, i + 4) and text[j] in "01234567":
+                j += 1
+            buf.append(chr(int(text[i + 1 : j], 8) & 0xFF))
+            i = j
+        elif e == "c" and i + 2 < n:
+            buf.append(chr(ord(text[i + 2]) & 0x1F))
+            i += 3
+        else:
+            buf.append("\\" + e)
+            i += 2
+    raise _Unparseable
+
+
+def _expansion(text: str, i: int, word: _WordBuilder) -> int:
+    """Step over ``$name``, ``${...}``, ``$(...)``, ``$((...))`` or a backquoted command
+    at ``i``, recording it in ``word``; returns the index after it."""
+    n = len(text)
+    start = i
+    body: str | None = None
+    if text[i] == "`":
+        j = i + 1
+        while j < n and text[j] != "`":
+            j += 2 if text[j] == "\\" else 1
+        if j >= n:
+            raise _Unparseable
+        body = text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
+        i = j + 1
+    elif text.startswith("$((", i):
+        # Arithmetic, unless bash reads it as a subshell in a substitution (`$((rm x) )`):
+        # its text is kept as commands too, so a reader errs on the side of "it runs".
+        i = _matching_paren(text, i + 1)
+        body = text[start + 2 : i - 1]
+    elif text.startswith("$(", i):
+        i = _matching_paren(text, i + 1)
+        body = text[start + 2 : i - 1]
+    elif text.startswith("${", i):
+        depth, i = 0, i + 1
+        while i < n:
+            ch = text[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    i += 1
+                    break
+            elif ch == "'":
+                end = text.find("'", i + 1)
+                if end < 0:
+                    raise _Unparseable
+                i = end
+            i += 1
+        else:
+            raise _Unparseable
+    else:
+        i += 1
+        while i < n and (text[i].isalnum() or text[i] == "_"):
+            i += 1
+        if i == start + 1 and i < n and text[i] in "?#@*!$-0123456789":
+            i += 1
+    word.expansion(text[start:i], body)
+    return i
+
+
+def _matching_paren(text: str, i: int) -> int:
+    """The index after the parenthesis that closes the one at ``i``, skipping quotes,
+    escapes and nested substitutions the way bash reads a ``$(...)``."""
+    n = len(text)
+    depth = 0
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise _Unparseable
+            i = end + 1
+            continue
+        if ch == '"':
+            i = _double_quoted(text, i + 1, _WordBuilder())
+            continue
+        if ch == "`":
+            end = text.find("`", i + 1)
+            if end < 0:
+                raise _Unparseable
+            i = end + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise _Unparseable
+
+
+def _heredoc_delimiter(text: str, i: int) -> tuple[int, str]:
+    n = len(text)
+    while i < n and text[i] in " \t":
+        i += 1
+    out: list[str] = []
+    while i < n and text[i] not in " \t\n;&|<>()":
+        c = text[i]
+        if c in "'\"":
+            end = text.find(c, i + 1)
+            if end < 0:
+                raise _Unparseable
+            out.append(text[i + 1 : end])
+            i = end + 1
+        elif c == "\\" and i + 1 < n:
+            out.append(text[i + 1])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    if not out:
+        raise _Unparseable
+    return i, "".join(out)
+
+
+def _skip_heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+    n = len(text)
+    for delimiter, strip_tabs in heredocs:
+        while True:
+            if i >= n:
+                # bash warns and ends the body at end of input; accept the same.
+                return n
+            end = text.find("\n", i)
+            line = text[i : end if end >= 0 else n]
+            i = end + 1 if end >= 0 else n
+            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                break
+    return i

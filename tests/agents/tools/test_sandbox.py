@@ -1,0 +1,206 @@
+"""The sandbox every command runs in, through the ToolBox the way sessions use it: real
+bubblewrap, real git, real sockets."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from agents.tools import ToolBox
+from agents.tools.sandbox import (
+    Limits,
+    Place,
+    SandboxPolicy,
+    confine,
+    hand_over,
+    interpreter_policy,
+    prepare,
+)
+from agents.worktrees import worktree_commit, worktree_create
+from tests.rooms.factories import make_git_repo
+
+from .conftest import call
+
+
+def output(box: ToolBox, command: str) -> str:
+    outcome = box.execute(call("shell", command=command))
+    assert not outcome.is_error, outcome.text
+    return outcome.text.split("\n", 1)[1]
+
+
+def test_commands_run_as_an_unprivileged_user_with_only_their_worktree_writable(box, worktree, tmp_path):
+    (tmp_path / "beside.txt").write_text("not yours")
+    text = output(box, f"id -u; touch made; touch /usr/x 2>&1; cat {tmp_path / 'beside.txt'} 2>&1; "
+                       f"echo > {tmp_path / 'new.txt'} 2>&1; echo hi > /tmp/t && cat /tmp/t")
+    lines = text.splitlines()
+    assert lines[0] == "65534"
+    assert "Read-only file system" in lines[1] and "No such file or directory" in lines[2]
+    assert lines[-1] == "hi"
+    assert (worktree / "made").exists() and (worktree / "made").stat().st_uid != 0
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_no_other_process_is_visible(box):
+    text = output(box, "ls /proc | grep -c '^[0-9]'; cat /proc/1/environ >/dev/null 2>&1 && echo READ")
+    assert int(text.splitlines()[0]) <= 6 and "READ" not in text
+    assert str(os.getpid()) not in output(box, "ls /proc")
+
+
+def test_the_private_temp_lasts_the_session_and_belongs_to_it(box, state_dir):
+    output(box, "echo kept > /tmp/note")
+    assert output(box, "cat /tmp/note").strip() == "kept"
+    assert (state_dir / "tmp" / "note").read_text() == "kept\n"
+
+
+def test_files_the_hub_wrote_stay_editable_by_the_sandbox_user(box, worktree):
+    assert not box.execute(call("write_file", path="src/new.py", content="x = 1\n")).is_error
+    output(box, "echo 'y = 2' >> src/new.py")
+    assert (worktree / "src" / "new.py").read_text() == "x = 1\ny = 2\n"
+
+
+def test_the_git_pointer_is_read_only_and_git_works_in_a_real_worktree(tmp_path):
+    repo = make_git_repo(tmp_path / "room", files={"a.py": "print(1)\n"})
+    wt = worktree_create(repo=repo, worktrees_dir=tmp_path / "worktrees", session_id=7)
+    box = ToolBox(worktree=wt.path, state_dir=tmp_path / "state" / "7", yield_seconds=10,
+                  git_dir=repo / ".git")
+    text = output(box, "echo 'print(2)' > a.py; git status --short; git diff --stat; "
+                       "echo 'gitdir: /etc' > .git 2>&1; git add a.py 2>&1 | head -1")
+    assert " M a.py" in text and "1 file changed" in text
+    assert "Read-only file system" in text or "Device or resource busy" in text
+    assert (wt.path / ".git").read_text().startswith("gitdir: ") and "/etc" not in (wt.path / ".git").read_text()
+    # The hub commits outside the sandbox, naming the repository itself.
+    assert worktree_commit(worktree=wt, message="change") is not None
+
+
+def test_the_network_is_off_unless_the_room_allows_it(make_box):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2); print('REA' + 'CHED')\""
+        assert "REACHED" not in output(make_box(), probe + " 2>&1")
+        assert "REACHED" in output(make_box(network=True), probe)
+
+
+def test_limits_bound_processes_cpu_memory_and_file_size(make_box):
+    policy = interpreter_policy(limits=Limits(cpu_seconds=5, memory_bytes=512 << 20, processes=4000,
+                                              file_bytes=1 << 20, open_files=256))
+    box = make_box(sandbox=policy)
+    text = output(box, "ulimit -t; ulimit -v; ulimit -u; ulimit -f; ulimit -n; "
+                       "head -c 3000000 /dev/zero > big; echo exit=$?; ls -l big | awk '{print $5}'")
+    assert text.splitlines()[:5] == ["5", str(512 << 10), "4000", str(1 << 10), "256"]
+    assert "exit=153" in text and text.splitlines()[-1] == str(1 << 20)  # SIGXFSZ at 1 MiB
+
+
+def test_the_environment_is_an_allowlist(make_box, monkeypatch):
+    monkeypatch.setenv("TZ", "Europe/Oslo")
+    monkeypatch.setenv("SOME_TOKEN", "canary")
+    box = make_box(sandbox=interpreter_policy(passed_env=(("TZ", "Europe/Oslo"),)))
+    env = dict(line.split("=", 1) for line in output(box, "env").splitlines() if "=" in line)
+    assert env["TZ"] == "Europe/Oslo" and "SOME_TOKEN" not in env
+    assert env["HOME"] == "/tmp/home" and env["PATH"].split(":")[0] == str(Path(os.sys.executable).parent)
+    assert set(env) <= {"TZ", "HOME", "TMPDIR", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "PAGER", "GIT_PAGER",
+                        "GIT_TERMINAL_PROMPT", "PYTHONUNBUFFERED", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0",
+                        "GIT_CONFIG_VALUE_0", "PATH", "PWD", "SHLVL", "_", "OLDPWD"}
+
+
+def test_hidden_folders_stay_hidden_inside_a_readable_tree(make_box, tmp_path):
+    shown = tmp_path / "toolchain"
+    (shown / "secret").mkdir(parents=True)
+    (shown / "bin.txt").write_text("tool\n")
+    (shown / "secret" / "key").write_text("hidden")
+    box = make_box(sandbox=interpreter_policy(read_only=(*interpreter_policy().read_only, str(shown)),
+                                              hidden=(str(shown / "secret"),)))
+    text = output(box, f"cat {shown / 'bin.txt'}; ls -A {shown / 'secret'} | wc -l")
+    assert text.splitlines() == ["tool", "0"]
+
+
+def test_without_a_sandbox_commands_are_refused_with_how_to_enable_one(make_box):
+    box = make_box(sandbox=interpreter_policy(bwrap="/nonexistent/bwrap"))
+    outcome = box.execute(call("shell", command="echo should-not-run"))
+    assert outcome.is_error and "should-not-run" not in outcome.text
+    assert outcome.text.startswith("Commands cannot run: no sandbox is available on this machine "
+                                   "(`/nonexistent/bwrap` (bubblewrap) is not installed).")
+    assert "apt-get install bubblewrap" in outcome.text and "ATRIUM_SANDBOX=off" in outcome.text
+    assert box.job_statuses() == ()
+
+
+def test_the_operators_opt_out_runs_unconfined_but_still_with_the_allowlisted_environment(make_box, worktree,
+                                                                                        monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary")
+    box = make_box(sandbox=dataclasses.replace(interpreter_policy(), enabled=False))
+    text = output(box, "pwd; env")
+    assert text.splitlines()[0] == str(worktree.resolve()) and "sk-canary" not in text
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root hub hands files over to the sandbox user")
+def test_hand_over_never_follows_a_symlink(tmp_path):
+    root = tmp_path / "wt"
+    (root / "d").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("root's")
+    (root / "d" / "link").symlink_to(victim)
+    (root / ".git").write_text("gitdir: x")
+    hand_over(root, 65534, 65534)
+    assert victim.stat().st_uid == 0 and (root / ".git").stat().st_uid == 0
+    assert (root / "d").stat().st_uid == 65534 and os.lstat(root / "d" / "link").st_uid == 65534
+
+
+def test_a_command_line_is_what_its_parts_say(tmp_path):
+    place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp", git_dir=tmp_path / "repo" / ".git")
+    place.worktree.mkdir()
+    prepare(SandboxPolicy(), place)
+    argv = confine(SandboxPolicy(bwrap="true"), place, "ls").argv
+    assert argv[-3:] == ["/bin/bash", "-c", "ls"]
+    assert "--unshare-net" in argv and "--unshare-pid" in argv and "--die-with-parent" in argv
+    assert argv[argv.index("--bind") + 1: argv.index("--bind") + 3] == [str(place.tmp), "/tmp"]
+    assert any(a.startswith("--nproc=") for a in argv) and any(a.startswith("--fsize=") for a in argv)
+    with_network = confine(SandboxPolicy(bwrap="true"), dataclasses.replace(place, network=True), "ls").argv
+    assert "--unshare-net" not in with_network
+
+
+SANDBOX_MODULE = Path(__file__).resolve().parents[3] / "agents" / "tools" / "sandbox.py"
+AS_A_HUB_USER = r"""
+import importlib.util, subprocess, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = sandbox
+spec.loader.exec_module(sandbox)
+policy = sandbox.SandboxPolicy()
+place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
+assert not policy.drops_user and sandbox.availability(policy) == "", sandbox.availability(policy)
+sandbox.prepare(policy, place)
+confined = sandbox.confine(policy, place, "id -u; echo made > made; touch /etc/x 2>&1; ls /proc | grep -c '^[0-9]'")
+done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
+print(done.stdout, done.stderr)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
+                    reason="needs root to become an ordinary user (as the Docker image runs)")
+def test_a_hub_running_as_an_ordinary_user_confines_commands_in_a_user_namespace():
+    """The Docker image runs the hub as `atrium`: bubblewrap then makes a user namespace."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="atrium-hub-user-"))  # pytest's tmp_path is root's alone
+    try:
+        (home / "wt").mkdir()
+        os.chmod(home, 0o755)
+        subprocess.run(["chown", "-R", "65534:65534", str(home)], check=True)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c",
+             AS_A_HUB_USER, str(SANDBOX_MODULE), str(home / "wt"), str(home / "tmp")],
+            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.split()
+        assert lines[0] == "65534" and "Read-only" in done.stdout and int(lines[-1]) <= 4
+        assert (home / "wt" / "made").stat().st_uid == 65534  # the hub's own user, not root
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

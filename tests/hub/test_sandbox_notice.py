@@ -1,0 +1,53 @@
+"""Every page says when agents' commands run unconfined (the operator's opt-out) or are
+refused (no sandbox here), and how to enable one; all is quiet when the sandbox works."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from agents.runtime import confinement
+from tests.rooms.factories import make_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def page(settings):
+    def render(**overrides) -> str:
+        for name, value in overrides.items():
+            setattr(settings, name, value)
+        confinement.sandbox_policy.cache_clear()
+        client = Client()
+        client.force_login(make_user())
+        try:
+            return client.get(reverse("rooms:list")).content.decode()
+        finally:
+            confinement.sandbox_policy.cache_clear()
+
+    return render
+
+
+def test_no_notice_while_the_sandbox_works(page):
+    assert 'id="sandbox-notice"' not in page()
+
+
+def test_the_opt_out_is_announced_on_every_page(page):
+    html = page(ATRIUM_SANDBOX="off")
+    assert 'id="sandbox-notice"' in html and "The sandbox is OFF (ATRIUM_SANDBOX=off)" in html
+
+
+def test_a_missing_sandbox_is_announced_with_how_to_enable_one(page, monkeypatch):
+    real = confinement.sandbox_policy.__wrapped__
+
+    def without_bwrap():
+        import dataclasses
+
+        return dataclasses.replace(real(), bwrap="/nonexistent/bwrap")
+
+    monkeypatch.setattr(confinement, "sandbox_policy", without_bwrap)
+    without_bwrap.cache_clear = lambda: None
+    html = page()
+    assert "Commands are refused: no sandbox is available on this machine" in html
+    assert "apt-get install bubblewrap" in html
