@@ -180,6 +180,9 @@ class Session(models.Model):
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="sessions")
     agent = models.ForeignKey(AgentProfile, on_delete=models.PROTECT, related_name="sessions")
+    # The agent's model when the session started: how long its sessions run is what a
+    # fold's economics guess the work ahead from (selectors.session_lengths).
+    model = models.CharField(max_length=200, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     previous = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retry"
@@ -223,6 +226,7 @@ class Session(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "agent", "attempt"], name="one_attempt_number")
         ]
+        indexes = [models.Index(fields=["agent", "model", "state"], name="session_lengths")]
 
     def __str__(self) -> str:
         return f"{self.agent} on {self.task} (attempt {self.attempt})"

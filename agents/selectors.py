@@ -212,3 +212,13 @@ def agent_sessions_for(user, agent: AgentProfile):
 def session_request_steps(session: Session) -> list[int]:
     """The step of every model request the session sent, in order."""
     return list(ProviderCall.objects.filter(session=session).order_by("id").values_list("step", flat=True))
+
+
+# Sessions enough to know how long they run, the newest first.
+LENGTH_SAMPLES = 500
+
+
+def session_lengths(agent: AgentProfile, model: str) -> list[int]:
+    """How many steps the agent's finished sessions on ``model`` took (newest first)."""
+    ended = Session.objects.filter(agent=agent, model=model, state__in=states.TERMINAL | {states.NEEDS_MERGE}, step__gt=0)
+    return list(ended.order_by("-finished_at", "-pk").values_list("step", flat=True)[:LENGTH_SAMPLES])

@@ -193,7 +193,8 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     if previous is None and latest is not None and not Session.objects.filter(previous=latest).exists():
         previous = latest  # attempt N+1 follows attempt N, however it was started
     session = Session.objects.create(
-        task=task, agent=agent, attempt=last + 1, previous=previous, created_by=actor or dispatched_by,
+        task=task, agent=agent, model=agent.model, attempt=last + 1, previous=previous,
+        created_by=actor or dispatched_by,
         time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS, wake_at=timezone.now() + REQUEUE_AFTER,
     )
     session_event_append(session, "session.state_changed", {"state": session.state, "attempt": session.attempt,

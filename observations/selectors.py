@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, Sum
 
-from observations.gateway.policies import payback_requests
+from observations.gateway.economics import CacheEconomics
 from observations.gateway.prices import MILLION, ModelPrice, format_usd
 from observations.models import Fold, Observation, Payload, Segment
 
@@ -128,11 +128,12 @@ def fold_savings(folds: list[Fold], request_steps: list[int], price: ModelPrice)
     the tokens it kept out of them, and that at the price of a cached read, which is
     what those tokens would have cost had they stayed."""
     prices = price.per_million()
+    economics = CacheEconomics.of(price)
     result = []
     for fold in folds:
         since = sum(1 for step in request_steps if step > fold.step)
         kept_out = max(0, fold.tokens_freed) * since
         saved = kept_out * prices["cached_input"] / MILLION if prices else None
         result.append(FoldSavings(fold, since, kept_out, saved,
-                                  payback_requests(fold.projection_after, fold.tokens_freed)))
+                                  economics.payback_requests(fold.projection_after, fold.tokens_freed)))
     return result

@@ -36,6 +36,7 @@ from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
+from agents.selectors import session_lengths
 from agents.services import (
     REQUEUE_AFTER,
     approval_request,
@@ -49,6 +50,7 @@ from agents.worktrees import worktree_create
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
+from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.state import dump_state, load_state
 from observations.history import history_record
 from observations.intent import intent_read, intent_relpath
@@ -186,6 +188,9 @@ class SessionRunner:
                              **settings.ATRIUM_FOLD_OVERRIDES),
             "policy": agent.eviction_policy,
             "calibration": calibration_load(agent.model),
+            # Fold economics: this model's cache prices and how long such sessions run.
+            "economics": CacheEconomics.of(agent.price_for(agent.model)),
+            "length_prior": LengthPrior.of(session_lengths(agent, session.model or agent.model)),
         }
         if session.gateway_state:
             shas = {o["source"]["sha256"] for o in session.gateway_state["observations"]}

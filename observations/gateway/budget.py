@@ -19,7 +19,7 @@ class Budget:
     cannot be folded away is too much for folds to be worth it (segments.py).
 
     The target is deep on purpose: a fold re-sends what it keeps as a cache write, so
-    it pays back after about 11.5·kept/freed − 1 requests (policies.payback_requests).
+    it pays back after about 11.5·kept/freed − 1 requests (economics.payback_requests).
     From the trigger (80%) down to 30% that is about 6 requests; down to 60% it was 33,
     longer than most sessions have left when they reach the trigger. Tuned on the
     replay of the development set (docs/replay.md).

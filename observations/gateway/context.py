@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from observations.gateway import receipts
 from observations.gateway.budget import Budget, Calibration
 from observations.gateway.decisions import Decision, Decisions, render_person_message
+from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.handoff import FileNote, is_check_command, symbols_in
 from observations.gateway.ledger import ReadLedger
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
@@ -108,6 +109,8 @@ class SessionContext:
         payload_receipts: bool = True,
         segments: bool = True,
         legacy_receipts: bool = False,
+        economics: CacheEconomics | None = None,
+        length_prior: LengthPrior | None = None,
         room_seen: set | None = None,
     ) -> None:
         self.model = model
@@ -119,7 +122,9 @@ class SessionContext:
         self.notes = notes
         self.payload_receipts = payload_receipts
         # Segments are on_demand's answer to a full window; the baselines send anyway.
-        self.segments_enabled = segments and self.policy.name == "on_demand"
+        self.segments_enabled = segments and self.policy.manages_window
+        self.economics = economics or CacheEconomics()
+        self.length_prior = length_prior or LengthPrior()
         # Comparison only: receipts as they were before `recall` existed.
         self.legacy_receipts = legacy_receipts
         # Comparison only: the room-wide "already read" set of the gateway that
@@ -168,7 +173,10 @@ class SessionContext:
         self._consumed_upto = 0  # observations before this index are no longer fresh
         self._payloads_consumed_upto = 0
         self._candidate_floor = 0  # observations before this index are all receipted
+        self._gain_floor = 0  # ... or can never be fold candidates again
+        self._payload_floor = 0  # the same for payloads
         self._receipted_gain = 0  # tokens the standing receipts keep out of each request
+        self.held_since_fold = 0  # Σ over requests since the last fold of what a fold would free
         self.sent_tokens_total = 0  # projected input tokens of every request assembled
         self.saved_tokens_total = 0  # what the receipts kept out of those requests
         if intent_text:
@@ -206,6 +214,7 @@ class SessionContext:
             if payload.state is ObsState.FRESH:
                 self._consume(payload, payload_gain(payload.spec, self.payload_receipt(payload)))
         self._payloads_consumed_upto = len(self.payloads)
+        self._advance_candidate_floor()
         entry = self._append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
         if self.payload_receipts:
             self._register_payloads(entry)
@@ -329,7 +338,7 @@ class SessionContext:
         elif self.projection() <= self.budget.trigger:
             self.postponements = 0
         projection = self.projection()
-        if projection > self.budget.ceiling and self.policy.name == "on_demand":
+        if projection > self.budget.ceiling and self.policy.manages_window:
             raise ContextTooLarge(
                 f"the parts that cannot be evicted (system prompt, intent, handoff, messages, the newest "
                 f"step and fresh results) need about {projection:,} tokens, above the ceiling of "
@@ -343,6 +352,7 @@ class SessionContext:
         self._reuse_prefix_end, self._last_sent_len = unchanged - 1, len(self._rendered)
         self.sent_tokens_total += projection
         self.saved_tokens_total += round(self._receipted_gain * self.calibration.ratio)
+        self.held_since_fold += round(self._evictable_gain * self.calibration.ratio)
         if self.segment_log and not self.segment_log[-1].get("first_request_tokens"):
             self.segment_log[-1]["first_request_tokens"] = projection
         return Boundary(self.request(), projection, anchored, fold, plan)
@@ -386,6 +396,7 @@ class SessionContext:
             freed += self._rewrite_intent_block()
         self.epoch += 1
         self.postponements, postponed = 0, self.postponements
+        self.held_since_fold = 0
         self._anchor_reported = None  # what the provider counted no longer applies
         self._advance_candidate_floor()
         first_changed = min(changed) if changed else len(self._rendered)
@@ -417,14 +428,46 @@ class SessionContext:
 
     def eviction_candidates(self) -> Iterator[Evictable]:
         """Consumed results and payloads worth a receipt, oldest message first."""
-        results = (o for o in self.observations[self._candidate_floor : self._consumed_upto]
+        results = (o for o in self.observations[self._gain_floor : self._consumed_upto]
                    if o.state is ObsState.CONSUMED and o.gain)
-        payloads = [p for p in self.payloads[: self._payloads_consumed_upto] if p.state is ObsState.CONSUMED and p.gain]
+        payloads = [p for p in self.payloads[self._payload_floor : self._payloads_consumed_upto]
+                    if p.state is ObsState.CONSUMED and p.gain]
         if not payloads:
             yield from results
             return
-        merged = sorted([*results, *payloads], key=lambda item: item.entry_index)
-        yield from merged
+        yield from sorted([*results, *payloads], key=lambda item: item.entry_index)
+
+    def hot_gain(self) -> int:
+        """What the candidates still in use (``is_hot``) would free; they are among the
+        newest, so only the tail of the session is looked at."""
+        total = 0
+        for items, upto in ((self.observations, self._consumed_upto), (self.payloads, self._payloads_consumed_upto)):
+            for item in reversed(items[:upto]):
+                if item.step < self.step - 1:
+                    break
+                if item.state is ObsState.CONSUMED and item.gain and self.is_hot(item):
+                    total += item.gain
+        return total
+
+    def remaining_requests(self) -> float:
+        return self.length_prior.remaining(self.step)
+
+    def is_hot(self, item: Evictable) -> bool:
+        """Still in use: from the agent's last two turns (what it wrote, and the results
+        it asked for), unless superseded since (a read of a file written later, the
+        output of a command run again later)."""
+        if item.step < self.step - 1:
+            return False
+        if isinstance(item, Payload):
+            return True
+        src = item.source
+        if src.read is not None:
+            note = self.files.get(src.read.path)
+            return not (note is not None and note.written and note.last_written > item.step)
+        command = src.arguments.get("command") if isinstance(src.arguments, dict) else None
+        return not (command and any(
+            o.step > item.step and isinstance(o.source.arguments, dict) and o.source.arguments.get("command") == command
+            for o in self.observations[-8:]))
 
     def live_observations_newest_first(self) -> Iterator[Observation]:
         for obs in reversed(self.observations[self._candidate_floor :]):
@@ -507,7 +550,8 @@ class SessionContext:
     @staticmethod
     def payload_receipt(payload: Payload) -> str:
         spec = payload.spec
-        return receipts.render_payload_receipt(ref=payload.ref, what=spec.what, path=spec.path, size=payload.size)
+        return receipts.render_payload_receipt(ref=payload.ref, what=spec.what, path=spec.path, size=payload.size,
+                                               text=spec.text)
 
     def _render(self, entry: Entry) -> Message:
         if entry.kind == "assistant":
@@ -554,6 +598,10 @@ class SessionContext:
         while floor < len(observations) and observations[floor].state is ObsState.RECEIPTED:
             floor += 1
         self._candidate_floor = floor
+        # What can never be a fold candidate again (receipted, or consumed with nothing
+        # to gain): a boundary looks only at the part of a long session still in play.
+        self._gain_floor = _past_settled(observations, max(self._gain_floor, floor), self._consumed_upto)
+        self._payload_floor = _past_settled(self.payloads, self._payload_floor, self._payloads_consumed_upto)
 
     # ----------------------------------------------------------------- introspection
     def rendered_messages(self) -> tuple[Message, ...]:
@@ -574,6 +622,12 @@ class SessionContext:
 
     def non_evictable_tokens(self) -> int:
         return self.estimate - self._evictable_gain
+
+
+def _past_settled(items: list, floor: int, consumed_upto: int) -> int:
+    while floor < consumed_upto and (items[floor].state is ObsState.RECEIPTED or not items[floor].gain):
+        floor += 1
+    return floor
 
 
 def _one_line(text: str, limit: int = 120) -> str:

@@ -77,6 +77,7 @@ class FileNote:
     ranges: list[str] = field(default_factory=list)  # "12-40" as read
     symbols: list[str] = field(default_factory=list)
     last_step: int = 0
+    last_written: int = -1  # the step of the last write
 
     def note_read(self, rng: str, symbols: list[str], step: int) -> None:
         if rng and rng not in self.ranges:
@@ -86,6 +87,7 @@ class FileNote:
 
     def note_write(self, symbols: list[str], step: int) -> None:
         self.written = True
+        self.last_written = max(self.last_written, step)
         self.symbols = list(dict.fromkeys(symbols + self.symbols))[:SYMBOLS_PER_FILE]
         self.last_step = max(self.last_step, step)
 

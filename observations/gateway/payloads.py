@@ -1,11 +1,12 @@
-"""The agent's own payloads: large bodies inside its tool calls that a fold may receipt.
+"""The agent's own payloads: what it wrote that a fold may receipt once it is acted on.
 
 A payload is the body of a file written (``write_file``'s content, an editor's
-``file_text``), an edit's old/new text, a heredoc body inside a shell command, or the
-same inside a tool call written in the assistant text (mini-swe-agent's bash block,
-SWE-agent's ``<parameter=…>`` calls). Once the step that wrote it is answered, the
-bytes are on disk or in the store; the context only needs to say what was written
-where. Everything else the agent wrote (its reasoning, short arguments) stays verbatim.
+``file_text``), an edit's old/new text, a heredoc body inside a shell command (or a
+long command without one), or the same inside a tool call written in the assistant
+text (mini-swe-agent's fenced bash block, SWE-agent's ``<parameter=…>`` calls); and the agent's reasoning around them, 400
+bytes or more. Once acted on, the bytes are on disk or in the store; the context only
+needs to say what was written where (and what the reasoning began with). Short
+arguments stay verbatim, and so does everything people wrote.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from observations.gateway.transcript import ObsState
 
 # Below this a receipt (about 60 tokens) saves too little to be worth breaking the cache.
 MIN_PAYLOAD_BYTES = 400
-# A command without a heredoc is receipted whole only when it is a script in itself.
-MIN_WHOLE_COMMAND_BYTES = 2_000
 
 # Arguments that name things rather than carry bodies: never payloads.
 _NAME_KEYS = frozenset({
@@ -37,6 +36,8 @@ _XML_PAYLOAD = re.compile(
     r"<parameter=(file_text|new_str|old_str|content|new_string|old_string|text)>\n?(.*?)</parameter>", re.S
 )
 _XML_PATH = re.compile(r"<parameter=path>\s*([^<\n]+?)\s*</parameter>")
+# A command written in the text (mini-swe-agent's action): a fenced block.
+_FENCED = re.compile(r"```[A-Za-z]*\n(.*?)```", re.S)
 _HEREDOC = re.compile(r"(?<!<)<<-?(?!<)[ \t]*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _REDIRECT = re.compile(r"(?:>>?|\btee(?:\s+-a)?)\s*(['\"]?)([^\s'\";&|<>]+)\1")
 
@@ -98,7 +99,7 @@ def _in_arguments(index: int, arguments: dict[str, Any]) -> list[PayloadSpec]:
             heredocs = _heredocs(value, index, key)
             if heredocs:
                 found += heredocs
-            elif len(value.encode()) >= MIN_WHOLE_COMMAND_BYTES:
+            elif len(value.encode()) >= MIN_PAYLOAD_BYTES:
                 found.append(PayloadSpec(index, key, 0, len(value), value, "", "command"))
             continue
         if len(value.encode()) >= MIN_PAYLOAD_BYTES:
@@ -108,6 +109,12 @@ def _in_arguments(index: int, arguments: dict[str, Any]) -> list[PayloadSpec]:
 
 def _in_text(text: str) -> list[PayloadSpec]:
     found = _heredocs(text, -1, "")
+    # A long command in a fenced block, outside any heredoc: the whole block body.
+    for match in _FENCED.finditer(text):
+        start, end = match.span(1)
+        body = match.group(1)
+        if len(body.encode()) >= MIN_PAYLOAD_BYTES and not any(start <= p.start < end for p in found):
+            found.append(PayloadSpec(-1, "", start, end, body, "", "command"))
     taken = [(p.start, p.end) for p in found]
     for match in _XML_PAYLOAD.finditer(text):
         start, end = match.span(2)
@@ -121,6 +128,13 @@ def _in_text(text: str) -> list[PayloadSpec]:
         path_match = _XML_PATH.search(block)
         found.append(PayloadSpec(-1, "", start, end, body, path_match.group(1) if path_match else "",
                                  _describe_key(match.group(1))))
+    found.sort(key=lambda p: p.start)
+    # The prose around them: the agent's reasoning, which it has acted on by the time
+    # a fold may take it (a fold keeps the last two turns: SessionContext.is_hot).
+    cuts = [0] + [x for p in found for x in (p.start, p.end)] + [len(text)]
+    for start, end in zip(cuts[::2], cuts[1::2], strict=True):
+        if len(text[start:end].encode()) >= MIN_PAYLOAD_BYTES:
+            found.append(PayloadSpec(-1, "", start, end, text[start:end], "", "reasoning"))
     return sorted(found, key=lambda p: p.start)
 
 

@@ -13,34 +13,15 @@ from typing import TYPE_CHECKING, Protocol
 from observations.gateway.transcript import Observation, ObsState
 
 if TYPE_CHECKING:
-    from observations.gateway.context import SessionContext
+    from observations.gateway.context import Evictable, SessionContext
 
 # A receipt costs tokens too: evicting a result barely larger than its receipt gains
 # nothing and still breaks the cached prefix.
 MIN_GAIN_TOKENS = 64
 
-# Provider prompt-cache prices relative to an uncached input token (Anthropic's
-# published multipliers; OpenAI's automatic caching is similar).
-CACHE_READ_PRICE = 0.10
-CACHE_WRITE_PRICE = 1.25
-
-
-def payback_requests(rewritten: float, freed: float) -> float:
-    """Later requests a fold needs to pay for itself.
-
-    The fold request re-sends the ``rewritten`` tokens after its first receipt as a
-    cache write instead of a cache read; every later request then reads ``freed``
-    fewer cached tokens. So it pays back after (1.25 − 0.1)·P/(0.1·S) − 1 ≈
-    11.5·P/S − 1 requests (ARCHITECTURE.md, "The economics a fold must respect").
-    """
-    if freed <= 0:
-        return float("inf")
-    cost = (CACHE_WRITE_PRICE - CACHE_READ_PRICE) * rewritten
-    return cost / (CACHE_READ_PRICE * freed) - 1
-
-
 class FoldReason(StrEnum):
     TRIGGER = "trigger"
+    COST = "cost"  # below the trigger, because it pays
     CEILING = "ceiling"
     OVERFLOW = "overflow"
     EAGER = "eager"
@@ -49,7 +30,7 @@ class FoldReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    evict: tuple[Observation, ...] = ()
+    evict: tuple[Evictable, ...] = ()
     reason: FoldReason | None = None
     postpone: bool = False
     # Why nothing happened, for the session log ("under trigger", "too small", ...).
@@ -58,36 +39,55 @@ class Plan:
 
 class Policy(Protocol):
     name: str
+    # Keeps the request under the ceiling (and so may fail, or start a new segment);
+    # the comparison baselines send whatever the recorded agent sent.
+    manages_window: bool
 
     def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan: ...
 
 
 class NoEviction:
     name = "none"
+    manages_window = False
 
     def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
         return Plan(note="policy none never evicts")
 
 
+# A fold is timely once the read cost carried since the last fold on what it would free
+# reaches what the fold costs: the economic-order rule (docs/replay.md compares shares).
+TIMELY_SHARE = 1.0
+
+
 class OnDemand:
-    """Fold only when the projected request needs it, in one large chunk.
+    """Fold when it pays, in one large chunk; at the ceiling, fold because it must.
 
-    Under the trigger nothing happens. Above it a fold is due, and may wait up to
-    ``max_postponements`` boundaries while a person waits for an answer. Above the
-    ceiling (or after a provider overflow) it is mandatory. A fold evicts consumed
-    results oldest first until the projection is at or below the target *and* at least
-    ``min_freed`` tokens are freed, or the candidates run out.
+    A fold is worth it when two things hold (economics.py has the prices):
+    - it pays back before the session ends: every later request reads the ``S`` tokens
+      it frees no more (``cache_read·S`` each), against rewriting what it keeps once
+      (``rewrite_premium·K``, K = the whole folded request: the strict assumption that
+      its unchanged start is not read from the cache); the requests still to come are
+      estimated from how long sessions of the same agent and model ran
+      (``ctx.remaining_requests()``);
+    - and it is time: the read cost paid since the last fold on what the fold would
+      free has reached what the fold costs (``TIMELY_SHARE``). That is the
+      economic-order rule; folding sooner makes many small folds, each rewriting the
+      kept part, folding later carries dead weight in every request.
+    Above the trigger (80%) the first condition alone makes a fold due. A due fold
+    evicts every consumed result and payload except those still in use
+    (``ctx.is_hot``): what the agent wrote in its last two turns and the results they
+    asked for, unless superseded since (a read of a file written later, the output
+    of a command run again later). It may wait up to
+    ``max_postponements`` boundaries while a person waits for an answer.
 
-    A due fold must also be worth the cache it breaks: it has to free at least
-    ``min_freed`` tokens and pay back (`payback_requests`) within as many requests as
-    the session has made so far, the best guess of the work still ahead (a session
-    that has run k steps is about as likely as not to run k more). Otherwise it waits,
-    and the ceiling makes it mandatory if the session gets there. Replaying the
-    development set showed due folds that could not reach the target but freed a
-    large chunk to be the cheapest folds there are (docs/replay.md).
+    Above the ceiling (or after a provider overflow) the fold is mandatory: oldest
+    first, until the projection is at or below the target and at least ``min_freed``
+    tokens are freed, or the candidates run out (then segments.py starts a new
+    segment).
     """
 
     name = "on_demand"
+    manages_window = True
 
     def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
         budget = ctx.budget
@@ -95,50 +95,52 @@ class OnDemand:
         if overflow:
             # The provider says it does not fit: our projection was low. Fold as if at
             # least the whole window were used.
-            reason, projection = FoldReason.OVERFLOW, max(projection, budget.window + 1)
-        elif projection > budget.ceiling:
-            reason = FoldReason.CEILING
-        elif projection > budget.trigger:
-            if person_waiting and ctx.postponements < budget.max_postponements:
-                return Plan(postpone=True, note="fold due, postponed: a person is waiting")
-            reason = FoldReason.TRIGGER
-        else:
-            return Plan(note="under trigger")
+            return self._mandatory(ctx, FoldReason.OVERFLOW, max(projection, budget.window + 1))
+        if projection > budget.ceiling:
+            return self._mandatory(ctx, FoldReason.CEILING, projection)
+        chosen, reason, note = self._due(ctx, projection)
+        if not chosen:
+            return Plan(note=note)
+        if person_waiting and ctx.postponements < budget.max_postponements:
+            return Plan(postpone=True, note="fold due, postponed: a person is waiting")
+        return Plan(evict=tuple(chosen), reason=reason, note=note)
 
-        mandatory = reason is not FoldReason.TRIGGER
+    def _due(self, ctx: SessionContext, projection: int) -> tuple[list[Evictable], FoldReason | None, str]:
         ratio = ctx.calibration.ratio
-        # Cheap feasibility check before walking: the most any fold could free.
-        evictable = ctx.evictable_gain()
-        if not mandatory and evictable < budget.min_freed:
-            note = (
-                f"fold due but evicting all it may frees only {evictable:,} of the "
-                f"{budget.min_freed:,} tokens a fold must free"
-            )
-            if projection - evictable * ratio > budget.target:
-                note += "; it cannot reach the target either"
-            return Plan(note=note + "; waiting for the ceiling")
+        economics = ctx.economics
+        # Sums kept as the session goes: no walk over a long session's candidates
+        # unless a fold is really due.
+        freed = round((ctx.evictable_gain() - ctx.hot_gain()) * ratio)
+        if freed <= 0:
+            return [], None, "nothing to fold"
+        kept = projection - freed
+        cost = economics.rewrite_premium * kept
+        ahead = ctx.remaining_requests()
+        saving = economics.cache_read * freed * ahead
+        above = projection > ctx.budget.trigger
+        if saving < cost:
+            return [], None, (f"a fold would free {freed:,} tokens but pay back only after "
+                              f"{economics.payback_requests(kept, freed):.0f} requests (~{ahead:.0f} ahead); waiting")
+        held = economics.cache_read * ctx.held_since_fold
+        if not above and held < TIMELY_SHARE * cost:
+            return [], None, (f"folding {freed:,} tokens would pay (~{ahead:.0f} requests ahead); carried "
+                              f"{held:,.0f} of its {cost:,.0f} cost so far")
+        chosen = [item for item in ctx.eviction_candidates() if not ctx.is_hot(item)]
+        return chosen, FoldReason.TRIGGER if above else FoldReason.COST, f"frees {freed:,} for ~{ahead:.0f} requests"
 
-        chosen: list[Observation] = []
+    @staticmethod
+    def _mandatory(ctx: SessionContext, reason: FoldReason, projection: int) -> Plan:
+        budget = ctx.budget
+        ratio = ctx.calibration.ratio
+        chosen: list[Evictable] = []
         freed = 0
-        for obs in ctx.eviction_candidates():
+        for item in ctx.eviction_candidates():
             if projection - freed * ratio <= budget.target and freed >= budget.min_freed:
                 break
-            chosen.append(obs)
-            freed += obs.gain
+            chosen.append(item)
+            freed += item.gain
         if not chosen:
-            return Plan(note="fold due but nothing is evictable")
-        if not mandatory:
-            if freed < budget.min_freed:
-                return Plan(note="fold due but too small to pay for the cache it breaks")
-            # Everything before the first receipt stays a cache read.
-            kept_prefix = ctx.header_tokens + sum(ctx.message_tokens()[: chosen[0].entry_index])
-            rewritten = projection - (freed + kept_prefix) * ratio
-            payback = payback_requests(rewritten, freed * ratio)
-            if payback > ctx.step:
-                return Plan(
-                    note=f"fold due but it would pay back only after {payback:.0f} requests "
-                    f"({ctx.step} so far); waiting"
-                )
+            return Plan(note="fold mandatory but nothing is evictable")
         return Plan(evict=tuple(chosen), reason=reason)
 
 
@@ -149,6 +151,8 @@ class KeepRecent:
     deadlock, kept for comparison; ``mask-last-5`` is SWE-agent's last_n_observations
     (keep 5, one-line stubs), used by the replay evaluator.
     """
+
+    manages_window = False
 
     def __init__(self, name: str, *, keep: int, max_tokens: int | None, reason: FoldReason) -> None:
         self.name, self.keep, self.max_tokens, self.reason = name, keep, max_tokens, reason

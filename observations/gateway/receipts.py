@@ -98,8 +98,13 @@ def render_alias_receipt(obs: Observation) -> str:
     )
 
 
-def render_payload_receipt(*, ref: str, what: str, path: str, size: int) -> str:
-    """What stands in an old tool call for a body the agent wrote."""
+def render_payload_receipt(*, ref: str, what: str, path: str, size: int, text: str = "") -> str:
+    """What stands in an old tool call for a body the agent wrote, or in an old turn
+    for its reasoning."""
+    if what == "reasoning":
+        began = meaningful_first_line(text)
+        return (f"[your earlier reasoning, {size:,} bytes, is not in the context"
+                + (f"; it began {began!r}" if began else "") + f"; recall(\"{ref}\") returns it]")
     where = f" of {path}" if path else ""
     see = f"read {path} for its current text or " if path else ""
     return f"[payload {ref}: {what}{where}, {size:,} bytes, not in the context; {see}recall(\"{ref}\") returns it]"

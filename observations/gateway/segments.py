@@ -204,7 +204,7 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     ctx._intent_updates = []
     ctx.estimate = ctx.header_tokens
     ctx._evictable_gain = ctx._receipted_gain = 0
-    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = 0
+    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
     ctx.intent_text = ctx.intent_file_text
     if ctx.intent_text:
         ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
@@ -231,6 +231,7 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     ctx.segment += 1
     ctx.segment_started_step = ctx.step
     ctx.segment_requested = ""
+    ctx.held_since_fold = 0
     ctx.postponements = 0
     ctx._anchor_reported = None
     ctx._stable_prefix_end = len(ctx._rendered) - 1

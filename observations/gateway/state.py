@@ -38,7 +38,7 @@ _SCALARS = (
     "_learn_on_next_usage", "_consumed_upto", "_candidate_floor", "_receipted_gain",
     "sent_tokens_total", "saved_tokens_total",
     "segment", "segment_started_step", "segment_requested", "obs_base", "payload_base", "_payloads_consumed_upto",
-    "checks", "segment_log",
+    "checks", "segment_log", "held_since_fold", "_payload_floor", "_gain_floor",
 )
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from observations.replay import load_trajectories
 from observations.replay.eval.engine import POLICIES, ReplaySettings, replay
+from observations.replay.eval.oracle import ORACLE, oracle
 from observations.replay.eval.runner import replay_all
 
 DATA = Path(
@@ -42,7 +43,10 @@ def test_replay_throughput_over_the_development_set():
     rates = {}
     for policy in POLICIES:
         started = time.perf_counter()
-        replayed = sum(replay(t, policy, WINDOWS[0], settings).requests for t in trajectories)
+        if policy == ORACLE:  # a search over many replays: its rate is per step of the run it finds
+            replayed = sum(oracle(t, WINDOWS[0], settings).run.requests for t in trajectories)
+        else:
+            replayed = sum(replay(t, policy, WINDOWS[0], settings).requests for t in trajectories)
         rates[policy] = replayed / (time.perf_counter() - started)
     print("policy (32k)      | steps/s | × none")
     for policy, rate in rates.items():
@@ -58,4 +62,4 @@ def test_replay_throughput_over_the_development_set():
     )
     # The gateway's bookkeeping must not make a policy pathologically slower than
     # replaying the bare history.
-    assert min(rates.values()) > 0.2 * rates["none"]
+    assert min(rate for policy, rate in rates.items() if policy != ORACLE) > 0.2 * rates["none"]

@@ -7,6 +7,7 @@ again got a receipt for text it no longer had, every time it asked.
 
 from __future__ import annotations
 
+from observations.gateway.economics import CacheEconomics
 from observations.gateway.transcript import ObsState
 from tests.gateway.factories import call, file_text, make_context, read_input
 
@@ -44,10 +45,11 @@ def test_eager_with_room_dedup_denies_every_reread():
 
 def test_on_demand_with_the_session_ledger_serves_the_text():
     ctx = make_context(window=128_000, output_budget=8_000, policy="on_demand")
+    ctx.economics = CacheEconomics(cache_read=0.0, cache_write=1.25)  # reads free: no fold pays
     answers = agent_rereads_config(ctx, attempts=5)
     request = ctx.prepare().request
-    # Nothing was folded (far under the trigger): the first read is still in the
-    # request, so the re-reads are short notes pointing at text that is really there.
+    # Nothing was folded: the first read is still in the request, so the re-reads are
+    # short notes pointing at text that is really there.
     assert ctx.folds == []
     assert any(message.text == CONFIG for message in request.messages)
     assert all(answer.startswith("[unchanged] src/config.py") for answer in answers)

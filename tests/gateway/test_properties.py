@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from observations.gateway.context import ContextTooLarge, SegmentNeeded, SessionContext
 from observations.gateway.messages import serialize_request
+from observations.gateway.policies import FoldReason
 from observations.gateway.transcript import ObsState
 from tests.gateway.factories import (
     call,
@@ -124,11 +125,16 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
             assert serialized.startswith(previous)
         else:
             assert boundary.fold is not None or ctx.segment != segment
-        # (5) nothing evicted below the trigger
+        # (5) below the trigger, a fold happens only because it pays: what it frees,
+        # read no more by the requests expected ahead, outweighs rewriting what it keeps
         if boundary.fold is not None:
-            event(f"fold ({boundary.fold.reason})")
-            assert boundary.fold.projection_before > ctx.budget.trigger
-            assert boundary.fold.evicted or boundary.fold.payloads
+            fold = boundary.fold
+            event(f"fold ({fold.reason})")
+            if fold.projection_before <= ctx.budget.trigger:
+                assert fold.reason is FoldReason.COST
+                freed = fold.projection_before - fold.projection_after
+                assert ctx.economics.payback_requests(fold.projection_after, freed) <= ctx.remaining_requests() + 1
+            assert fold.evicted or fold.payloads
         # (6) the intent, as the file says now, verbatim in every request; steers too
         texts = [m.text for m in request.messages]
         assert any(ctx.intent_file_text in text for text in texts)

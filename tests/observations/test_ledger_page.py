@@ -90,7 +90,7 @@ def test_each_fold_shows_what_it_kept_out_of_the_requests_since(client, owner, s
     from decimal import Decimal
 
     from agents.models import ProviderCall
-    from observations.gateway.policies import payback_requests
+    from observations.gateway.economics import CacheEconomics
     from observations.gateway.prices import format_usd
 
     session, ctx = session_with_folds
@@ -109,4 +109,6 @@ def test_each_fold_shows_what_it_kept_out_of_the_requests_since(client, owner, s
         assert f"<td>{since:,}</td>" in row and f'<td class="fold__kept">{kept:,}</td>' in row
         saved = Decimal(kept) * Decimal("0.3") / Decimal(1_000_000)  # at the cached-read price
         assert f"<td>{format_usd(saved)}</td>" in row
-        assert f"{payback_requests(fold.projection_after, fold.tokens_freed):,.1f} requests" in row
+        payback = CacheEconomics.of(agent.price_for(agent.model)).payback_requests(fold.projection_after,
+                                                                                  fold.tokens_freed)
+        assert f"{max(0.0, payback):,.1f} requests" in row

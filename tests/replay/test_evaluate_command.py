@@ -59,13 +59,17 @@ def test_it_prints_the_table_per_policy_and_window_with_source_subtotals(replaye
         assert heading in output
     for column in (
         "cost ×none",
+        "cost ×none, fold reads start",
+        "input ×none",
         "cache-read",
+        "payload receipts",
+        "segments",
         "re-reads after eviction",
         "denied re-reads",
         "over ceiling",
     ):
         assert column in output
-    for policy in ("none", "eager", "mask-last-5", "on_demand", "eager-room-dedup"):
+    for policy in ("none", "eager", "mask-last-5", "on_demand", "eager-room-dedup", "oracle"):
         assert f" {policy} " in output
     assert "token estimate vs provider-reported input" in output
 
@@ -81,7 +85,7 @@ def test_it_writes_everything_per_trajectory_as_json(replayed):
     assert len(data["trajectories"]) == 4
     first = data["trajectories"][0]
     assert len(first["fingerprint"]) == 64
-    assert len(first["runs"]) == 2 * 5
+    assert len(first["runs"]) == 2 * 6  # none, eager, mask-last-5, on_demand, eager-room-dedup, oracle
     run0 = first["runs"][0]
     assert len(run0["per_request"]["sent"]) == run0["requests"] > 0
     assert run0["cost"] == pytest.approx(run0["input_cost"] + run0["output_cost"], abs=0.02)
@@ -113,7 +117,7 @@ def test_compare_of_a_result_set_with_itself_has_no_observed_effect(replayed):
     output = run("compare", str(json_path), str(json_path))
     assert "thresholds:" in output
     assert (
-        "totals: 40 runs compared: 0 helped, 0 hurt, 40 no observed effect, 0 confounded" in output
+        "totals: 48 runs compared: 0 helped, 0 hurt, 48 no observed effect, 0 confounded" in output
     )
 
 
@@ -122,7 +126,7 @@ def test_compare_with_other_prices_is_confounded(replayed, tmp_path):
     other = tmp_path / "b.json"
     run(str(FIXTURES), "--window", "32k,128k", "--price-output", "1", "--json", str(other))
     output = run("compare", str(json_path), str(other))
-    assert "0 helped, 0 hurt, 0 no observed effect, 40 confounded" in output
+    assert "0 helped, 0 hurt, 0 no observed effect, 48 confounded" in output
     assert "settings differ: cost" in output
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from observations.replay.eval.engine import replay
+from observations.replay.eval.cost import CostModel
+from observations.replay.eval.engine import ReplaySettings, replay
 from observations.replay.eval.reads import covers
 from observations.replay.trajectory import FileAccess
 from tests.replay.test_evaluate_factories import (
@@ -31,8 +32,11 @@ def test_eager_alone_rereads_after_eviction_but_gets_the_text():
     assert run.denied_rereads == 0
 
 
-def test_on_demand_under_the_trigger_evicts_nothing_so_nothing_is_reread():
-    run = replay(rereads_config(attempts=3), "on_demand", BIG)
+def test_on_demand_keeps_what_is_read_again_while_no_fold_pays():
+    # With reads from the cache free, no fold pays: the first read stays in the request,
+    # and the re-reads are notes pointing at it.
+    free_reads = ReplaySettings(decide_with=CostModel(cache_read=0.0, cache_write=1.25))
+    run = replay(rereads_config(attempts=3), "on_demand", BIG, free_reads)
     assert run.folds == []
     assert run.rereads_after_eviction == 0
     assert run.denied_rereads == 0

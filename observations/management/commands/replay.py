@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from observations.replay.eval.chart import ChartError, draw_chart
 from observations.replay.eval.compare import compare, render_comparison
-from observations.replay.eval.cost import DEFAULT_OUTPUT_WEIGHT, MIN_CACHEABLE_TOKENS, CostModel
+from observations.replay.eval.cost import MIN_CACHEABLE_TOKENS, PRICES
 from observations.replay.eval.engine import DEFAULT_OUTPUT_BUDGET, POLICIES, ReplaySettings
-from observations.replay.eval.report import render
+from observations.replay.eval.report import markdown, render
 from observations.replay.eval.results import ResultSet, ResultsFormatError
 from observations.replay.eval.runner import evaluate, with_baseline
 
@@ -83,22 +84,27 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json", dest="json_path", help="write all results per trajectory here"
         )
+        parser.add_argument("--markdown", dest="markdown_path", help="write the tables as Markdown here")
         parser.add_argument("--chart", dest="chart_path", help="draw tokens sent per step (PNG)")
         parser.add_argument("--chart-trajectory", help="trajectory id or source/id for --chart")
-        parser.add_argument("--price-cache-read", type=float, default=0.1)
-        parser.add_argument("--price-cache-write", type=float, default=1.25)
         parser.add_argument(
-            "--price-output",
-            type=float,
-            default=DEFAULT_OUTPUT_WEIGHT,
-            help="weight of an output token, in uncached input tokens",
+            "--prices", choices=sorted(PRICES), default="anthropic",
+            help="a provider's published cache and output multipliers (cost.PRICES); the "
+                 "gateway decides and is billed with them",
         )
-        parser.add_argument("--min-cacheable", type=int, default=MIN_CACHEABLE_TOKENS)
+        parser.add_argument("--price-cache-read", type=float, help="override the preset's cache-read multiplier")
+        parser.add_argument("--price-cache-write", type=float, help="override the preset's cache-write multiplier")
+        parser.add_argument(
+            "--price-output", type=float,
+            help="override the weight of an output token, in uncached input tokens",
+        )
+        parser.add_argument("--min-cacheable", type=int,
+                            help=f"requests below it are not cached (default {MIN_CACHEABLE_TOKENS:,})")
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = options.get("stdout") or sys.stdout
         err = options.get("stderr") or sys.stderr
-        console = Console(file=out, width=None if _is_tty(out) else 240, highlight=False)
+        console = Console(file=out, width=None if _is_tty(out) else 320, highlight=False)
         paths: list[str] = options["paths"]
         if paths[0] == COMPARE:
             self._compare(paths[1:], console)
@@ -108,18 +114,18 @@ class Command(BaseCommand):
         if options["output_budget"] < 0:
             raise CommandError("--output-budget must not be negative")
         try:
-            cost = CostModel(
-                cache_read=options["price_cache_read"],
-                cache_write=options["price_cache_write"],
-                output=options["price_output"],
-                min_cacheable=options["min_cacheable"],
-            )
+            preset = PRICES[options["prices"]]
+            overrides = {field: options[f"price_{field}"] for field in ("cache_read", "cache_write", "output")
+                         if options[f"price_{field}"] is not None}
+            if options["min_cacheable"] is not None:
+                overrides["min_cacheable"] = options["min_cacheable"]
+            cost = replace(preset, **overrides)
             settings = ReplaySettings(output_budget=options["output_budget"], cost=cost)
             for window in windows:
                 settings.budget_for(window)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        for flag in ("json_path", "chart_path"):
+        for flag in ("json_path", "chart_path", "markdown_path"):
             target = options[flag]
             if target and not Path(target).resolve().parent.is_dir():
                 raise CommandError(
@@ -141,6 +147,9 @@ class Command(BaseCommand):
         if options["json_path"]:
             _write_atomically(results, Path(options["json_path"]))
             console.print(f"results written to {options['json_path']}")
+        if options["markdown_path"]:
+            Path(options["markdown_path"]).write_text(markdown(results), encoding="utf-8")
+            console.print(f"tables written to {options['markdown_path']}")
 
     def _run(
         self,

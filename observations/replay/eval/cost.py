@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from observations.gateway.economics import CacheEconomics
+from observations.gateway.prices import ModelPrice, price_for
+
 # Claude Sonnet 4 / Opus list prices: output costs 5× uncached input ($15 vs $3 per
 # million); GPT-4.1 is 4×, Gemini 3 Pro 6×. 5 is the middle of that range.
 DEFAULT_OUTPUT_WEIGHT = 5.0
@@ -48,6 +51,28 @@ class CostModel:
 
     def to_json(self) -> dict[str, float | int]:
         return asdict(self)
+
+    @property
+    def economics(self) -> CacheEconomics:
+        """What the gateway's fold decisions should assume under these prices."""
+        return CacheEconomics(cache_read=self.cache_read, cache_write=self.cache_write)
+
+    @classmethod
+    def of(cls, price: ModelPrice, *, default_output: float = DEFAULT_OUTPUT_WEIGHT) -> CostModel:
+        """A model's published prices (observations.gateway.prices), relative to its
+        uncached input price."""
+        output = float(price.output / price.input) if price.known and price.input else default_output
+        return cls(cache_read=price.cache_read_multiplier, cache_write=price.cache_write_multiplier, output=output)
+
+
+# `replay --prices`: one representative model per provider, priced from the one table.
+PRICE_MODELS: dict[str, str] = {
+    "anthropic": "anthropic:claude-sonnet-4-5",  # cache read 0.1×, write 1.25×, output 5×
+    "openai": "openai:gpt-4.1",  # automatic caching: read 0.25×, no write premium, output 4×
+    "gemini": "openai:gemini-3-pro",  # implicit caching: read 0.1×, no write premium, output 6×
+    "uncached": "openai:local-model",  # an OpenAI-compatible server that caches nothing
+}
+PRICES: dict[str, CostModel] = {name: CostModel.of(price_for(spec)) for name, spec in PRICE_MODELS.items()}
 
 
 @dataclass(frozen=True, slots=True)

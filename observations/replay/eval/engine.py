@@ -14,13 +14,16 @@ request only, after the gateway's messages, as the agent sent it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from observations.gateway import segments
 from observations.gateway.budget import Budget
 from observations.gateway.context import ContextTooLarge, SegmentNeeded, SessionContext
+from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
+from observations.gateway.policies import Policy
 from observations.gateway.receipts import meaningful_first_line
 from observations.gateway.tokens import (
     estimate_message_tokens,
@@ -43,7 +46,8 @@ NO_NOTES = "on_demand-no-notes"
 NO_PAYLOADS = "on_demand-no-payloads"
 LEGACY_RECEIPTS = "on_demand-legacy-receipts"
 NO_SEGMENTS = "on_demand-no-segments"
-POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP)
+# "oracle" (oracle.py) is the hindsight limit every other policy is measured against.
+POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP, "oracle")
 OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
 _VARIANTS: dict[str, dict[str, bool]] = {
     NO_NOTES: {"notes": False},
@@ -60,6 +64,8 @@ class ReplaySettings:
     cost: CostModel = field(default_factory=CostModel)
     # Budget fields other than window/output_budget (tuning only; defaults otherwise).
     budget: tuple[tuple[str, Any], ...] = ()
+    # The gateway decides with these prices (default: the ones it is billed with).
+    decide_with: CostModel | None = None
 
     def budget_for(self, window: int) -> Budget:
         return Budget(window=window, output_budget=self.output_budget, **dict(self.budget))
@@ -91,6 +97,14 @@ class RunResult:
     segments: list[int] = field(default_factory=list)
     handoffs: list[dict[str, Any]] = field(default_factory=list)
     payload_receipts: int = 0
+    # The same run billed with every fold request (and a new segment's first request)
+    # written to the cache whole: no assumption that its unchanged start is read.
+    input_cost_full_write: float = 0.0
+    cache_read_full_write: int = 0
+    # Per recorded step: that accounting's input cost, and whether a request exceeded
+    # the ceiling (the oracle's search reads these).
+    step_costs: list[float] = field(default_factory=list)
+    step_over: list[bool] = field(default_factory=list)
     # (estimate, provider-reported) input tokens per step, where the source has them.
     estimates: list[tuple[int, int]] = field(default_factory=list)
 
@@ -182,39 +196,59 @@ def output_tokens(step: Step) -> int:
     return estimate_tokens(step.assistant_text) + native_call_tokens(step)
 
 
-def new_context(trajectory: Trajectory, policy: str, budget: Budget) -> SessionContext:
-    options = {"notes": True, **_VARIANTS.get(policy, {})}
-    base = "on_demand" if policy in _VARIANTS else policy
-    if base != "on_demand":
-        # Short notes for unchanged re-reads are on_demand's; the baselines serve
-        # every result whole, as the recorded agents did.
-        options["notes"] = False
+def new_context(trajectory: Trajectory, policy: str | Policy, budget: Budget, *,
+                economics: CacheEconomics | None = None, prior: LengthPrior | None = None) -> SessionContext:
+    name = policy if isinstance(policy, str) else policy.name
+    options = {"notes": True, **_VARIANTS.get(name, {})}
+    base = "on_demand" if name in _VARIANTS else policy
+    if not isinstance(base, str) or base != "on_demand":
+        # Short notes for unchanged re-reads are on_demand's (and the oracle's); the
+        # baselines serve every result whole, as the recorded agents did.
+        options["notes"] = not isinstance(base, str)
     return SessionContext(
         model=trajectory.model or trajectory.source,
         system_prompt=trajectory.system_prompt,
         tools=tool_schemas(trajectory.meta),
         budget=budget,
-        policy="eager" if policy == ROOM_DEDUP else base,
-        room_seen=set() if policy == ROOM_DEDUP else None,
+        policy="eager" if name == ROOM_DEDUP else base,
+        room_seen=set() if name == ROOM_DEDUP else None,
+        economics=economics,
+        length_prior=prior,
         **options,
     )
 
 
 def replay(
-    trajectory: Trajectory, policy: str, window: int, settings: ReplaySettings | None = None
+    trajectory: Trajectory,
+    policy: str | Policy,
+    window: int,
+    settings: ReplaySettings | None = None,
+    *,
+    prior: LengthPrior | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> RunResult:
-    if policy not in POLICIES + OPTIONAL_POLICIES:
+    """``policy``: a name, or a Policy object (the oracle's forced schedules). ``prior``:
+    how long comparable sessions ran, for on_demand's fold economics. ``on_step`` is
+    told each recorded step's index before its boundary."""
+    name = policy if isinstance(policy, str) else policy.name
+    if isinstance(policy, str) and (policy not in POLICIES + OPTIONAL_POLICIES or policy == "oracle"):
         raise ValueError(f"unknown policy {policy!r}: use {', '.join(POLICIES + OPTIONAL_POLICIES)}")
     settings = settings or ReplaySettings()
     budget = settings.budget_for(window)
-    result = RunResult(policy, window, budget.trigger, budget.ceiling)
-    ctx = new_context(trajectory, policy, budget)
+    result = RunResult(name, window, budget.trigger, budget.ceiling)
+    economics = (settings.decide_with or settings.cost).economics
+    ctx = new_context(trajectory, policy, budget, economics=economics, prior=prior)
     tracker = ReadTracker(ctx.observation)
     ctx.add_user(trajectory.task, kind="task")
     bill = _Biller(result, settings.cost, ctx.header_tokens)
 
     tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
     for step in trajectory.steps:
+        if on_step is not None:
+            on_step(step.index)
+        result.step_costs.append(0.0)
+        result.step_over.append(False)
+        segment = ctx.segment
         try:
             try:
                 boundary = ctx.prepare()
@@ -231,7 +265,8 @@ def replay(
         if boundary.fold is not None:
             result.folds.append(result.requests)
             result.payload_receipts += len(boundary.fold.payloads)
-        bill.request(messages, tokens, output_tokens(step))
+        bill.request(messages, tokens, output_tokens(step),
+                     rewritten=boundary.fold is not None or ctx.segment != segment)
         result.receipts.append(sum(1 for o in ctx.observations if not tracker.text_in_context(o)))
         if step.reported_input_tokens is not None:
             result.estimates.append((sent, step.reported_input_tokens))
@@ -266,18 +301,26 @@ class _Biller:
         self.previous: tuple[Message, ...] = ()
         self.previous_sent = 0
 
-    def request(self, messages: tuple[Message, ...], tokens: list[int], output: int) -> None:
+    def request(self, messages: tuple[Message, ...], tokens: list[int], output: int, *,
+                rewritten: bool = False) -> None:
+        """``rewritten``: a fold request or a new segment's first request, which the
+        strict accounting charges as a cache write whole."""
         result = self.result
         sent = self.header + sum(tokens)
         shared = _shared_prefix_tokens(self.previous, messages, tokens, self.header)
         billed = self.cost.split(sent, shared, self.previous_sent)
+        strict = self.cost.split(sent, 0, self.previous_sent) if rewritten else billed
         result.sent.append(sent)
         result.cache_read.append(billed.cache_read)
         result.cache_write.append(billed.cache_write)
         result.uncached.append(billed.uncached)
         result.input_cost += self.cost.input_cost(billed)
+        result.input_cost_full_write += self.cost.input_cost(strict)
+        result.cache_read_full_write += strict.cache_read
         result.output_tokens += output
         result.output_cost += self.cost.output * output
+        result.step_costs[-1] += self.cost.input_cost(strict) + self.cost.output * output
+        result.step_over[-1] = result.step_over[-1] or sent > result.ceiling
         self.previous, self.previous_sent = messages, sent
 
 

@@ -6,6 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from observations.replay.eval.oracle import ORACLE
 from observations.replay.eval.results import ResultSet
 from observations.replay.eval.summary import SummaryRow, summarize
 
@@ -13,19 +14,21 @@ COLUMNS = (
     ("window", "left"),
     ("policy", "left"),
     ("runs", "right"),
-    ("steps", "right"),
-    ("tokens sent", "right"),
+    ("stopped", "right"),
+    ("requests", "right"),
     ("sent ×none", "right"),
     ("cache-read", "right"),
     ("cost ×none", "right"),
+    ("cost ×none, fold reads start", "right"),
+    ("input ×none", "right"),
+    ("input ×none, fold reads start", "right"),
     ("folds", "right"),
-    ("receipts", "right"),
     ("payload receipts", "right"),
     ("segments", "right"),
+    ("receipts", "right"),
     ("re-reads after eviction", "right"),
     ("denied re-reads", "right"),
     ("over ceiling", "right"),
-    ("failed runs", "right"),
 )
 
 
@@ -43,24 +46,26 @@ def summary_table(rows: list[SummaryRow], title: str) -> Table:
         if previous_window is not None and row.window != previous_window:
             table.add_section()
         previous_window = row.window
-        cost = _ratio(row.cost_ratio) + (f" ({row.failed} stopped)" if row.failed else "")
+        cost = _ratio(row.cost_ratio_full_write)
         table.add_row(
             window_label(row.window),
             row.policy,
             f"{row.runs}",
+            Text(f"{row.failed}", style="bold red" if row.failed else ""),
             f"{row.steps:,}",
-            f"{row.sent:,}",
             _ratio(row.sent_ratio),
-            f"{100 * row.cache_read_share:.1f}%",
+            f"{100 * row.cache_read_share_full_write:.1f}%",
             Text(cost, style="bold green") if best.get(row.window) == row.policy else cost,
+            _ratio(row.cost_ratio),
+            _ratio(row.input_ratio_full_write),
+            _ratio(row.input_ratio),
             f"{row.folds:,}",
-            f"{row.receipts:,}",
             f"{row.payload_receipts:,}",
             f"{row.segments:,}",
+            f"{row.receipts:,}",
             f"{row.rereads_after_eviction:,}",
             Text(f"{row.denied_rereads:,}", style="bold red" if row.denied_rereads else ""),
             Text(f"{row.over_ceiling:,}", style="red" if row.over_ceiling else ""),
-            Text(f"{row.failed}", style="bold red" if row.failed else ""),
         )
     return table
 
@@ -115,15 +120,18 @@ def notes(results: ResultSet) -> list[str]:
     cost = settings["cost"]
     gateway = settings["gateway"]
     lines = [
-        "×none ratios are over every run; a stopped run (failed: what it cannot evict exceeds the "
-        "ceiling and it has no segments) counts what it sent until it stopped.",
-        f"cost index = uncached × 1.0 + cache-read × {cost['cache_read']} + cache-write × "
-        f"{cost['cache_write']} + output × {cost['output']}; requests under "
-        f"{cost['min_cacheable']:,} tokens are not cached. Output budget "
-        f"{settings['output_budget']:,} tokens.",
-        f"on_demand: trigger {gateway['trigger_ratio']:.0%}, target {gateway['target_ratio']:.0%}, "
-        f"min freed {gateway['min_freed_tokens']:,} (≤ window/8), min gain per receipt "
-        f"{gateway['MIN_GAIN_TOKENS']} tokens.",
+        "×none ratios are over every run; a stopped run (what it cannot evict exceeds the ceiling "
+        "and it has no segments) counts what it sent until it stopped.",
+        f"cost index ({settings.get('prices', 'custom')} prices) = uncached × 1.0 + cache-read × "
+        f"{cost['cache_read']} + cache-write × {cost['cache_write']} + output × {cost['output']}; requests "
+        f"under {cost['min_cacheable']:,} tokens are not cached. Output budget {settings['output_budget']:,} tokens.",
+        "cost ×none and cache-read: every fold request (and a new segment's first) charged as a cache "
+        "write whole; 'fold reads start': its unchanged start read from the cache (a breakpoint before the "
+        "first receipt). input ×none leaves output out.",
+        f"on_demand: folds when it pays (economics.py), trigger {gateway['trigger_ratio']:.0%}, mandatory "
+        f"folds to {gateway['target_ratio']:.0%} freeing ≥ {gateway['min_freed_tokens']:,} (≤ window/8), "
+        f"new segment past {gateway.get('segment_ratio', 0.6):.0%} not foldable; oracle: the cheapest fold "
+        "schedule in hindsight (oracle.py).",
     ]
     if results.estimator is not None:
         lines.append(results.estimator.describe())
@@ -139,8 +147,33 @@ def _ratio(value: float | None) -> str:
 def _cheapest_by_window(rows: list[SummaryRow]) -> dict[int, str]:
     best: dict[int, tuple[float, str]] = {}
     for row in rows:
-        if row.cost_ratio is not None and (
-            row.window not in best or row.cost_ratio < best[row.window][0]
+        if row.policy == ORACLE:  # the limit, not a contender
+            continue
+        if row.cost_ratio_full_write is not None and (
+            row.window not in best or row.cost_ratio_full_write < best[row.window][0]
         ):
-            best[row.window] = (row.cost_ratio, row.policy)
+            best[row.window] = (row.cost_ratio_full_write, row.policy)
     return {window: policy for window, (_, policy) in best.items()}
+
+
+MARKDOWN_COLUMNS = ("window", "policy", "runs", "stopped", "cost ×none", "fold reads start", "input ×none",
+                    "input, fold reads start", "cache-read", "folds", "payload receipts", "segments",
+                    "re-reads after eviction", "denied re-reads", "over ceiling")
+
+
+def markdown(results: ResultSet) -> str:
+    """The summary tables as Markdown (all sources, then per source), for docs/replay.md."""
+    out = []
+    sources = [None] + sorted({t.source for t in results.trajectories})
+    for source in sources:
+        out.append(f"\n**{source or 'All sources'}**\n")
+        out.append("| " + " | ".join(MARKDOWN_COLUMNS) + " |")
+        out.append("|" + "---|" * 2 + "--:|" * (len(MARKDOWN_COLUMNS) - 2))
+        for row in summarize(results, source=source):
+            cells = (window_label(row.window), row.policy, row.runs, row.failed, _ratio(row.cost_ratio_full_write),
+                     _ratio(row.cost_ratio), _ratio(row.input_ratio_full_write), _ratio(row.input_ratio),
+                     f"{100 * row.cache_read_share_full_write:.1f}%", f"{row.folds:,}", f"{row.payload_receipts:,}",
+                     f"{row.segments:,}", f"{row.rereads_after_eviction:,}", f"{row.denied_rereads:,}",
+                     f"{row.over_ceiling:,}")
+            out.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(out) + "\n"

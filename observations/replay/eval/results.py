@@ -56,6 +56,13 @@ class RunTotals:
     segments: int = 0
     payload_receipts: int = 0
     handoff_bytes: tuple[int, ...] = ()  # per reset, in order
+    # The strict accounting: fold requests (and a new segment's first) written whole.
+    input_cost_full_write: float = 0.0
+    cache_read_full_write: int = 0
+
+    @property
+    def cost_full_write(self) -> float:
+        return self.input_cost_full_write + self.output_cost
 
     @property
     def cost(self) -> float:
@@ -87,6 +94,8 @@ class RunTotals:
             segments=len(run.segments),
             payload_receipts=run.payload_receipts,
             handoff_bytes=tuple(h["bytes"] for h in run.handoffs),
+            input_cost_full_write=round(run.input_cost_full_write, 2),
+            cache_read_full_write=run.cache_read_full_write,
         )
 
 

@@ -10,8 +10,11 @@ from typing import Any
 from observations.gateway import policies as gateway_policies
 from observations.gateway import tokens
 from observations.gateway.budget import Budget
+from observations.gateway.economics import LengthPrior
 from observations.replay.eval.calibration import FULL_HISTORY_SOURCES, estimator_error
+from observations.replay.eval.cost import PRICES
 from observations.replay.eval.engine import OPTIONAL_POLICIES, POLICIES, ReplaySettings, replay
+from observations.replay.eval.oracle import ORACLE, oracle
 from observations.replay.eval.results import ResultSet, TrajectoryResult, fingerprint
 from observations.replay.eval.summary import BASELINE
 from observations.replay.load import load_trajectories
@@ -51,6 +54,7 @@ def settings_json(
     defaults.update(dict(settings.budget))
     return {
         "paths": [str(p) for p in paths],
+        "prices": next((name for name, model in PRICES.items() if model == settings.cost), "custom"),
         "output_budget": settings.output_budget,
         "cost": settings.cost.to_json(),
         "estimator": {name: getattr(tokens, name) for name in _ESTIMATOR_CONSTANTS},
@@ -80,11 +84,19 @@ def evaluate(
     )
     estimates: list[list[tuple[int, int]]] = []
     for trajectory in loaded.trajectories:
-        results.trajectories.append(replay_all(trajectory, policies, windows, settings, estimates))
+        prior = length_prior(trajectory, loaded.trajectories)
+        results.trajectories.append(replay_all(trajectory, policies, windows, settings, estimates, prior))
         if progress is not None:
             progress(trajectory)
     results.estimator = estimator_error(estimates)
     return results
+
+
+def length_prior(trajectory: Trajectory, all_runs: Sequence[Trajectory]) -> LengthPrior:
+    """How long the *other* runs of the same agent and model were: what a live gateway
+    would know from the sessions before this one (never this run's own length)."""
+    return LengthPrior.of(len(t.steps) for t in all_runs
+                          if t is not trajectory and (t.source, t.model) == (trajectory.source, trajectory.model))
 
 
 def replay_all(
@@ -93,6 +105,7 @@ def replay_all(
     windows: Sequence[int],
     settings: ReplaySettings,
     estimates: list[list[tuple[int, int]]] | None = None,
+    prior: LengthPrior | None = None,
 ) -> TrajectoryResult:
     result = TrajectoryResult(
         source=trajectory.source,
@@ -104,7 +117,10 @@ def replay_all(
     )
     for window in windows:
         for policy in policies:
-            run = replay(trajectory, policy, window, settings)
+            if policy == ORACLE:
+                run = oracle(trajectory, window, settings, prior).run
+            else:
+                run = replay(trajectory, policy, window, settings, prior=prior)
             result.add(run)
             # The `none` request is the recorded history itself: where the source
             # kept it whole, the provider's count at each call is its true size.

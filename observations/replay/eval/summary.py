@@ -33,12 +33,20 @@ class SummaryRow:
     over_window: int
     segments: int
     payload_receipts: int
+    cache_read_full_write: int
     sent_ratio: float | None  # to none, over every run
-    cost_ratio: float | None
+    cost_ratio: float | None  # fold requests read their unchanged start from the cache
+    cost_ratio_full_write: float | None  # fold requests written to the cache whole
+    input_ratio: float | None  # the same two, input only (output left out)
+    input_ratio_full_write: float | None
 
     @property
     def cache_read_share(self) -> float:
         return self.cache_read / self.sent if self.sent else 0.0
+
+    @property
+    def cache_read_share_full_write(self) -> float:
+        return self.cache_read_full_write / self.sent if self.sent else 0.0
 
 
 def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryRow]:
@@ -48,6 +56,7 @@ def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryR
         base = [t.totals[(BASELINE, window)] for t in trajectories if (BASELINE, window) in t.totals]
         base_sent = sum(r.sent for r in base)
         base_cost = sum(r.cost for r in base)
+        base_input = sum(r.input_cost for r in base)
         for policy in results.policies:
             runs = [
                 t.totals[(policy, window)] for t in trajectories if (policy, window) in t.totals
@@ -70,11 +79,19 @@ def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryR
                     over_window=_total(runs, "over_window"),
                     segments=_total(runs, "segments"),
                     payload_receipts=_total(runs, "payload_receipts"),
-                    sent_ratio=_total(runs, "sent") / base_sent if base_sent else None,
-                    cost_ratio=sum(r.cost for r in runs) / base_cost if base_cost else None,
+                    cache_read_full_write=_total(runs, "cache_read_full_write"),
+                    sent_ratio=_ratio(_total(runs, "sent"), base_sent),
+                    cost_ratio=_ratio(sum(r.cost for r in runs), base_cost),
+                    cost_ratio_full_write=_ratio(sum(r.cost_full_write for r in runs), base_cost),
+                    input_ratio=_ratio(sum(r.input_cost for r in runs), base_input),
+                    input_ratio_full_write=_ratio(sum(r.input_cost_full_write for r in runs), base_input),
                 )
             )
     return rows
+
+
+def _ratio(value: float, base: float) -> float | None:
+    return value / base if base else None
 
 
 def _total(runs: list[RunTotals], name: str) -> int:

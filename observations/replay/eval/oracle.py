@@ -1,0 +1,138 @@
+"""The limit: the cheapest schedule of folds in hindsight, for one trajectory and window.
+
+The oracle knows the whole recorded run. Its family of schedules: fold at any set of
+recorded steps; each fold evicts every consumed result and payload except the results
+whose range the agent will read again later (it knows when), so that no re-read is
+ever served twice. Receipts, payload receipts and segments are the gateway's own; the
+ceiling must hold at every request; cost is the strict accounting (every fold request
+written to the cache whole), with the prices the replay is billed with.
+
+Search: dynamic programming over fold steps. A fold evicts everything it may at that
+moment, so what the context holds after a fold at step j does not depend on earlier
+folds (the evicted sets only grow), and neither does the strict cost of any request
+from j on. Hence the cost of a schedule is a sum of independent pieces: the steps
+before its first fold, billed without folds, and for each fold at j the steps from j
+to the next fold, billed as in a run whose only fold is at j. One replay per candidate
+j gives every such piece (``cost[j][k]``, prefix sums), and best[j] = min over i < j of
+best[i] + piece(i, j) finds the optimum in O(n²) after O(n) replays. A piece in which a
+request would exceed the ceiling is forbidden. The schedule found is then replayed as a
+whole: the reported cost is that replay's, and the search's own figure is kept beside
+it (``predicted``) to show the decomposition holds (docs/replay.md reports the gap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import accumulate
+
+from observations.gateway.context import SessionContext
+from observations.gateway.economics import LengthPrior
+from observations.gateway.policies import FoldReason, Plan
+from observations.gateway.transcript import Observation
+from observations.replay.eval.engine import ReplaySettings, RunResult, observation_input, replay
+from observations.replay.trajectory import Trajectory
+
+ORACLE = "oracle"
+
+
+class ForcedFolds:
+    """Fold at the given recorded steps, evicting all but what will be read again."""
+
+    name = ORACLE
+    manages_window = True
+
+    def __init__(self, schedule: frozenset[int], last_read: dict[tuple, int]) -> None:
+        self.schedule = schedule
+        self.last_read = last_read  # range key -> index of the last event reading it
+        self.at = -1  # the recorded step whose boundary comes next
+
+    def set_step(self, index: int) -> None:
+        self.at = index
+
+    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
+        # Over the ceiling the fold is mandatory, as for on_demand, and takes everything.
+        mandatory = overflow or ctx.projection() > ctx.budget.ceiling
+        if self.at not in self.schedule and not mandatory:
+            return Plan(note="not a fold step of the schedule")
+        seen = ctx.obs_base + len(ctx.observations)  # events received so far
+        chosen = [item for item in ctx.eviction_candidates() if mandatory or not self._read_again(item, seen)]
+        if not chosen:
+            return Plan(note="nothing to fold")
+        return Plan(evict=tuple(chosen), reason=FoldReason.COST)
+
+    def _read_again(self, item, seen: int) -> bool:
+        return (isinstance(item, Observation) and item.source.read is not None
+                and self.last_read.get(item.source.read.key, -1) >= seen)
+
+
+@dataclass(frozen=True, slots=True)
+class OracleRun:
+    run: RunResult
+    schedule: tuple[int, ...]
+    predicted: float  # the search's cost (strict input + output), to compare with the replay
+
+
+def last_reads(trajectory: Trajectory) -> dict[tuple, int]:
+    """For each read range (as the ledger keys it), the index of the last event reading it."""
+    last: dict[tuple, int] = {}
+    index = 0
+    for step in trajectory.steps:
+        if not step.kept_in_history:
+            continue
+        for event in step.events:
+            source = observation_input(event)
+            if source.read is not None:
+                last[source.read.key] = index
+            index += 1
+    return last
+
+
+def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
+           prior: LengthPrior | None = None) -> OracleRun:
+    last = last_reads(trajectory)
+    n = len(trajectory.steps)
+
+    def run_with(schedule: frozenset[int]) -> RunResult:
+        policy = ForcedFolds(schedule, last)
+        return replay(trajectory, policy, window, settings, prior=prior, on_step=policy.set_step)
+
+    def prefix_sums(run: RunResult) -> tuple[list[float], list[int]]:
+        """Cumulative strict cost and count of over-ceiling steps; a stopped run's
+        missing steps cost infinitely."""
+        costs = run.step_costs + [float("inf")] * (n - len(run.step_costs))
+        over = [int(o) for o in run.step_over] + [1] * (n - len(run.step_over))
+        return list(accumulate(costs, initial=0.0)), list(accumulate(over, initial=0))
+
+    runs = {0: prefix_sums(run_with(frozenset()))}
+    runs.update({j: prefix_sums(run_with(frozenset({j}))) for j in range(1, n)})
+
+    def piece(j: int, k: int) -> float:
+        """Steps j..k-1 after a fold at j (before any fold: j == 0); forbidden if a
+        request among them exceeds the ceiling."""
+        sums, over = runs[j]
+        if over[k] - over[j]:
+            return float("inf")
+        return sums[k] - sums[j]
+
+    best = [float("inf")] * (n + 1)
+    came_from = [-1] * (n + 1)
+    best[0] = 0.0
+    for k in range(1, n + 1):
+        for j in range(k):
+            if best[j] == float("inf"):
+                continue
+            total = best[j] + piece(j, k)
+            if total < best[k]:
+                best[k], came_from[k] = total, j
+    # best[k] is the cheapest way to reach the end of step k-1 where k is a fold step
+    # (or the end); reconstruct the folds.
+    schedule: list[int] = []
+    k = n
+    while k > 0 and came_from[k] > 0:
+        schedule.append(came_from[k])
+        k = came_from[k]
+    chosen = frozenset(schedule)
+    final = run_with(chosen)
+    final.policy = ORACLE
+    return OracleRun(final, tuple(sorted(chosen)), best[n])
+
