@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from agents.models import AgentProfile, ApprovalRule, ProviderCall, RoomAgent, SessionEvent
-from agents.services import session_start, task_create
+from agents.services import session_request_segment, session_start, task_create
 from observations.gateway.handoff import SECTION_BUDGETS
 from observations.models import HistoryEntry, Observation, Payload, Segment
 from observations.replay import load_trajectories
@@ -67,7 +68,10 @@ def parser_room(person, tmp_path):
     return room
 
 
-def run_long_session(hub_workers, person, room, tmp_path, *, steps: int, window: int, recall_at: int):
+def run_long_session(hub_workers, person, room, tmp_path, *, steps: int, window: int, recall_at: int,
+                     ask_every: int = 0):
+    """``ask_every``: a person presses New segment every that many steps (besides the
+    resets the session needs on its own), each time once the previous one happened."""
     replays = tmp_path / "replays"
     replays.mkdir(exist_ok=True)
     (replays / "writer.json").write_text(json.dumps(recording(steps, recall_at)))
@@ -78,6 +82,16 @@ def run_long_session(hub_workers, person, room, tmp_path, *, steps: int, window:
     task = task_create(room=room, actor=person, title="Write the parser", objective="Write the parser parts.",
                        constraints=CONSTRAINT)
     session = session_start(task=task, agent=agent, actor=person)
+    next_ask = ask_every
+    while ask_every and not ended(session) and next_ask < steps:
+        session.refresh_from_db(fields=["step", "state"])
+        if session.step >= next_ask:
+            before = Segment.objects.filter(session=session).count()
+            session_request_segment(session=session, actor=person)
+            wait_for(lambda b=before: Segment.objects.filter(session=session).count() > b or ended(session), 60,
+                     "the asked-for segment", [worker])
+            next_ask += ask_every
+        time.sleep(0.05)
     wait_for(lambda: ended(session), 1_200, "the long session to end", [worker])
     return session
 
@@ -100,6 +114,7 @@ def check_long_session(session, *, steps: int, min_resets: int) -> list[Segment]
             assert segment.handoff_sizes[name] <= budget, (segment.number, name)
         assert CONSTRAINT in segment.handoff  # the person's words, verbatim, in every handoff
         assert segment.prose_source == "model"
+        assert segment.reason.startswith(("asked for by", "what folds cannot remove", "no fold brings"))
         assert 0 < segment.first_request_tokens < session.agent.context_window * 0.9
     # The earlier segments are searchable, their results archived, every payload stored.
     assert HistoryEntry.objects.filter(session=session, segment=1).exists()
@@ -119,8 +134,13 @@ def check_recall(session) -> None:
 
 @pytest.mark.timeout(1_500)
 def test_a_session_writing_a_file_every_step_runs_300_steps_at_32k(hub_workers, person, parser_room, tmp_path):
-    session = run_long_session(hub_workers, person, parser_room, tmp_path, steps=300, window=32_000, recall_at=150)
-    check_long_session(session, steps=300, min_resets=10)
+    # Its own resets would come every ~75 steps here (what no fold removes grows ~250
+    # tokens a step: receipts and short turns); a person asks for one every 25 steps, to
+    # show the handoff over many resets. The 128k run below resets on its own.
+    session = run_long_session(hub_workers, person, parser_room, tmp_path, steps=300, window=32_000, recall_at=150,
+                               ask_every=25)
+    segments = check_long_session(session, steps=300, min_resets=10)
+    assert any(s.reason.startswith("asked for by pat") for s in segments)
     check_recall(session)
     # Exported whole across its segments, it replays without a stop.
     out = tmp_path / "long.atrium.json"
@@ -136,7 +156,8 @@ def test_a_session_writing_a_file_every_step_runs_300_steps_at_32k(hub_workers, 
 @pytest.mark.timeout(1_500)
 def test_a_session_writing_a_file_every_step_runs_500_steps_at_128k(hub_workers, person, parser_room, tmp_path):
     session = run_long_session(hub_workers, person, parser_room, tmp_path, steps=500, window=128_000, recall_at=400)
-    check_long_session(session, steps=500, min_resets=3)
+    segments = check_long_session(session, steps=500, min_resets=1)
+    assert all(not s.reason.startswith("asked for") for s in segments)  # its own
     check_recall(session)
     main = Path(parser_room.repo_path)
     merged = subprocess.run(["git", "-C", str(main), "show", "main:parser/part_499.py"], capture_output=True, text=True)

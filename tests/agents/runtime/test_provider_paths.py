@@ -101,8 +101,9 @@ def test_an_overflow_folds_and_retries_once_with_a_different_request(start, wire
     overflowed, retried = requests[3], requests[4]
     assert overflowed["messages"] != retried["messages"]
     assert any(str(m.get("content")).startswith("[receipt ") for m in retried["messages"] if m["role"] == "tool")
-    fold = Fold.objects.get(session=session)
-    assert fold.reason == "overflow" and fold.evicted
+    # (A cost-driven fold may come first; the overflow forces one of its own.)
+    fold = Fold.objects.get(session=session, reason="overflow")
+    assert fold.evicted
 
 
 def test_an_overflow_with_nothing_to_evict_fails_instead_of_looping(start, wire):
