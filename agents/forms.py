@@ -137,9 +137,10 @@ class SteerForm(forms.Form):
 
     def __init__(self, *args, decisions=(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # A task constraint changes with the intent, not by a steer.
         self.fields["replaces"].choices = [
             (d.number, f"{d.label}: {d.text if len(d.text) <= 80 else d.text[:79] + '…'}")
-            for d in decisions if d.in_force
+            for d in decisions if d.in_force and d.kind != "constraint"
         ]
 
 

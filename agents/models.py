@@ -94,6 +94,14 @@ class AgentProfile(models.Model):
     def clean(self) -> None:
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
+        # The gateway's fold economics need a cache read no dearer than input, and a
+        # cache write no cheaper than a read (observations/gateway/economics.py).
+        price = self.price_for(self.model) if self.model else None
+        if price is not None and price.input:
+            if price.cached_input is not None and price.cached_input > price.input:
+                raise ValidationError({"price_cached_input": "A cached input token cannot cost more than an input one."})
+            if price.cache_write is not None and price.cache_write < (price.cached_input or 0):
+                raise ValidationError({"price_cache_write": "A cache write cannot cost less than a cache read."})
         self.spec_warnings = self.check_specs()
 
     def check_specs(self) -> list[str]:

@@ -259,8 +259,11 @@ def session_steer(*, session: Session, actor: AbstractBaseUser, text: str, repla
     ``replaces``: decisions of the session (D<n>) this steer takes the place of."""
     if session.state in states.TERMINAL:
         raise RoomError("This session has ended; steer a running one or start a retry.", code="ended")
-    in_force = {d.number for d in session_decisions(session) if d.in_force}
-    unknown = sorted(set(replaces) - in_force)
+    decisions = {d.number: d for d in session_decisions(session)}
+    if constraints := sorted(n for n in replaces if n in decisions and decisions[n].kind == "constraint"):
+        raise RoomError(f"{', '.join(f'D{n}' for n in constraints)} is a constraint of the task: change it by "
+                        "editing the task's intent, which the agent re-reads and which wins.", code="invalid")
+    unknown = sorted(n for n in set(replaces) if n not in decisions or not decisions[n].in_force)
     if unknown:
         raise RoomError(f"{', '.join(f'D{n}' for n in unknown)} is not a decision in force in this session.",
                         code="invalid")
@@ -277,6 +280,9 @@ def session_request_segment(*, session: Session, actor: AbstractBaseUser) -> Non
     _check_can_act(session.task.room, actor)
     if session.state in states.TERMINAL:
         raise RoomError("This session has ended; a new segment only helps a running one.", code="ended")
+    if session.agent.eviction_policy != EvictionPolicy.ON_DEMAND:
+        raise RoomError(f"This agent's eviction policy ({session.agent.eviction_policy}) keeps no segments: only "
+                        "on demand starts new ones.", code="invalid")
     who = actor.get_username()
     if Session.objects.filter(pk=session.pk, segment_requested_by="").update(segment_requested_by=who):
         session_event_append(session, "segment.requested", {"by": who})

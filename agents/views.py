@@ -209,7 +209,7 @@ def session_steer(request: HttpRequest, session_id: int) -> HttpResponse:
     if request.htmx:
         return render(request, "agents/_session_steer.html",
                       {**_status_context(access), "steer_form": form, "steer_notice": notice})
-    _flash(request, notice, "; ".join(form.errors.get("text", [])))
+    _flash(request, notice, "; ".join(form.errors.get("text", []) + form.errors.get("replaces", [])))
     return redirect("agents:session", session_id=session_id)
 
 

@@ -1,7 +1,7 @@
 """A session's ended segments, searchable, and `recall` of what the session received.
 
 Search is the database's own full-text search: PostgreSQL's ``to_tsvector`` with a GIN
-index, SQLite's FTS5 table kept by triggers (migration 0002). Both look only at the
+index, SQLite's FTS5 table kept by triggers (migration 0003). Both look only at the
 session's own history; recall looks only at what the session itself received or wrote:
 the room's store is shared to save bytes, never to widen what a session may see.
 """
@@ -19,6 +19,7 @@ from observations.gateway.segments import HistoryItem
 from observations.models import Blob, HistoryEntry, Observation, Payload, Segment
 
 SNIPPET_WORDS = 16
+SEARCHED_HEAD, SEARCHED_TAIL = 60_000, 40_000  # characters of a long text that search sees
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -26,9 +27,17 @@ def history_record(*, session, segment: int, items: Iterable[HistoryItem]) -> No
     """Store the ended ``segment`` (called in the unit's transaction that ended it)."""
     HistoryEntry.objects.bulk_create(
         HistoryEntry(session=session, segment=segment, position=n, step=item.step, kind=item.kind,
-                     label=item.label[:300], ref=item.ref, call_id=item.call_id, tool=item.tool, text=item.text)
+                     label=item.label[:300], ref=item.ref, call_id=item.call_id, tool=item.tool, text=item.text,
+                     search_text=searched_part(item.text))
         for n, item in enumerate(items)
     )
+
+
+def searched_part(text: str) -> str:
+    """All of a text, or its start and its end (where a log's summary is)."""
+    if len(text) <= SEARCHED_HEAD + SEARCHED_TAIL:
+        return text
+    return f"{text[:SEARCHED_HEAD]}\n…\n{text[-SEARCHED_TAIL:]}"
 
 
 def earlier_segments(session_id: int) -> int:
@@ -68,14 +77,14 @@ def _postgres(session_id: int, words: list[str], mode: str, limit: int) -> list[
     for word in words[1:]:
         term = SearchQuery(word, config="simple", search_type="plain")
         query = query & term if mode == "all" else query | term
-    vector = SearchVector("text", config="simple")
+    vector = SearchVector("search_text", config="simple")
     rows = (
         HistoryEntry.objects.filter(session_id=session_id)
         .annotate(vector=vector)
         .filter(vector=query)
         .annotate(
             rank=SearchRank(vector, query),
-            snippet=SearchHeadline("text", query, config="simple", start_sel="«", stop_sel="»",
+            snippet=SearchHeadline("search_text", query, config="simple", start_sel="«", stop_sel="»",
                                    max_words=SNIPPET_WORDS, min_words=6, short_word=2),
         )
         .order_by("-rank", "segment", "position")[:limit]

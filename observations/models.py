@@ -198,6 +198,9 @@ class HistoryEntry(models.Model):
     call_id = models.CharField(max_length=100, blank=True)
     tool = models.CharField(max_length=60, blank=True)
     text = models.TextField()
+    # What search looks at: the text, or a long one's head and tail (PostgreSQL's
+    # tsvector holds at most 1 MB; a build log can be larger).
+    search_text = models.TextField()
 
     class Meta:
         ordering = ["session", "segment", "position"]

@@ -33,7 +33,9 @@ _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
 MATCH, MAYBE, NONE = 2, 1, 0
 
 # Read-only by default: these run without asking when no rule says otherwise.
-READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search", "await", "post_message"})
+# recall and history_search read only what this session itself received or wrote.
+READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search", "await", "post_message", "recall",
+                             "history_search"})
 PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
 # Tools whose first argument names what they do: "always" for `git status` is `git status`.
 SUBCOMMAND_TOOLS = frozenset({

@@ -67,13 +67,19 @@ def recall(memory: SessionMemory, *, ref: str, start_line: int | None, end_line:
         chosen = chosen[: len(chosen) // 2]
     last = first + len(chosen) - 1
     served = "".join(chosen)
-    whole = first == 1 and last >= total
+    cut = ""
+    if len(served.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        # One line longer than a result may be (minified code, a data dump): its start.
+        size = len(served.encode("utf-8", "surrogatepass"))
+        served = served.encode("utf-8", "surrogatepass")[:MAX_BYTES].decode("utf-8", "ignore")
+        cut = f"; line {first} is {size:,} bytes, cut at {MAX_BYTES:,}"
+    whole = first == 1 and last >= total and not cut
     short = found.sha256[:12]
     if whole:
         text = served  # the exact bytes
     else:
         more = f"; recall(\"{short}\", start_line={last + 1}) for the rest" if last < total else ""
-        text = f"[recall {short}: lines {first}-{last} of {total}{more}]\n{served}"
+        text = f"[recall {short}: lines {first}-{last} of {total}{cut}{more}]\n{served}"
     return Result(
         text=text,
         purpose=f"recall {short} ({found.label})" + ("" if whole else f" lines {first}-{last}"),

@@ -110,11 +110,29 @@ class Confined:
 def interpreter_policy(**overrides) -> SandboxPolicy:
     """A policy that shows the running interpreter (and its packages) read-only and puts
     its ``bin`` first on PATH, so ``python`` and the test runner the hub ships exist."""
-    prefixes = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
-                os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
-    overrides.setdefault("read_only", tuple(sorted(prefixes)))
-    overrides.setdefault("path", (str(Path(sys.executable).parent),))
+    bin_dir = Path(sys.executable).parent
+    trees = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}
+    for name in ("python", "python3", Path(sys.executable).name):
+        trees.update(_link_folders(bin_dir / name))
+    overrides.setdefault("read_only", tuple(sorted(trees)))
+    overrides.setdefault("path", (str(bin_dir),))
     return SandboxPolicy(**overrides)
+
+
+def _link_folders(path: Path, *, hops: int = 40) -> set[str]:
+    """The folders every link on the way from ``path`` to its file lives in: a venv's
+    ``python`` may point through another link (a CI shim under /tmp, say) that the
+    sandbox must show too, or ``python`` would be a dangling link inside it."""
+    folders: set[str] = set()
+    current = str(path)
+    for _ in range(hops):
+        if not os.path.islink(current):
+            break
+        target = os.path.join(os.path.dirname(current), os.readlink(current))
+        folders.add(os.path.realpath(os.path.dirname(target)))
+        current = os.path.normpath(target)
+    return folders
 
 
 def environment(policy: SandboxPolicy, place: Place) -> dict[str, str]:

@@ -507,8 +507,8 @@ class SessionContext:
 
     def _note_records(self, source: ObservationInput) -> None:
         """What a handoff will need to know about this result: files and checks."""
-        if source.read is not None:
-            rng = source.read
+        if source.read is not None and not source.read.path.startswith("recall:"):
+            rng = source.read  # a recalled text is not a file of the worktree
             lines = "" if rng.start is None and rng.end is None else f"{rng.start or 1}-{rng.end or 'end'}"
             self._file(rng.path).note_read(lines, symbols_in(source.text), self.step)
         for path in source.written:

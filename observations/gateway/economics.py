@@ -39,7 +39,11 @@ class CacheEconomics:
         cache like the provider the demo plays, Anthropic."""
         if price.provider == "replay":
             return cls()
-        return cls(cache_read=price.cache_read_multiplier, cache_write=price.cache_write_multiplier)
+        read = price.cache_read_multiplier
+        if not 0 <= read <= 1 or price.cache_write_multiplier < read:
+            # Prices saved before they were checked: fold as the provider's cache does.
+            return cls(cache_read=float(price.cache.read), cache_write=float(price.cache.write))
+        return cls(cache_read=read, cache_write=price.cache_write_multiplier)
 
     @property
     def rewrite_premium(self) -> float:

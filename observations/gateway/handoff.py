@@ -146,8 +146,9 @@ def _decision_line(decision: Decision, *, replaced: bool = False) -> str:
     status = ""
     if replaced:
         status = f"; replaced by D{decision.superseded_by}" if decision.superseded_by else f"; {decision.superseded_note}"
-    text = decision.text if "\n" not in decision.text else "\n  " + decision.text.replace("\n", "\n  ")
-    return f"- {decision.label} ({decision.origin()}{status}): {text}"
+    # The words exactly as given: several lines stay several lines, unindented.
+    separator = "\n" if "\n" in decision.text else " "
+    return f"- {decision.label} ({decision.origin()}{status}):{separator}{decision.text}"
 
 
 def parse_prose(text: str) -> dict[str, str]:

@@ -29,7 +29,8 @@ _NAME_KEYS = frozenset({
     "path", "file", "filename", "file_path", "pattern", "glob", "query", "url", "ref", "call_id",
     "handles", "handle", "start", "end", "view_range", "purpose", "name",
 })
-# Arguments holding a shell line: only heredoc bodies inside leave (the line stays readable).
+# Arguments holding a shell line: its heredoc bodies leave (the line stays readable), or
+# the whole line when it is long and has none.
 _COMMAND_KEYS = frozenset({"command", "cmd", "script"})
 # SWE-agent's XML-style calls written in the text.
 _XML_PAYLOAD = re.compile(
@@ -113,7 +114,7 @@ def _in_text(text: str) -> list[PayloadSpec]:
     for match in _FENCED.finditer(text):
         start, end = match.span(1)
         body = match.group(1)
-        if len(body.encode()) >= MIN_PAYLOAD_BYTES and not any(start <= p.start < end for p in found):
+        if len(body.encode()) >= MIN_PAYLOAD_BYTES and not any(p.start < end and start < p.end for p in found):
             found.append(PayloadSpec(-1, "", start, end, body, "", "command"))
     taken = [(p.start, p.end) for p in found]
     for match in _XML_PAYLOAD.finditer(text):
@@ -208,6 +209,10 @@ def apply_receipts(
 
 
 def _splice(value: str, items: list[tuple[PayloadSpec, str]]) -> str:
-    for spec, receipt in sorted(items, key=lambda item: item[0].start, reverse=True):
+    ordered = sorted(items, key=lambda item: item[0].start)
+    for (before, _), (after, _) in zip(ordered, ordered[1:], strict=False):
+        if after.start < before.end:
+            raise ValueError(f"payload spans overlap: {before.start}-{before.end} and {after.start}-{after.end}")
+    for spec, receipt in reversed(ordered):
         value = value[: spec.start] + receipt + value[spec.end :]
     return value

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from observations.gateway import receipts
 from observations.gateway.context import ContextTooLarge, SessionContext
 from observations.gateway.handoff import (
     PROSE_INSTRUCTIONS,
@@ -133,15 +134,18 @@ def handoff_for(ctx: SessionContext, *, reason: str, prose: dict[str, str], pros
 
 def prose_request(ctx: SessionContext) -> Request:
     """The one call that writes a handoff's prose: the conversation as it stands plus a
-    question, with no output limit of ours (a reasoning model spends output tokens on
-    thinking; a tight limit made such calls return nothing). When the conversation no
+    question, with no output limit of ours but the window's (a reasoning model spends
+    output tokens on thinking; a limit derived from the budget made such calls return
+    nothing, and a provider refuses input plus max_tokens beyond the window). When the conversation no
     longer fits, every consumed result and payload is receipted in this request alone
     and the oldest exchanges are left out until it does."""
     question = Message("user", PROSE_INSTRUCTIONS.format(**SECTION_BUDGETS))
     ratio = ctx.calibration.ratio
-    room = ctx.budget.ceiling - round(estimate_request_message(question) * ratio)
+    asked = round(estimate_request_message(question) * ratio)
+    room = ctx.budget.ceiling - asked
     if ctx.projection() <= room:
-        return ctx.request(extra=(question,), max_tokens=0, purpose="handoff")
+        return ctx.request(extra=(question,), max_tokens=_all_the_window_leaves(ctx, ctx.projection() + asked),
+                           purpose="handoff")
     messages = [_folded(ctx, entry, rendered) for entry, rendered in zip(ctx.entries, ctx._rendered, strict=True)]
     tokens = [estimate_request_message(m) for m in messages]
     total = ctx.header_tokens + sum(tokens)
@@ -158,8 +162,14 @@ def prose_request(ctx: SessionContext) -> Request:
     kept = tuple(messages[:start] + messages[keep_from:])
     return Request(
         model=ctx.model, system=ctx.system_prompt, tools=ctx.tools, messages=kept + (question,),
-        max_tokens=0, step=ctx.step, purpose="handoff",
+        max_tokens=_all_the_window_leaves(ctx, round(total * ratio) + asked), step=ctx.step, purpose="handoff",
     )
+
+
+def _all_the_window_leaves(ctx: SessionContext, request_tokens: int) -> int:
+    """No limit of ours beyond the window itself: what the request leaves of it (the
+    ceiling guarantees at least the output budget)."""
+    return max(ctx.budget.output_budget, ctx.budget.window - request_tokens - ctx.budget.reserve)
 
 
 def _folded(ctx: SessionContext, entry: Entry, rendered: Message) -> Message:
@@ -180,14 +190,21 @@ def _folded(ctx: SessionContext, entry: Entry, rendered: Message) -> Message:
 def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     """Close the current segment and open the next one with ``handoff``.
 
-    Raises ContextTooLarge only if even the new segment (intent, handoff, the last step
-    with its results receipted) cannot fit under the ceiling."""
+    Raises ContextTooLarge, before changing anything, if even the new segment (intent,
+    handoff, the last step with its results receipted) cannot fit under the ceiling."""
     entries = ctx.entries
     last_turn = max((i for i, e in enumerate(entries) if e.kind == "assistant"), default=None)
     if last_turn is None:
         tail = [e for e in entries if e.kind not in ("intent", "intent_update", "task")]
     else:
         tail = [e for e in entries[last_turn:] if e.kind not in ("intent", "intent_update")]
+    text = handoff.render()
+    smallest = round(_smallest(ctx, tail, text, last_turn) * ctx.calibration.ratio)
+    if smallest > ctx.budget.ceiling:
+        raise ContextTooLarge(
+            f"even a new segment needs about {smallest:,} tokens (intent, handoff and the last step), above the "
+            f"ceiling of {ctx.budget.ceiling:,}"
+        )
     carried_obs = [e.observation for e in tail if e.observation is not None]
     carried_ids = {obs.obs_id for obs in carried_obs}
     archived = [obs.obs_id for obs in ctx.observations if obs.obs_id not in carried_ids]
@@ -208,10 +225,9 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     ctx.intent_text = ctx.intent_file_text
     if ctx.intent_text:
         ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
-    text = handoff.render()
     ctx._append(Entry("handoff", text, step=ctx.step, pinned=True))
     for entry in tail:
-        entry.meta = {}
+        entry.meta = {"carried": True}  # recorded with the segment that ended; not again
         obs = entry.observation
         if obs is not None:
             if obs.alias_of is not None and ctx.observation(obs.alias_of) is None:
@@ -245,15 +261,39 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     return record
 
 
+def _receiptable(item) -> bool:
+    return item.state is ObsState.FRESH and _tokens(item) >= 2 * REFERENCE_MIN_TOKENS
+
+
+def _smallest(ctx: SessionContext, tail: list[Entry], handoff: str, last_turn: int | None) -> int:
+    """Estimated tokens of the new segment with every receiptable carried item receipted."""
+    total = ctx.header_tokens + estimate_request_message(Message("user", handoff))
+    if ctx.intent_file_text:
+        total += estimate_request_message(Message("user", render_intent_block(ctx.intent_file_text, ctx.intent_path)))
+    payloads = [p for p in ctx.payloads if last_turn is not None and p.entry_index == last_turn]
+    for entry in tail:
+        obs = entry.observation
+        if obs is not None:
+            text = receipts.render_too_large(obs) if _receiptable(obs) else obs.source.text
+            message = Message("tool", text, tool_call_id=obs.call_id, tool_name=entry.tool_name)
+        elif entry.kind == "assistant":
+            receipted = [(p.spec, ctx.payload_receipt(p)) for p in payloads if _receiptable(p)]
+            message = Message("assistant", *apply_receipts(entry.text, entry.tool_calls, receipted))
+        else:
+            message = Message("user", entry.text)
+        total += estimate_request_message(message)
+    return total
+
+
 def _fit(ctx: SessionContext) -> list[int]:
     """Receipt the carried results (largest first), then the carried payloads, until
-    the new segment is under the ceiling."""
+    the new segment is under the ceiling (start_segment checked that it can be)."""
     too_large: list[int] = []
     items = sorted([*ctx.observations, *ctx.payloads], key=lambda i: -_tokens(i))
     for item in items:
         if ctx.projection() <= ctx.budget.ceiling:
             return too_large
-        if _tokens(item) < 2 * REFERENCE_MIN_TOKENS or item.state is not ObsState.FRESH:
+        if not _receiptable(item):
             continue
         item.state, item.fold = ObsState.RECEIPTED, RESET_FOLD
         ctx._rerender(item.entry_index)
@@ -290,8 +330,8 @@ def closing_history(ctx: SessionContext) -> list[HistoryItem]:
     """The segment about to end, whole (results unfolded), in order."""
     items: list[HistoryItem] = []
     for entry in ctx.entries:
-        if entry.kind in ("intent", "intent_update", "handoff"):
-            continue  # carried forward anyway
+        if entry.kind in ("intent", "intent_update", "handoff") or entry.meta.get("carried"):
+            continue  # carried forward anyway, or recorded with the segment before
         if entry.kind == "tool_result" and entry.observation is not None:
             src = entry.observation.source
             label = f"result of {src.tool} {src.read.describe()}" if src.read is not None else (

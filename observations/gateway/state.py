@@ -66,6 +66,7 @@ def dump_state(ctx: SessionContext) -> dict[str, Any]:
             "kind": e.kind, "text": e.text, "step": e.step, "pinned": e.pinned, "tool_name": e.tool_name,
             "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls],
             "obs": e.observation.obs_id if e.observation is not None else None,
+            "carried": bool(e.meta.get("carried")),
         }
         for e in ctx.entries
     ]
@@ -159,6 +160,8 @@ def load_state(
             observation=ctx.observation(raw["obs"]) if raw["obs"] is not None else None,
         )
         entry.meta["index"] = index
+        if raw.get("carried"):
+            entry.meta["carried"] = True
         message = ctx._render(entry)
         ctx.entries.append(entry)
         ctx._rendered.append(message)

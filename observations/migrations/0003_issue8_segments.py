@@ -6,23 +6,23 @@ from django.db import migrations, models
 # history_search uses the database's own full-text search (observations/history.py).
 SQLITE_FTS = [
     "CREATE VIRTUAL TABLE observations_history_fts USING fts5("
-    "text, content='observations_historyentry', content_rowid='id')",
+    "search_text, content='observations_historyentry', content_rowid='id')",
     "CREATE TRIGGER observations_history_fts_insert AFTER INSERT ON observations_historyentry BEGIN "
-    "INSERT INTO observations_history_fts(rowid, text) VALUES (new.id, new.text); END",
+    "INSERT INTO observations_history_fts(rowid, search_text) VALUES (new.id, new.search_text); END",
     "CREATE TRIGGER observations_history_fts_delete AFTER DELETE ON observations_historyentry BEGIN "
-    "INSERT INTO observations_history_fts(observations_history_fts, rowid, text) "
-    "VALUES ('delete', old.id, old.text); END",
+    "INSERT INTO observations_history_fts(observations_history_fts, rowid, search_text) "
+    "VALUES ('delete', old.id, old.search_text); END",
 ]
 SQLITE_FTS_DROP = [
     "DROP TRIGGER IF EXISTS observations_history_fts_delete",
     "DROP TRIGGER IF EXISTS observations_history_fts_insert",
     "DROP TABLE IF EXISTS observations_history_fts",
 ]
-# The expression is exactly what SearchVector("text", config="simple") compiles to, so
+# The expression is exactly what SearchVector("search_text", config="simple") compiles to, so
 # the planner uses the index.
 POSTGRES_FTS = [
     "CREATE INDEX observations_history_fts ON observations_historyentry "
-    "USING GIN (to_tsvector('simple'::regconfig, COALESCE(text, '')))",
+    "USING GIN (to_tsvector('simple'::regconfig, COALESCE(search_text, '')))",
 ]
 POSTGRES_FTS_DROP = ["DROP INDEX IF EXISTS observations_history_fts"]
 
@@ -67,6 +67,7 @@ class Migration(migrations.Migration):
                 ('call_id', models.CharField(blank=True, max_length=100)),
                 ('tool', models.CharField(blank=True, max_length=60)),
                 ('text', models.TextField()),
+                ('search_text', models.TextField()),
                 ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='history', to='agents.session')),
             ],
             options={

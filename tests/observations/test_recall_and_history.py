@@ -15,7 +15,7 @@ from agents.tools.outcome import ToolError
 from observations.blobs import blob_put
 from observations.gateway.segments import HistoryItem
 from observations.history import history_record
-from observations.models import Observation, Payload, Segment
+from observations.models import HistoryEntry, Observation, Payload, Segment
 from rooms.models import Room
 
 
@@ -90,11 +90,35 @@ def test_refs_are_checked(sessions):
     mine, _, _ = sessions
     with pytest.raises(ToolError, match="is not a ref"):
         recall(DatabaseMemory(mine.pk), ref="../../etc/passwd", start_line=None, end_line=None)
-    a, b = observe(mine, 0, "one\n"), observe(mine, 1, "two\n")
-    common = next(n for n in range(1, 64) if a[:n] != b[:n]) - 1
-    if common >= 6:
-        with pytest.raises(AmbiguousRef):
-            recall(DatabaseMemory(mine.pk), ref=a[:common], start_line=None, end_line=None)
+    one, two = texts_sharing_a_six_digit_ref()
+    a, b = observe(mine, 0, one), observe(mine, 1, two)
+    assert a[:6] == b[:6] and a[:12] != b[:12]
+    with pytest.raises(AmbiguousRef):
+        recall(DatabaseMemory(mine.pk), ref=a[:6], start_line=None, end_line=None)
+    assert recall(DatabaseMemory(mine.pk), ref=a[:12], start_line=None, end_line=None).text == one
+
+
+def texts_sharing_a_six_digit_ref() -> tuple[str, str]:
+    """Two texts whose digests start alike (a birthday search: a few thousand tries)."""
+    seen: dict[str, str] = {}
+    for n in range(1_000_000):
+        text = f"output {n}\n"
+        prefix = sha(text)[:6]
+        if prefix in seen:
+            return seen[prefix], text
+        seen[prefix] = text
+    raise AssertionError("no two digests share six hex digits")
+
+
+def test_a_single_line_longer_than_a_result_comes_cut_and_says_so(sessions):
+    mine, _, _ = sessions
+    text = "x" * 250_000 + "\n" + "second\n"
+    digest = observe(mine, 0, text)
+    result = recall(DatabaseMemory(mine.pk), ref=digest[:12], start_line=None, end_line=None)
+    header, served = result.text.split("\n", 1)
+    assert "line 1 is 250,001 bytes, cut at 100,000" in header and "start_line=2" in header
+    assert served == "x" * 100_000
+    assert recall(DatabaseMemory(mine.pk), ref=digest[:12], start_line=2, end_line=None).text.endswith("second\n")
 
 
 def test_history_search_finds_earlier_segments_of_this_session_only(sessions):
@@ -118,3 +142,17 @@ def test_history_search_finds_earlier_segments_of_this_session_only(sessions):
     assert 'recall("abcdef123456")' in text and "«median»" in text
     # Query syntax of the engine is taken literally, never an error.
     assert "No match" in history_search(DatabaseMemory(mine.pk), query='"NEAR(* AND', limit=5).text
+
+
+def test_a_result_larger_than_a_search_index_holds_is_recorded_and_found_by_its_start_and_end(sessions):
+    """PostgreSQL's tsvector holds at most 1 MB: a 5 MB build log must still end its segment."""
+    mine, _, _ = sessions
+    Segment.objects.create(session=mine, number=2, started_step=9, reason="full", prose_source="model",
+                           handoff="h", handoff_bytes=1, handoff_tokens=1)
+    log = "collecting zanzibar\n" + "".join(f"test_{n} PASSED word{n}\n" for n in range(200_000)) + "1 failed quokka\n"
+    assert len(log) > 5_000_000
+    history_record(session=mine, segment=1, items=[HistoryItem(3, "result", "result of shell: pytest", "abcdef123456",
+                                                               log)])
+    assert HistoryEntry.objects.get(session=mine).text == log  # kept whole; only search sees a part
+    for word in ("zanzibar", "quokka"):
+        assert 'recall("abcdef123456")' in history_search(DatabaseMemory(mine.pk), query=word, limit=5).text

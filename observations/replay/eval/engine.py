@@ -23,7 +23,7 @@ from observations.gateway.budget import Budget
 from observations.gateway.context import ContextTooLarge, SegmentNeeded, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
-from observations.gateway.policies import Policy
+from observations.gateway.policies import FoldReason, Policy
 from observations.gateway.receipts import meaningful_first_line
 from observations.gateway.tokens import (
     estimate_message_tokens,
@@ -97,14 +97,18 @@ class RunResult:
     segments: list[int] = field(default_factory=list)
     handoffs: list[dict[str, Any]] = field(default_factory=list)
     payload_receipts: int = 0
+    receipts_before_segments: int = 0  # standing when each earlier segment ended
     # The same run billed with every fold request (and a new segment's first request)
     # written to the cache whole: no assumption that its unchanged start is read.
     input_cost_full_write: float = 0.0
     cache_read_full_write: int = 0
-    # Per recorded step: that accounting's input cost, and whether a request exceeded
-    # the ceiling (the oracle's search reads these).
+    # Per recorded step: that accounting's cost, and whether the step went beyond a
+    # plain request: one over the ceiling, a mandatory fold, a new segment, or the stop.
+    # The oracle's search reads these (oracle.py).
     step_costs: list[float] = field(default_factory=list)
-    step_over: list[bool] = field(default_factory=list)
+    step_blocked: list[bool] = field(default_factory=list)
+    # ... and what the step would cost were its request a fold request (written whole).
+    step_fold_costs: list[float] = field(default_factory=list)
     # (estimate, provider-reported) input tokens per step, where the source has them.
     estimates: list[tuple[int, int]] = field(default_factory=list)
 
@@ -130,8 +134,9 @@ class RunResult:
 
     @property
     def receipts_issued(self) -> int:
-        # A replaced result never comes back, so the last request holds them all.
-        return self.receipts[-1] if self.receipts else 0
+        # A replaced result never comes back within a segment, so the last request of
+        # each segment holds all of that segment's.
+        return self.receipts_before_segments + (self.receipts[-1] if self.receipts else 0)
 
 
 def tool_schemas(meta: dict[str, Any]) -> tuple[ToolSchema, ...]:
@@ -247,7 +252,8 @@ def replay(
         if on_step is not None:
             on_step(step.index)
         result.step_costs.append(0.0)
-        result.step_over.append(False)
+        result.step_blocked.append(False)
+        result.step_fold_costs.append(0.0)
         segment = ctx.segment
         try:
             try:
@@ -257,6 +263,7 @@ def replay(
                 boundary = ctx.prepare()
         except ContextTooLarge as exc:
             result.failure = f"step {step.index}: {exc}"
+            result.step_blocked[-1] = True
             break
         messages = boundary.request.messages + tail
         tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
@@ -265,6 +272,10 @@ def replay(
         if boundary.fold is not None:
             result.folds.append(result.requests)
             result.payload_receipts += len(boundary.fold.payloads)
+            if boundary.fold.reason in (FoldReason.CEILING, FoldReason.OVERFLOW):
+                result.step_blocked[-1] = True
+        if ctx.segment != segment:
+            result.step_blocked[-1] = True
         bill.request(messages, tokens, output_tokens(step),
                      rewritten=boundary.fold is not None or ctx.segment != segment)
         result.receipts.append(sum(1 for o in ctx.observations if not tracker.text_in_context(o)))
@@ -320,7 +331,9 @@ class _Biller:
         result.output_tokens += output
         result.output_cost += self.cost.output * output
         result.step_costs[-1] += self.cost.input_cost(strict) + self.cost.output * output
-        result.step_over[-1] = result.step_over[-1] or sent > result.ceiling
+        whole = self.cost.split(sent, 0, self.previous_sent)
+        result.step_fold_costs[-1] += self.cost.input_cost(whole) + self.cost.output * output
+        result.step_blocked[-1] = result.step_blocked[-1] or sent > result.ceiling
         self.previous, self.previous_sent = messages, sent
 
 
@@ -331,8 +344,13 @@ def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: _Bil
     prose = segments.stand_in_prose(ctx)
     request: Request = segments.prose_request(ctx)
     answer = estimate_tokens(prose["progress"] + prose["next_step"])
-    bill.request(request.messages, [estimate_request_message(m) for m in request.messages], answer)
-    result.receipts.append(result.receipts[-1] if result.receipts else 0)
+    # When the conversation no longer fit, the prose request receipted what it could:
+    # a rewritten request, for the strict accounting.
+    folded = request.messages[:-1] != tuple(ctx.rendered_messages())
+    bill.request(request.messages, [estimate_request_message(m) for m in request.messages], answer, rewritten=folded)
+    standing = result.receipts[-1] if result.receipts else 0
+    result.receipts_before_segments += standing
+    result.receipts.append(0)
     handoff = segments.handoff_for(ctx, reason=reason, prose=prose, prose_source="stand-in")
     record = segments.start_segment(ctx, handoff)
     result.segments.append(result.requests)

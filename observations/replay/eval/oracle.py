@@ -3,21 +3,25 @@
 The oracle knows the whole recorded run. Its family of schedules: fold at any set of
 recorded steps; each fold evicts every consumed result and payload except the results
 whose range the agent will read again later (it knows when), so that no re-read is
-ever served twice. Receipts, payload receipts and segments are the gateway's own; the
-ceiling must hold at every request; cost is the strict accounting (every fold request
-written to the cache whole), with the prices the replay is billed with.
+ever served twice; every request stays under the ceiling with no mandatory fold and no
+new segment. Cost is the strict accounting (every fold request written to the cache
+whole), with the prices the replay is billed with.
 
 Search: dynamic programming over fold steps. A fold evicts everything it may at that
 moment, so what the context holds after a fold at step j does not depend on earlier
 folds (the evicted sets only grow), and neither does the strict cost of any request
 from j on. Hence the cost of a schedule is a sum of independent pieces: the steps
 before its first fold, billed without folds, and for each fold at j the steps from j
-to the next fold, billed as in a run whose only fold is at j. One replay per candidate
-j gives every such piece (``cost[j][k]``, prefix sums), and best[j] = min over i < j of
-best[i] + piece(i, j) finds the optimum in O(n²) after O(n) replays. A piece in which a
-request would exceed the ceiling is forbidden. The schedule found is then replayed as a
-whole: the reported cost is that replay's, and the search's own figure is kept beside
-it (``predicted``) to show the decomposition holds (docs/replay.md reports the gap).
+to the next fold, billed as in a run that folds at j and not after (and at every step
+before j, which reaches j unblocked wherever anything can). One replay per candidate j
+gives every such piece (``cost[j][k]``, prefix sums), and best[j] = min over i < j of
+best[i] + piece(i, j) finds the optimum in O(n²) after O(n) replays. A piece with a
+blocked step (a request over the ceiling, a mandatory fold, a new segment: past one the
+context depends on more than the last fold) is forbidden, which is what keeps the sum
+exact. The schedule found is then replayed as a whole; the search's own figure is kept
+beside it (``predicted``) and equals it (tests/replay/test_oracle.py checks both, and a
+brute force over every schedule). A run no schedule of the family fits (it needs a new
+segment or a mandatory fold) has no limit computed: on_demand's own run stands in.
 """
 
 from __future__ import annotations
@@ -69,7 +73,9 @@ class ForcedFolds:
 class OracleRun:
     run: RunResult
     schedule: tuple[int, ...]
-    predicted: float  # the search's cost (strict input + output), to compare with the replay
+    # The search's cost (strict input + output); equal to the replay's by construction.
+    # None: no schedule of the family fits, and on_demand's run stands in.
+    predicted: float | None
 
 
 def last_reads(trajectory: Trajectory) -> dict[tuple, int]:
@@ -96,23 +102,36 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
         policy = ForcedFolds(schedule, last)
         return replay(trajectory, policy, window, settings, prior=prior, on_step=policy.set_step)
 
-    def prefix_sums(run: RunResult) -> tuple[list[float], list[int]]:
-        """Cumulative strict cost and count of over-ceiling steps; a stopped run's
-        missing steps cost infinitely."""
-        costs = run.step_costs + [float("inf")] * (n - len(run.step_costs))
-        over = [int(o) for o in run.step_over] + [1] * (n - len(run.step_over))
-        return list(accumulate(costs, initial=0.0)), list(accumulate(over, initial=0))
+    def prefix_sums(run: RunResult) -> tuple[list[float], list[int], list[float]]:
+        """Cumulative strict cost and count of blocked steps (over the ceiling, a
+        mandatory fold, a new segment, the stop), and each step's cost as a fold
+        request; a stopped run's missing steps count as blocked."""
+        missing = n - len(run.step_costs)
+        costs = run.step_costs + [float("inf")] * missing
+        blocked = [int(b) for b in run.step_blocked] + [1] * missing
+        return (list(accumulate(costs, initial=0.0)), list(accumulate(blocked, initial=0)),
+                run.step_fold_costs + [float("inf")] * missing)
 
+    # The steps from a fold at j on are billed from a run that folds at every step up to
+    # j: it reaches j with nothing blocked wherever any schedule can, and after the fold
+    # at j its context is the one every schedule has there.
     runs = {0: prefix_sums(run_with(frozenset()))}
-    runs.update({j: prefix_sums(run_with(frozenset({j}))) for j in range(1, n)})
+    runs.update({j: prefix_sums(run_with(frozenset(range(1, j + 1)))) for j in range(1, n)})
 
     def piece(j: int, k: int) -> float:
-        """Steps j..k-1 after a fold at j (before any fold: j == 0); forbidden if a
-        request among them exceeds the ceiling."""
-        sums, over = runs[j]
-        if over[k] - over[j]:
+        """Steps j..k-1 after a fold at j (before any fold: j == 0). Forbidden when a
+        step up to k-1 of that run is blocked: past such a step the context no longer
+        depends on the fold at j alone, and the pieces would not add up to the
+        schedule's cost."""
+        sums, blocked, as_fold = runs[j]
+        if blocked[k]:
             return float("inf")
-        return sums[k] - sums[j]
+        if j == 0:
+            return sums[k]
+        # The fold request at j is written whole in the schedule (the run that folded at
+        # every step may have had nothing left to fold there); the steps after it are
+        # the same in both.
+        return as_fold[j] + sums[k] - sums[j + 1]
 
     best = [float("inf")] * (n + 1)
     came_from = [-1] * (n + 1)
@@ -131,6 +150,13 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
     while k > 0 and came_from[k] > 0:
         schedule.append(came_from[k])
         k = came_from[k]
+    if best[n] == float("inf"):
+        # No schedule of plain folds keeps this run under the ceiling without a
+        # mandatory fold or a new segment: the limit is not computed here, and on_demand's
+        # own run stands in for it (never below what the gateway achieves).
+        stand_in = replay(trajectory, "on_demand", window, settings, prior=prior)
+        stand_in.policy = ORACLE
+        return OracleRun(stand_in, (), None)
     chosen = frozenset(schedule)
     final = run_with(chosen)
     final.policy = ORACLE

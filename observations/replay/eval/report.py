@@ -54,7 +54,7 @@ def summary_table(rows: list[SummaryRow], title: str) -> Table:
             Text(f"{row.failed}", style="bold red" if row.failed else ""),
             f"{row.steps:,}",
             _ratio(row.sent_ratio),
-            f"{100 * row.cache_read_share_full_write:.1f}%",
+            _share(row.cache_read_share_full_write),
             Text(cost, style="bold green") if best.get(row.window) == row.policy else cost,
             _ratio(row.cost_ratio),
             _ratio(row.input_ratio_full_write),
@@ -140,6 +140,10 @@ def notes(results: ResultSet) -> list[str]:
     return lines
 
 
+def _share(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
 def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -172,7 +176,7 @@ def markdown(results: ResultSet) -> str:
         for row in summarize(results, source=source):
             cells = (window_label(row.window), row.policy, row.runs, row.failed, _ratio(row.cost_ratio_full_write),
                      _ratio(row.cost_ratio), _ratio(row.input_ratio_full_write), _ratio(row.input_ratio),
-                     f"{100 * row.cache_read_share_full_write:.1f}%", f"{row.folds:,}", f"{row.payload_receipts:,}",
+                     _share(row.cache_read_share_full_write), f"{row.folds:,}", f"{row.payload_receipts:,}",
                      f"{row.segments:,}", f"{row.rereads_after_eviction:,}", f"{row.denied_rereads:,}",
                      f"{row.over_ceiling:,}")
             out.append("| " + " | ".join(str(c) for c in cells) + " |")

@@ -57,12 +57,12 @@ class RunTotals:
     payload_receipts: int = 0
     handoff_bytes: tuple[int, ...] = ()  # per reset, in order
     # The strict accounting: fold requests (and a new segment's first) written whole.
-    input_cost_full_write: float = 0.0
-    cache_read_full_write: int = 0
+    input_cost_full_write: float | None = None  # None: a results file from before it was kept
+    cache_read_full_write: int | None = None
 
     @property
-    def cost_full_write(self) -> float:
-        return self.input_cost_full_write + self.output_cost
+    def cost_full_write(self) -> float | None:
+        return None if self.input_cost_full_write is None else self.input_cost_full_write + self.output_cost
 
     @property
     def cost(self) -> float:

@@ -33,7 +33,7 @@ class SummaryRow:
     over_window: int
     segments: int
     payload_receipts: int
-    cache_read_full_write: int
+    cache_read_full_write: int | None
     sent_ratio: float | None  # to none, over every run
     cost_ratio: float | None  # fold requests read their unchanged start from the cache
     cost_ratio_full_write: float | None  # fold requests written to the cache whole
@@ -45,7 +45,9 @@ class SummaryRow:
         return self.cache_read / self.sent if self.sent else 0.0
 
     @property
-    def cache_read_share_full_write(self) -> float:
+    def cache_read_share_full_write(self) -> float | None:
+        if self.cache_read_full_write is None:
+            return None
         return self.cache_read_full_write / self.sent if self.sent else 0.0
 
 
@@ -79,19 +81,25 @@ def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryR
                     over_window=_total(runs, "over_window"),
                     segments=_total(runs, "segments"),
                     payload_receipts=_total(runs, "payload_receipts"),
-                    cache_read_full_write=_total(runs, "cache_read_full_write"),
+                    cache_read_full_write=_total_or_none(runs, "cache_read_full_write"),
                     sent_ratio=_ratio(_total(runs, "sent"), base_sent),
                     cost_ratio=_ratio(sum(r.cost for r in runs), base_cost),
-                    cost_ratio_full_write=_ratio(sum(r.cost_full_write for r in runs), base_cost),
+                    cost_ratio_full_write=_ratio(_total_or_none(runs, "cost_full_write"), base_cost),
                     input_ratio=_ratio(sum(r.input_cost for r in runs), base_input),
-                    input_ratio_full_write=_ratio(sum(r.input_cost_full_write for r in runs), base_input),
+                    input_ratio_full_write=_ratio(_total_or_none(runs, "input_cost_full_write"), base_input),
                 )
             )
     return rows
 
 
-def _ratio(value: float, base: float) -> float | None:
-    return value / base if base else None
+def _ratio(value: float | None, base: float) -> float | None:
+    return value / base if base and value is not None else None
+
+
+def _total_or_none(runs: list[RunTotals], name: str) -> float | None:
+    """A total that older results files do not have (None there)."""
+    values = [getattr(r, name) for r in runs]
+    return None if any(v is None for v in values) else sum(values)
 
 
 def _total(runs: list[RunTotals], name: str) -> int:

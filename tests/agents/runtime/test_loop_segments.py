@@ -51,7 +51,10 @@ def test_a_session_that_writes_a_file_every_step_goes_on_through_new_segments():
     assert ctx.segment >= 3 and len(closed) == ctx.segment - 1
     prose_calls = handoff_requests(host)
     assert len(prose_calls) == ctx.segment - 1
-    assert all(r.max_tokens == 0 for r in prose_calls)  # no output limit of ours
+    # No output limit of ours but the window's: what the prose request leaves of it.
+    budget = ctx.budget
+    assert all(r.max_tokens >= budget.output_budget for r in prose_calls)
+    assert any(r.max_tokens > budget.output_budget for r in prose_calls)
     steps = [r for r in host.requests if r.purpose == "step"]
     assert all(r.system == steps[0].system and r.tools == steps[0].tools for r in steps)
     after_reset = [r for r in steps if any(m.text.startswith("# Handoff:") for m in r.messages)]

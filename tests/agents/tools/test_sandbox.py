@@ -204,3 +204,40 @@ def test_a_hub_running_as_an_ordinary_user_confines_commands_in_a_user_namespace
         assert (home / "wt" / "made").stat().st_uid == 65534  # the hub's own user, not root
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+IN_A_VENV = r"""
+import importlib.util, subprocess, sys
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
+sandbox = importlib.util.module_from_spec(spec)
+sys.modules["sandbox"] = sandbox
+spec.loader.exec_module(sandbox)
+policy = sandbox.interpreter_policy()
+place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
+sandbox.prepare(policy, place)
+confined = sandbox.confine(policy, place, "python -c 'import sys; print(sys.prefix)'")
+done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
+print(done.returncode, done.stdout.strip(), done.stderr.strip())
+"""
+
+
+def test_python_runs_when_the_hubs_venv_was_made_from_a_link_under_tmp(tmp_path):
+    """CI makes its venv from `.ci/bin/python3`, a link inside the checkout under /tmp: the
+    venv's `python` points through it, and the sandbox's private /tmp would hide it."""
+    import subprocess
+    import sys
+
+    shim = tmp_path / "ci" / "bin" / "python3"
+    shim.parent.mkdir(parents=True)
+    shim.symlink_to(os.path.realpath(sys.executable))
+    venv = tmp_path / "venv"
+    subprocess.run([str(shim), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    assert os.readlink(venv / "bin" / "python3").startswith(str(shim.parent)) or \
+        os.path.realpath(venv / "bin" / "python3") == os.path.realpath(sys.executable)
+    (tmp_path / "wt").mkdir()
+    done = subprocess.run([str(venv / "bin" / "python3"), "-c", IN_A_VENV, str(SANDBOX_MODULE), str(tmp_path / "wt"),
+                           str(tmp_path / "tmp")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(" ", 1)[0] == "0", done.stdout
+    assert str(venv) in done.stdout
