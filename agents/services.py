@@ -18,6 +18,7 @@ from agents.models import (
     AgentProfile,
     Approval,
     ApprovalRule,
+    EvictionPolicy,
     ProviderCall,
     RoomAgent,
     Session,

@@ -1,7 +1,7 @@
 """Properties across any sequence of folds and resets (segments):
 
-(a) every constraint and every person's message appears verbatim in every later request
-    until a person replaces it;
+(a) every constraint and every person's message (several lines too) appears verbatim
+    in every later request until a person replaces it;
 (b) every ref that any receipt or handoff shows is recallable to bytes whose sha256
     equals the recorded one;
 (c) the system prompt and the tool table are byte-identical in every request;
@@ -9,7 +9,7 @@
     call arguments stay JSON objects.
 
 A random session writes files (native write_file calls and shell heredocs: payloads),
-reads them, runs commands with large outputs, and people steer it, sometimes replacing
+reasons at length (a payload too once acted on), reads files, runs commands with large outputs, and people steer it, sometimes replacing
 an earlier steer, or edit the task's constraints; resets come from the ceiling, from
 the segment share, and from people asking.
 """
@@ -44,10 +44,12 @@ action = st.one_of(
     st.tuples(st.just("write"), st.sampled_from(PATHS)),
     st.tuples(st.just("heredoc"), st.sampled_from(PATHS)),
     st.tuples(st.just("shell"), st.integers(min_value=0, max_value=9_000)),
+    st.tuples(st.just("think"), st.integers(min_value=1, max_value=12)),
 )
 step = st.fixed_dictionaries({
     "actions": st.lists(action, min_size=1, max_size=3),
     "steer": st.integers(min_value=0, max_value=5),  # 0: a steer; 1: a steer replacing the last one
+    "several_lines": st.booleans(),
     "constraint_edit": st.integers(min_value=0, max_value=25).map(lambda n: n == 0),
     "reset_asked": st.integers(min_value=0, max_value=40).map(lambda n: n == 0),
 })
@@ -81,11 +83,13 @@ def run(spec) -> tuple[int, int]:
     resets = 0
     for index, spec_step in enumerate(spec["steps"]):
         if spec_step["constraint_edit"]:
-            constraint = f"Never touch vendor/ (rev {index})."
+            constraint = f"Never touch vendor/ (rev {index}).\nKeep Python 3.8 support."
             ctx.refresh_intent(INTENT.format(constraint))
         if spec_step["steer"] <= 1:
             replaces = tuple(in_force)[-1:] if spec_step["steer"] == 1 else ()
             words = f"steer {index}: prefer small diffs"
+            if spec_step["several_lines"]:
+                words = f"steer {index}:\n- prefer small diffs\n  - even in tests\n\n- keep the API"
             decision = ctx.add_person(kind="steer", author="alice", text=words, replaces=replaces)
             for number in replaces:
                 in_force.pop(number, None)
@@ -126,6 +130,7 @@ def run(spec) -> tuple[int, int]:
         check_anthropic(request)
 
         calls, results = [], []
+        said = f"step {index}"
         for n, (kind, arg) in enumerate(spec_step["actions"]):
             call_id = f"s{index}c{n}"
             if kind == "read":
@@ -144,11 +149,15 @@ def run(spec) -> tuple[int, int]:
                 texts[sha(content)[:12]] = content
                 calls.append(call(call_id, "shell", command=f"cat > {arg} <<'EOF'\n{content}\nEOF\npython -m pytest -q"))
                 results.append(shell_input(call_id, "cat", "2 passed"))
+            elif kind == "think":
+                # Reasoning long enough to leave as a payload once acted on.
+                said = f"Step {index}: " + " ".join(f"hypothesis {n}.{k}: the bug is in branch {k}." for k in range(arg * 8))
+                texts[sha(said)[:12]] = said
             else:
                 output = "log line\n" * (arg // 9)
                 calls.append(call(call_id, "shell", command="make"))
                 results.append(shell_input(call_id, "make", output))
-        ctx.add_assistant(f"step {index}", tuple(calls))
+        ctx.add_assistant(said, tuple(calls))
         for result in results:
             texts[result.sha256[:12]] = result.text
             ctx.add_tool_result(result)

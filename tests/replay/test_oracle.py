@@ -75,3 +75,15 @@ def test_where_only_a_mandatory_fold_fits_it_still_never_stops_a_run():
     traj = run_of(14)
     found = oracle(traj, 12_000, SETTINGS)
     assert not found.run.failed and found.run.over_ceiling == 0
+
+
+def test_a_run_only_a_new_segment_can_carry_has_on_demands_run_as_its_limit():
+    # One result larger than a 16k window's ceiling: no schedule of folds fits it.
+    events = [read_event("c0", "a.py", file_text("a.py", 40)),
+              shell_event("c1", "make", "error: boom\n" * 5_000), shell_event("c2", "ls", "a.py\n")]
+    traj = trajectory(events)
+    found = oracle(traj, 16_000, SETTINGS)
+    on_demand = replay(traj, "on_demand", 16_000, SETTINGS)
+    assert found.predicted is None and found.schedule == ()
+    assert found.run.policy == "oracle" and not found.run.failed and len(found.run.segments) == 1
+    assert strict(found.run) == pytest.approx(strict(on_demand))

@@ -17,11 +17,16 @@ before j, which reaches j unblocked wherever anything can). One replay per candi
 gives every such piece (``cost[j][k]``, prefix sums), and best[j] = min over i < j of
 best[i] + piece(i, j) finds the optimum in O(n²) after O(n) replays. A piece with a
 blocked step (a request over the ceiling, a mandatory fold, a new segment: past one the
-context depends on more than the last fold) is forbidden, which is what keeps the sum
-exact. The schedule found is then replayed as a whole; the search's own figure is kept
-beside it (``predicted``) and equals it (tests/replay/test_oracle.py checks both, and a
-brute force over every schedule). A run no schedule of the family fits (it needs a new
-segment or a mandatory fold) has no limit computed: on_demand's own run stands in.
+context depends on more than the last fold), or ending where the next fold would be
+mandatory, is forbidden, which is what keeps the sum exact. The schedule found is then
+replayed as a whole; the search's own figure is kept beside it (``predicted``) and
+equals it (tests/replay/test_oracle.py checks both, and a brute force over every
+schedule).
+
+The limit is never above what the gateway achieves: where no schedule of the family
+fits (the run needs a new segment or a mandatory fold), or on_demand's own run, which
+may leave the family that way, is cheaper, on_demand's run stands in (``predicted`` is
+then None).
 """
 
 from __future__ import annotations
@@ -120,11 +125,12 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
 
     def piece(j: int, k: int) -> float:
         """Steps j..k-1 after a fold at j (before any fold: j == 0). Forbidden when a
-        step up to k-1 of that run is blocked: past such a step the context no longer
-        depends on the fold at j alone, and the pieces would not add up to the
-        schedule's cost."""
+        step up to k-1 of that run is blocked (past it the context no longer depends on
+        the fold at j alone), or step k, where the next fold comes, would be (that fold
+        would be mandatory and take more than the schedule's): the pieces would not add
+        up to the schedule's cost."""
         sums, blocked, as_fold = runs[j]
-        if blocked[k]:
+        if blocked[min(k + 1, n)]:
             return float("inf")
         if j == 0:
             return sums[k]
@@ -150,15 +156,19 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
     while k > 0 and came_from[k] > 0:
         schedule.append(came_from[k])
         k = came_from[k]
-    if best[n] == float("inf"):
-        # No schedule of plain folds keeps this run under the ceiling without a
-        # mandatory fold or a new segment: the limit is not computed here, and on_demand's
-        # own run stands in for it (never below what the gateway achieves).
-        stand_in = replay(trajectory, "on_demand", window, settings, prior=prior)
-        stand_in.policy = ORACLE
-        return OracleRun(stand_in, (), None)
-    chosen = frozenset(schedule)
-    final = run_with(chosen)
-    final.policy = ORACLE
-    return OracleRun(final, tuple(sorted(chosen)), best[n])
+    # The gateway's own run may leave the family (a mandatory fold keeps the newest
+    # results, a new segment resets what is held) and be cheaper: the limit is never
+    # above what the gateway achieves, so where it is, on_demand's run stands in.
+    stand_in = replay(trajectory, "on_demand", window, settings, prior=prior)
+    if best[n] < float("inf"):
+        chosen = frozenset(schedule)
+        final = run_with(chosen)
+        if _strict(final) <= _strict(stand_in):
+            final.policy = ORACLE
+            return OracleRun(final, tuple(sorted(chosen)), best[n])
+    stand_in.policy = ORACLE
+    return OracleRun(stand_in, (), None)
 
+
+def _strict(run: RunResult) -> float:
+    return run.input_cost_full_write + run.output_cost
