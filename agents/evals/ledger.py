@@ -34,3 +34,11 @@ def verdicts_store(*, source: str, a_label: str, b_label: str, verdicts: list[Ve
     return [EvalVerdict.objects.create(source=source, a_label=a_label[:300], b_label=b_label[:300],
                                        subject=v.subject[:300], verdict=v.verdict, detail=v.detail)
             for v in verdicts]
+
+
+def store_replay_verdicts(sender, *, a_label: str, b_label: str, verdicts: list[tuple[str, str, str]],
+                          **kwargs) -> int:
+    """Receiver of observations.signals.replay_compared: ``replay compare``'s verdicts."""
+    stored = verdicts_store(source="replay", a_label=a_label, b_label=b_label,
+                            verdicts=[Verdict(subject, label, reason) for subject, label, reason in verdicts])
+    return len(stored)

@@ -76,3 +76,21 @@ def test_eval_compare_lines_two_batches_up_by_scenario_and_stores_every_verdict(
 def test_eval_compare_refuses_unknown_batches():
     with pytest.raises(CommandError, match="no eval batch 9999"):
         call_command("eval", "compare", "9999", "9998")
+
+
+@pytest.mark.django_db
+def test_replay_compare_writes_its_verdicts_to_the_same_ledger(tmp_path):
+    import io
+
+    from tests.replay.test_evaluate_command import FIXTURES
+
+    a = tmp_path / "a.json"
+    call_command("replay", str(FIXTURES), "--window", "32k", "--policy", "on_demand", "--json", str(a),
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    out = io.StringIO()
+    call_command("replay", "compare", str(a), str(a), stdout=out, stderr=io.StringIO())
+    stored = EvalVerdict.objects.filter(source="replay")
+    assert stored.exists() and {v.verdict for v in stored} == {NO_EFFECT}
+    assert f"{stored.count()} verdict(s) stored in the eval ledger" in out.getvalue()
+    assert all(v.a_label == str(a.resolve()) and v.subject.endswith(" 32k") for v in stored)
+    assert any(" on_demand 32k" in v.subject for v in stored)
