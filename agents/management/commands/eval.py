@@ -137,7 +137,8 @@ class Command(BaseCommand):
                           str(run.resets), str(run.requests_checked), f"{run.request_passed}/{run.request_total}",
                           f"{run.behaviour_passed}/{run.behaviour_total}" + (" (scripted)" if batch.scripted else ""),
                           f"{run.duration_ms / 1000:.1f}")
-        out = Console(file=self.stdout, width=160)
+        # With --json - the JSON owns stdout: the table goes to stderr.
+        out = Console(file=sys.stderr if json_path == "-" else self.stdout, width=160)
         out.print(table)
         passed = sum(r.request_passed for r in results)
         total = sum(r.request_total for r in results)
