@@ -85,3 +85,15 @@ def test_files_touched_compares_the_ledger_with_git_and_the_script():
     assert judge("files_touched", [], same, expected=["a.py", "b.py"]).passed
     missed = Facts(ledger_files=("a.py",), git_files=("a.py", "b.py"))
     assert judge("files_touched", [], missed).evidence == ["the ledger says ['a.py'], git says ['a.py', 'b.py']"]
+
+
+def test_the_decision_logic_of_evals_is_plain_python():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    modules = ["agents.evals.scenario", "agents.evals.checks", "agents.evals.compare", "agents.providers.script"]
+    code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('django' in sys.modules)"
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.strip() == "False"
