@@ -57,6 +57,7 @@ class CheckResult:
     passed: bool
     evidence: list[str] = field(default_factory=list)
     judged: int = 0  # requests (or facts) looked at
+    note: str = ""  # what was found, pass or fail (the files-touched probe: the hub's answer)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -230,6 +231,7 @@ def _latest_person_message(params, requests, facts, result) -> None:
 def _files_touched(params, requests, facts, result) -> None:
     ledger, changed = sorted(facts.ledger_files), sorted(facts.git_files)
     result.judged = 1
+    result.note = "the hub's ledger answers: " + (", ".join(ledger) or "no files")
     if ledger != changed:
         result.evidence.append(f"the ledger says {ledger}, git says {changed}")
     expected = params.get("expected")

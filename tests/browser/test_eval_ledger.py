@@ -54,6 +54,8 @@ def test_the_eval_ledger_lists_runs_and_shows_a_runs_checks_with_evidence(daphne
             expect(page.locator("#request-checks li[data-passed=true]")).to_have_count(2)
             expect(page.locator("#request-checks")).to_contain_text("in_force: Never edit anything under vendor/")
             expect(page.locator("#behaviour-checks")).to_contain_text("untouched: vendor/**")
+            expect(page.locator("#request-checks .check-note")).to_have_text(
+                "the hub's ledger answers: NOTES.md, src/count.py, src/inventory.py, src/stock.py")
 
             page.goto(f"/evals/runs/{failed.pk}/")
             expect(page.locator("#request-checks li[data-passed=false] .evidence")).to_contain_text(

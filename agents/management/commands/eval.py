@@ -150,6 +150,8 @@ class Command(BaseCommand):
                       if batch.scripted else ""))
         for run in results:
             for check in run.checks:
+                if check.get("note") and check["kind"] == "files_touched":
+                    out.print(f"{run.scenario} #{run.run}: files touched? {check['note']}")
                 if not check["passed"]:
                     out.print(f"[red]FAIL[/red] {run.scenario} #{run.run} {check['family']} {check['label']}")
                     for line in check["evidence"]:

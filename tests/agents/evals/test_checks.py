@@ -82,7 +82,8 @@ def test_coordinates_and_the_latest_person_message_name_topic_a_after_the_return
 
 def test_files_touched_compares_the_ledger_with_git_and_the_script():
     same = Facts(ledger_files=("a.py", "b.py"), git_files=("b.py", "a.py"))
-    assert judge("files_touched", [], same, expected=["a.py", "b.py"]).passed
+    probe = judge("files_touched", [], same, expected=["a.py", "b.py"])
+    assert probe.passed and probe.note == "the hub's ledger answers: a.py, b.py"
     missed = Facts(ledger_files=("a.py",), git_files=("a.py", "b.py"))
     assert judge("files_touched", [], missed).evidence == ["the ledger says ['a.py'], git says ['a.py', 'b.py']"]
 
