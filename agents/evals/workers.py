@@ -13,6 +13,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from hub.embedded import EmbeddedRedis
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,3 +50,14 @@ class EvalWorker:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+def embedded_redis_if_needed() -> EmbeddedRedis | None:
+    """On the embedded defaults (no REDIS_URL) with no hub running, the broker is not
+    there: start the embedded Redis for this run, as `manage.py start` would."""
+    if os.environ.get("REDIS_URL"):
+        return None
+    embedded = EmbeddedRedis(Path(settings.DATA_DIR) / "redis.sock")
+    if embedded.ping():
+        return None  # a hub runs on this data folder
+    return embedded.start()

@@ -22,7 +22,7 @@ from agents.evals.ledger import eval_compare
 from agents.evals.models import EvalBatch, EvalRun
 from agents.evals.runner import ScenarioRun, dumps, run_scenarios, run_summary, skipped_run
 from agents.evals.scenario import ScenarioError, load_scenario
-from agents.evals.workers import EvalWorker
+from agents.evals.workers import EvalWorker, embedded_redis_if_needed
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import check_model_spec, parse_spec
 
@@ -108,8 +108,9 @@ class Command(BaseCommand):
         return person
 
     def _execute(self, batch, scenarios, runs, person, err, *, no_worker, concurrency, timeout) -> list[EvalRun]:
-        worker = None
+        worker = redis = None
         if not no_worker:
+            redis = embedded_redis_if_needed()
             worker = EvalWorker(concurrency=concurrency)
             worker.wait_ready()
         try:
@@ -126,6 +127,8 @@ class Command(BaseCommand):
         finally:
             if worker is not None:
                 worker.stop()
+            if redis is not None:
+                redis.stop()
 
     def _report(self, batch: EvalBatch, results: list[EvalRun], json_path: str | None) -> None:
         table = Table(title=f"eval #{batch.pk}: {batch.model}" + (f" ({batch.label})" if batch.label else ""))
