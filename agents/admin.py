@@ -9,6 +9,9 @@ from agents.models import (
     AgentProfile,
     Approval,
     ApprovalRule,
+    EvalBatch,
+    EvalRun,
+    EvalVerdict,
     ProviderCall,
     RoomAgent,
     Session,
@@ -24,7 +27,7 @@ class AgentProfileAdminForm(AgentProfileForm):
     """The web's form (write-only key, refused on an endpoint change) plus what only staff set."""
 
     class Meta(AgentProfileForm.Meta):
-        fields = [*AgentProfileForm.Meta.fields, "allowed_tools", "created_by"]
+        fields = [*AgentProfileForm.Meta.fields, "allowed_tools", "record_requests", "created_by"]
 
 
 @admin.register(AgentProfile)
@@ -161,3 +164,35 @@ class ApprovalAdmin(admin.ModelAdmin):
     search_fields = ["tool", "call_id", "session__task__title", "session__agent__name"]
     list_select_related = ["session", "decided_by"]
     raw_id_fields = ["session"]
+
+
+class _LedgerAdmin(admin.ModelAdmin):
+    """The eval ledger is written by `manage.py eval` and compare only: read here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(EvalBatch)
+class EvalBatchAdmin(_LedgerAdmin):
+    list_display = ["id", "label", "model", "scripted", "runs_per_scenario", "created_by", "created_at"]
+    list_filter = ["scripted", "model"]
+    search_fields = ["label", "model"]
+
+
+@admin.register(EvalRun)
+class EvalRunAdmin(_LedgerAdmin):
+    list_display = ["scenario", "batch", "run", "model", "state", "resets", "request_passed", "request_total",
+                    "behaviour_passed", "behaviour_total"]
+    list_filter = ["state", "scenario_kind", "model"]
+    search_fields = ["scenario", "reason"]
+
+
+@admin.register(EvalVerdict)
+class EvalVerdictAdmin(_LedgerAdmin):
+    list_display = ["subject", "verdict", "source", "a_label", "b_label", "created_at"]
+    list_filter = ["verdict", "source"]
+    search_fields = ["subject", "a_label", "b_label", "detail"]

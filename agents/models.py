@@ -8,7 +8,7 @@ from django.db import models
 from agents.runtime import states
 from observations.gateway.prices import ModelPrice, price_for
 
-MODEL_PROVIDERS = ("openai", "anthropic", "replay")
+MODEL_PROVIDERS = ("openai", "anthropic", "replay", "script")
 
 
 def validate_model_spec(value: str) -> None:
@@ -21,7 +21,7 @@ def validate_model_spec(value: str) -> None:
             params={"value": value},
             code="model_spec",
         )
-    if provider == "replay" and ("/" in name or "\\" in name or name.startswith(".") or "\0" in name):
+    if provider in ("replay", "script") and ("/" in name or "\\" in name or name.startswith(".") or "\0" in name):
         raise ValidationError(
             "%(value)r: a replay: model names a file in the hub's replay folder (e.g. "
             "replay:demo-fix-median.json), not a path.",
@@ -66,6 +66,9 @@ class AgentProfile(models.Model):
     eviction_policy = models.CharField(
         max_length=20, choices=EvictionPolicy.choices, default=EvictionPolicy.ON_DEMAND
     )
+    # Store every request sent to the model (its bytes as a blob, per ProviderCall):
+    # evals read back what the model was sent. Off by default: long sessions are large.
+    record_requests = models.BooleanField(default=False)
     # Tool names this agent may call; empty means every tool.
     allowed_tools = models.JSONField(default=list, blank=True)
     # Optional per-agent provider settings; keys fall back to the environment.
@@ -119,7 +122,8 @@ class AgentProfile(models.Model):
                     continue  # the field's own validator says so already
                 try:
                     warning = check_model_spec(spec, api_key=self.api_key or None, base_url=self.base_url or None,
-                                               replay_dir=settings.REPLAYS_DIR)
+                                               replay_dir=settings.REPLAYS_DIR,
+                                               script_dir=settings.EVAL_SCRIPTS_DIR)
                 except InvalidModelSpec as exc:
                     raise ValidationError({field: str(exc)}) from None
                 if warning:
@@ -279,6 +283,8 @@ class ProviderCall(models.Model):
     )
     # What the request was made of: bytes and tokens per part (observations/gateway/breakdown.py).
     prefix = models.JSONField(default=dict, blank=True)
+    # The request as sent (observations.Blob of serialize_request), when the agent records requests.
+    request_sha256 = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -360,3 +366,7 @@ class Approval(models.Model):
 
         command = self.arguments.get("command") if isinstance(self.arguments, dict) else None
         return describe_line(command) if self.tool == "shell" and isinstance(command, str) else []
+
+
+# The eval ledger (agents/evals/); imported here so the app registers them.
+from agents.evals.models import EvalBatch, EvalRun, EvalVerdict  # noqa: E402,F401

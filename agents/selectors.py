@@ -222,3 +222,11 @@ def session_lengths(agent: AgentProfile, model: str) -> list[int]:
     """How many steps the agent's finished sessions on ``model`` took (newest first)."""
     ended = Session.objects.filter(agent=agent, model=model, state__in=states.TERMINAL | {states.NEEDS_MERGE}, step__gt=0)
     return list(ended.order_by("-finished_at", "-pk").values_list("step", flat=True)[:LENGTH_SAMPLES])
+
+
+def session_files_touched(session: Session) -> list[str]:
+    """The files the session changed, from its records (every segment's writes and
+    edits, as the gateway's file notes keep them): the hub's answer to "which files
+    did you touch?"."""
+    files = (session.gateway_state or {}).get("files", ())
+    return sorted(note["path"] for note in files if note.get("written"))

@@ -28,6 +28,7 @@ from agents.providers import CallRecord
 from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
 from agents.selectors import session_decisions
+from observations.blobs import blob_put
 from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
 from rooms.checks import check_can_configure
@@ -422,6 +423,7 @@ def provider_call_record(*, session: Session, step: int, record: CallRecord) -> 
         output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
         latency_ms=record.latency_ms, prefix_hash=record.prefix_hash, projected_tokens=record.projected_tokens,
         prefix=record.prefix, cost_usd=cost, error=record.error or "", purpose=record.purpose,
+        request_sha256=blob_put(record.request).sha256 if record.request else "",
     )
 
 

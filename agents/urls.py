@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from agents import room_settings, views, views_analysis
+from agents.evals import views as eval_views
 
 app_name = "agents"
 
@@ -11,6 +12,9 @@ urlpatterns = [
     path("agents/new/", views.agent_create, name="create"),
     path("agents/<id:agent_id>/", views_analysis.agent_detail, name="detail"),
     path("agents/<id:agent_id>/edit/", views.agent_edit, name="edit"),
+    path("evals/", eval_views.eval_list, name="evals"),
+    path("evals/runs/<id:run_id>/", eval_views.eval_run, name="eval_run"),
+    path("rooms/<slug:slug>/evals/", eval_views.room_evals, name="room_evals"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),

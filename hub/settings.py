@@ -187,6 +187,8 @@ ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
 # `replay:<file>` models play files from this folder only.
 REPLAYS_DIR = Path(env("ATRIUM_REPLAY_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
+# `script:<name>` models (evals, agents/evals/) play the scenarios `manage.py eval` stores here.
+EVAL_SCRIPTS_DIR = DATA_DIR / "evals"
 # A room may be copied from a local repository only inside these folders (none by default).
 ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CLONE_ROOTS")]
 # A git bundle uploaded to create a room may be at most this large.

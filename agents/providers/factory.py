@@ -26,8 +26,9 @@ from agents.providers.errors import InvalidModelSpec, display_url
 from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
+from agents.providers.script import ScriptProvider
 
-KINDS = ("openai", "anthropic", "replay")
+KINDS = ("openai", "anthropic", "replay", "script")
 DEFAULT_TIMEOUT = 600.0
 # Local OpenAI-compatible servers (Ollama, llama.cpp, vLLM) need no key, but the SDK
 # refuses to start without one.
@@ -57,7 +58,8 @@ def parse_spec(spec: str) -> ModelSpec:
     kind, sep, name = spec.strip().partition(":")
     if not sep or kind not in KINDS:
         raise InvalidModelSpec(
-            f"unknown model spec {spec!r}: expected openai:<model>, anthropic:<model> or replay:<file>"
+            f"unknown model spec {spec!r}: expected openai:<model>, anthropic:<model> or replay:<file> "
+            "(script:<scenario> in evals)"
         )
     if not name.strip():
         raise InvalidModelSpec(f"model spec {spec!r} names no model")
@@ -77,12 +79,15 @@ def build_provider(
     replay_dir: Path | str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     env: Mapping[str, str] | None = None,
+    script_dir: Path | str | None = None,
 ) -> Provider:
     """One endpoint, no retries: the building block of ``provider_for``."""
     env = os.environ if env is None else env
     parsed = parse_spec(spec)
     if parsed.kind == "replay":
         return ReplayProvider.from_spec(parsed.name, replay_dir=replay_dir)
+    if parsed.kind == "script":
+        return ScriptProvider.from_script(parsed.name, script_dir=script_dir)
     if parsed.kind == "openai":
         url, trusted = _endpoint(base_url, env, prefix="OPENAI", official=OPENAI_DEFAULT_BASE_URL)
         key = api_key or (env.get("OPENAI_API_KEY") if trusted else None)
@@ -121,6 +126,7 @@ def check_model_spec(
     base_url: str | None = None,
     replay_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
+    script_dir: Path | str | None = None,
 ) -> str | None:
     """Whether a profile's model spec can work, checked when it is saved.
 
@@ -131,9 +137,10 @@ def check_model_spec(
     """
     parsed = parse_spec(spec)
     try:
-        provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env)
+        provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env,
+                                  script_dir=script_dir)
     except InvalidModelSpec as exc:
-        if parsed.kind == "replay":
+        if parsed.kind in ("replay", "script"):
             raise
         return f"{exc}; sessions of this agent fail until it is set."
     if close := getattr(provider, "close", None):
@@ -173,6 +180,7 @@ def provider_for(
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
     env: Mapping[str, str] | None = None,
+    script_dir: Path | str | None = None,
 ) -> ResilientProvider:
     """The provider the step loop calls: the primary endpoint, then its fallbacks.
 
@@ -190,6 +198,7 @@ def provider_for(
             replay_dir=replay_dir,
             timeout=timeout,
             env=env,
+            script_dir=script_dir,
         )
     ]
     for fallback in fallbacks:
@@ -202,6 +211,7 @@ def provider_for(
                 replay_dir=replay_dir,
                 timeout=timeout,
                 env=env,
+                script_dir=script_dir,
             )
         )
     return ResilientProvider(chain, policy=policy, sleep=sleep, rng=rng)

@@ -59,6 +59,9 @@ class CallRecord:
     # made of (observations.gateway.breakdown).
     projected_tokens: int = 0
     prefix: dict[str, Any] = field(default_factory=dict)
+    # Set by the host for agents that record their requests (evals read them back):
+    # serialize_request of what was sent.
+    request: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -7,6 +7,7 @@ transaction together with the session's state, under the worker's lease.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import subprocess
 import time
 from pathlib import Path
@@ -16,7 +17,7 @@ from django.conf import settings
 
 from agents.models import Approval as ApprovalRow
 from agents.models import Session
-from agents.providers import Completion
+from agents.providers import Completion, ProviderError
 from agents.rules import room_rules
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
@@ -29,7 +30,7 @@ from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from agents.worktrees import Worktree, worktree_commit, worktree_merge
-from observations.gateway.messages import Request, ToolCall
+from observations.gateway.messages import Request, ToolCall, serialize_request
 from observations.intent import intent_read
 
 CHECK_OUTPUT_MAX = 12_000
@@ -142,7 +143,17 @@ class DjangoHost:
         return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
 
     def call_model(self, request: Request) -> Completion:
-        return self.provider.call(request)
+        if not self.session.agent.record_requests:
+            return self.provider.call(request)
+        # Evals judge what the model was sent: the request rides with its record.
+        sent = serialize_request(request)
+        try:
+            completion = self.provider.call(request)
+        except ProviderError as exc:
+            if exc.record is not None:
+                exc.record = dataclasses.replace(exc.record, request=sent)
+            raise
+        return Completion(completion.turn, dataclasses.replace(completion.record, request=sent))
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self.events.append((kind, payload))

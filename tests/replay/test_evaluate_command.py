@@ -114,7 +114,7 @@ def test_nothing_readable_is_an_error_after_listing_what_was_skipped(tmp_path):
 
 def test_compare_of_a_result_set_with_itself_has_no_observed_effect(replayed):
     _, json_path, _ = replayed
-    output = run("compare", str(json_path), str(json_path))
+    output = run("compare", str(json_path), str(json_path), "--no-ledger")
     assert "thresholds:" in output
     assert (
         "totals: 48 runs compared: 0 helped, 0 hurt, 48 no observed effect, 0 confounded" in output
@@ -125,17 +125,17 @@ def test_compare_with_other_prices_is_confounded(replayed, tmp_path):
     _, json_path, _ = replayed
     other = tmp_path / "b.json"
     run(str(FIXTURES), "--window", "32k,128k", "--price-output", "1", "--json", str(other))
-    output = run("compare", str(json_path), str(other))
+    output = run("compare", str(json_path), str(other), "--no-ledger")
     assert "0 helped, 0 hurt, 0 no observed effect, 48 confounded" in output
     assert "settings differ: cost" in output
 
 
 def test_compare_needs_two_results_files(tmp_path):
     with pytest.raises(CommandError, match="usage: replay compare"):
-        run("compare", "only-one.json")
+        run("compare", "only-one.json", "--no-ledger")
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(CommandError, match="not a replay results file"):
-        run("compare", str(tmp_path / "x.json"), str(tmp_path / "x.json"))
+        run("compare", str(tmp_path / "x.json"), str(tmp_path / "x.json"), "--no-ledger")
 
 
 def test_bad_options_fail_clearly_before_anything_is_written(tmp_path):

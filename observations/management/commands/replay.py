@@ -23,9 +23,10 @@ from observations.replay.eval.chart import ChartError, draw_chart
 from observations.replay.eval.compare import compare, render_comparison
 from observations.replay.eval.cost import MIN_CACHEABLE_TOKENS, PRICES
 from observations.replay.eval.engine import DEFAULT_OUTPUT_BUDGET, POLICIES, ReplaySettings
-from observations.replay.eval.report import markdown, render
+from observations.replay.eval.report import markdown, render, window_label
 from observations.replay.eval.results import ResultSet, ResultsFormatError
 from observations.replay.eval.runner import evaluate, with_baseline
+from observations.signals import replay_compared
 
 DEFAULT_WINDOWS = "32k,64k,128k"
 COMPARE = "compare"
@@ -98,6 +99,8 @@ class Command(BaseCommand):
             "--price-output", type=float,
             help="override the weight of an output token, in uncached input tokens",
         )
+        parser.add_argument("--no-ledger", action="store_true",
+                            help="compare: do not store the verdicts in the eval ledger (needs no database)")
         parser.add_argument("--min-cacheable", type=int,
                             help=f"requests below it are not cached (default {MIN_CACHEABLE_TOKENS:,})")
 
@@ -107,7 +110,7 @@ class Command(BaseCommand):
         console = Console(file=out, width=None if _is_tty(out) else 320, highlight=False)
         paths: list[str] = options["paths"]
         if paths[0] == COMPARE:
-            self._compare(paths[1:], console)
+            self._compare(paths[1:], console, ledger=not options["no_ledger"])
             return
         policies = parse_policies(options["policy"])
         windows = parse_windows(options["window"])
@@ -180,14 +183,22 @@ class Command(BaseCommand):
                 progress=lambda t: progress.update(task, advance=1, description=t.trajectory_id),
             )
 
-    def _compare(self, paths: list[str], console: Console) -> None:
+    def _compare(self, paths: list[str], console: Console, *, ledger: bool) -> None:
         if len(paths) != 2:
             raise CommandError("usage: replay compare A.json B.json")
         try:
             a, b = (ResultSet.read(path) for path in paths)
         except ResultsFormatError as exc:
             raise CommandError(str(exc)) from exc
-        render_comparison(compare(a, b), console, names=(paths[0], paths[1]))
+        comparison = compare(a, b)
+        render_comparison(comparison, console, names=(paths[0], paths[1]))
+        if ledger:
+            verdicts = [(f"{v.key} {v.policy} {window_label(v.window)}", v.label, v.reason)
+                        for v in comparison.verdicts]
+            answers = replay_compared.send(sender=self.__class__, a_label=str(Path(paths[0]).resolve()),
+                                           b_label=str(Path(paths[1]).resolve()), verdicts=verdicts)
+            stored = sum(count for _, count in answers if isinstance(count, int))
+            console.print(f"{stored} verdict(s) stored in the eval ledger")
 
 
 def _is_tty(stream: Any) -> bool:
