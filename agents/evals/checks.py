@@ -172,9 +172,16 @@ def _in_force(params, requests, facts, result) -> None:
 def _superseded(params, requests, facts, result) -> None:
     text, from_turn = params["text"], params.get("from_turn", 1)
     scope = _after_resets(requests, from_turn)
-    result.judged = len(scope)
+    since_change = [r for r in requests if r.turn >= from_turn]
+    result.judged = len(since_change)
     if not scope:
         result.evidence.append(f"no reset after turn {from_turn}: nothing to judge")
+    for r in since_change:
+        # Before the next reset the old intent block may still open the request (its
+        # prefix stays cached), but the latest version the request states must not hold it.
+        latest = [m["text"] for m in r.messages if m["role"] == "user" and m["text"].startswith(INTENT_HEADINGS)][-1:]
+        if latest and text in latest[0]:
+            result.evidence.append(f"{r.where()}: {text!r} in the latest intent the request states")
     for r in scope:
         if text in decisions_in_force(r.handoff):
             result.evidence.append(f"{r.where()}: {text!r} still listed among the decisions in force")

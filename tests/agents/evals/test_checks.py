@@ -98,3 +98,17 @@ def test_the_decision_logic_of_evals_is_plain_python():
     root = Path(__file__).resolve().parents[3]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert out.stdout.strip() == "False"
+
+
+def test_before_the_next_reset_the_old_words_may_open_the_request_but_not_stand_in_its_latest_intent():
+    block = "# Task intent (from .atrium/tasks/1/intent.md; authoritative)\n\nConstraints:\nold rule"
+    update = "# Task intent updated (A person changed .atrium/tasks/1/intent.md). This version replaces every " \
+             "earlier one:\n\nConstraints:\nnew rule"
+    right = handoff(2, decisions=decisions("old rule", replaced=1), files=[])
+    updated = [(3, request(3, ("user", block), ("user", "[steer from pat, D1] go"), ("user", update))),
+               (5, request(5, ("user", right)))]
+    assert judge("superseded", updated, text="old rule", from_turn=2).passed
+    stale = [(3, request(3, ("user", block), ("user", "[steer from pat, D1] go"))), (5, request(5, ("user", right)))]
+    result = judge("superseded", stale, text="old rule", from_turn=2)
+    assert result.evidence == ["request #1 (step 3, turn 2, segment 1): 'old rule' in the latest intent the "
+                               "request states"]
