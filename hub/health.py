@@ -73,13 +73,17 @@ async def _round_trip(layer, timeout: float) -> None:
 def check_celery(timeout: float = 2.0) -> Check:
     from hub.celery import app
 
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
     try:
-        replies = app.control.ping(timeout=timeout)
+        replies = app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:
         return Check(False, f"{type(exc).__name__}: {exc}")
-    if not replies:
-        return Check(False, "no worker answered")
-    return Check(True, f"{len(replies)} worker(s)")
+    # Workers of another hub on the same Redis answer too: only ours count.
+    serving = [name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ())]
+    if not serving:
+        others = f" ({len(replies)} worker(s) of other queues did)" if replies else ""
+        return Check(False, f"no worker answered for queue {queue!r}{others}")
+    return Check(True, f"{len(serving)} worker(s)")
 
 
 def check_supervisor() -> Check | None:

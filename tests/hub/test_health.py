@@ -33,8 +33,17 @@ def test_healthz_is_503_when_no_worker_answers():
     status, body = healthz(Client())
     assert status == 503
     assert body["status"] == "degraded"
-    assert body["checks"]["celery"] == {"ok": False, "detail": "no worker answered"}
+    assert body["checks"]["celery"]["ok"] is False
+    assert body["checks"]["celery"]["detail"].startswith("no worker answered for queue")
     assert body["checks"]["database"]["ok"] and body["checks"]["redis"]["ok"]
+
+
+def test_a_worker_of_another_queue_on_the_same_redis_does_not_make_the_hub_healthy(celery_worker, settings):
+    settings.CELERY_TASK_DEFAULT_QUEUE = f"{celery_worker.queue}-of-another-hub"
+    status, body = healthz(Client())
+    assert status == 503
+    assert body["checks"]["celery"]["ok"] is False
+    assert "worker(s) of other queues did" in body["checks"]["celery"]["detail"]
 
 
 @pytest.mark.django_db
