@@ -22,6 +22,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import Q
 from django.utils import timezone
 
+from agents import dispatch
 from agents.analysis.loops import LoopRules
 from agents.events import session_event_append
 from agents.models import Session
@@ -68,16 +69,14 @@ class LeaseLost(Exception):
 def session_claim(session_id: int, owner: str) -> bool:
     """Take the session if it is queued, or running under an expired lease or a dead owner."""
     now = timezone.now()
-    claimable = Q(state=states.QUEUED) | Q(state=states.RUNNING, lease_expires_at__lt=now) | Q(
-        state=states.RUNNING, lease_expires_at__isnull=True
-    )
+    claimable = dispatch.claimable(now)
     held_by = Session.objects.filter(pk=session_id, state=states.RUNNING).values_list("lease_owner", flat=True).first()
     if held_by and lease_owner_gone(held_by):
         claimable |= Q(state=states.RUNNING, lease_owner=held_by)  # compare-and-swap on that owner
     with transaction.atomic():
         was_queued = Session.objects.filter(pk=session_id, state=states.QUEUED).exists()
         updated = Session.objects.filter(claimable, pk=session_id).update(
-            state=states.RUNNING, lease_owner=owner, wake_at=None,
+            state=states.RUNNING, lease_owner=owner, wake_at=None, attention_at=None,
             lease_expires_at=now + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS),
         )
         if updated != 1:
@@ -218,8 +217,9 @@ class SessionRunner:
     # ---------------------------------------------------------------- running
     def run(self) -> None:
         """Units of work until the session parks or ends, or its time slice is used up:
-        then it goes back in the queue, so a few workers serve many sessions in turn and
-        beat's sweep is never starved."""
+        then it goes back in the queue, so a few workers serve many sessions in turn. It
+        also gives the turn back early, at the next boundary, when a person waits for
+        another session that no worker holds (agents.dispatch.people_waiting)."""
         slice_ends = time.monotonic() + settings.ATRIUM_WORKER_SLICE_SECONDS
         while True:
             if self.keeper.lost.is_set():
@@ -231,7 +231,7 @@ class SessionRunner:
             result = self.loop.advance()
             if not self.commit(result):
                 return
-            if time.monotonic() > slice_ends:
+            if time.monotonic() > slice_ends or dispatch.people_waiting(besides=self.session.pk):
                 self.give_turn()
                 return
 
@@ -309,11 +309,25 @@ class SessionRunner:
         return True
 
 
+def run_next() -> str:
+    """A worker's turn: claim the most urgent session that needs a worker and run it
+    (agents.dispatch); what happened, for the task's log."""
+    owner = worker_id()
+    for session_id in dispatch.candidates():
+        if session_claim(session_id, owner):
+            return f"session {session_id}: {_run_claimed(session_id, owner)}"
+    return "nothing to run"
+
+
 def run_session(session_id: int) -> str:
     """Run ``session_id`` until it parks or ends; what happened, for the task's log."""
     owner = worker_id()
     if not session_claim(session_id, owner):
         return "not claimable"
+    return _run_claimed(session_id, owner)
+
+
+def _run_claimed(session_id: int, owner: str) -> str:
     keeper = LeaseKeeper(session_id, owner)
     keeper.start()
     runner = None
