@@ -28,6 +28,7 @@ from agents.models import (
 from agents.providers import CallRecord
 from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
+from agents.runtime.doorbell import ring_on_commit
 from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.gateway.messages import Usage
@@ -253,6 +254,7 @@ def session_wake(session: Session, *, person: bool = False) -> bool:
     queue, parked or not (``attention_mark``). True if it was parked and is now queued."""
     if person:
         attention_mark(session)
+        ring_on_commit([session.pk])  # a running shell or await returns to read it
     if session.state not in states.PARKED:
         return False
     if session_transition(session, states.QUEUED, expected=session.state):

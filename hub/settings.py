@@ -87,7 +87,11 @@ SQLITE_PATH = DATA_DIR / "atrium.sqlite3"
 DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL") or f"sqlite:///{SQLITE_PATH}",
-        conn_max_age=envint("DB_CONN_MAX_AGE", "0"),
+        # Connections are reused (Daphne's database thread, each worker): opening one
+        # per request or websocket frame cost a fifth of the web process's time. A
+        # health check before reuse replaces one the server closed.
+        conn_max_age=envint("DB_CONN_MAX_AGE", "60"),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -114,7 +118,8 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT)],
+            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT,
+                                         max_connections=envint("CHANNEL_LAYER_MAX_CONNECTIONS", "2000"))],
             "prefix": env("CHANNELS_PREFIX", "atrium"),
         },
     }

@@ -31,6 +31,7 @@ from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
 from agents.runtime.confinement import sandbox_policy
+from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
 from agents.runtime.liveness import lease_owner_gone, worker_id
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
@@ -173,6 +174,10 @@ class SessionRunner:
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
         self.ctx, self.state = self._load_or_start()
         self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
+        # Last: nothing after it can fail and leave its listening thread behind.
+        self.doorbell = Doorbell(session.pk)
+        self._input_waiting = InputWatch(self.doorbell,
+                                         lambda: self.host.has_pending_input(chat_after=self.state.chat_cursor))
 
     # ---------------------------------------------------------------- setup
     def _load_or_start(self) -> tuple[SessionContext, RuntimeState]:
@@ -208,7 +213,9 @@ class SessionRunner:
 
     # ---------------------------------------------------------------- callbacks
     def _interrupted(self) -> bool:
-        return self.keeper.lost.is_set() or self.host.has_pending_input(chat_after=self.state.chat_cursor)
+        """Polled by a running shell or await (every 0.1 s): the database is asked only
+        when the session's doorbell rang (agents.runtime.doorbell)."""
+        return self.keeper.lost.is_set() or self._input_waiting()
 
     def _post_message(self, text: str) -> None:
         message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,
@@ -349,6 +356,7 @@ def _run_claimed(session_id: int, owner: str) -> str:
         keeper.stop()
         if runner is not None:
             runner.provider.close()
+            runner.doorbell.close()
         close_old_connections()
 
 
