@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 from celery import shared_task
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -16,9 +14,8 @@ from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
-from agents.runtime.waits import jobs_ready
+from agents.runtime.waits import awaited, jobs_ready, session_jobs
 from agents.services import approvals_expire, session_transition, session_wake
-from agents.tools.jobs import JobRegistry
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -33,9 +30,7 @@ def run_session(session_id: int | None = None) -> str:
 @shared_task(ignore_result=True)
 def stop_session_jobs(session_id: int) -> int:
     """Stop the jobs of a session that ended (cancel, time-out)."""
-    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
-                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
-    return len(registry.cancel_running("the session ended"))
+    return len(session_jobs(session_id).cancel_running("the session ended"))
 
 
 @shared_task(ignore_result=True)
@@ -88,12 +83,7 @@ def _should_wake(session: Session, now) -> bool:
         return True
     if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
         return True
-    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs",
-                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
-    if held := runtime.get("held_jobs"):
-        # Held at its end until its jobs end (agents/runtime/obligations.py).
-        return jobs_ready(registry, {"handles": held})
-    calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
-    if index < len(calls) and calls[index].get("name") == "await":
-        return jobs_ready(registry, calls[index].get("arguments") or {})
-    return False
+    arguments = awaited(runtime)
+    if arguments is None:
+        return False
+    return jobs_ready(session_jobs(session.pk), arguments)

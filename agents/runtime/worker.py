@@ -38,6 +38,7 @@ from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
+from agents.runtime.waits import awaited, session_jobs, watch_jobs
 from agents.selectors import session_lengths
 from agents.services import (
     REQUEUE_AFTER,
@@ -45,6 +46,7 @@ from agents.services import (
     enqueue_session,
     provider_call_record,
     session_transition,
+    session_wake,
     task_write_intent,
 )
 from agents.tools.box import ToolBox
@@ -309,6 +311,10 @@ class SessionRunner:
             session_transition(session, states.WAITING, expected=states.RUNNING)
             wake = datetime.fromtimestamp(result.wake_at, tz=UTC)
             Session.objects.filter(pk=session.pk).update(wake_at=wake)
+            if (arguments := awaited(session.runtime_state)) is not None:
+                # A job's end wakes it at once (beat's sweep, if this process is gone).
+                transaction.on_commit(lambda: watch_jobs(session_jobs(session.pk), arguments, until=result.wake_at,
+                                                         wake=lambda: _wake_waiting(session.pk)))
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
@@ -358,6 +364,17 @@ def _run_claimed(session_id: int, owner: str) -> str:
             runner.provider.close()
             runner.doorbell.close()
         close_old_connections()
+
+
+def _wake_waiting(session_id: int) -> None:
+    """Called from a job watcher's thread: queue the session if it still waits."""
+    try:
+        with transaction.atomic():
+            session = Session.objects.select_for_update().select_related("task").get(pk=session_id)
+            if session.state == states.WAITING:
+                session_wake(session)
+    finally:
+        connection.close()  # the thread's own connection
 
 
 @transaction.atomic

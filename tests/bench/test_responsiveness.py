@@ -67,6 +67,8 @@ def claimed_after(session: Session, since: datetime) -> float | None:
 @pytest.mark.timeout(1800)
 def test_a_steer_to_a_parked_session_among_50(hub_workers, person, demo_room):
     ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
+    demo_room.check_command = ""
+    demo_room.save()
     sessions, agents = [], []
     for n in range(50):  # one agent each: a steer to an agent reaches all its sessions
         agent = AgentProfile.objects.create(name=f"a{n}", model="replay:park-on-await.json",
