@@ -5,8 +5,9 @@ Protocol (JSON text frames):
   server → ``{"type": "event", "seq", "kind", "payload", "at", "html", "refresh"}`` for
            every SessionEvent with seq > N, in seq order, then live; ``html`` is the
            log line the page shows and ``refresh`` says the session's status (header,
-           token gauge, approvals) changed. ``{"type": "synced", "last_seq"}`` once the
-           replay is done; ``{"type": "error", "code", "message"}`` for a bad frame (the
+           token gauge, approvals) changed. The replay is at most a page: further behind,
+           ``{"type": "truncated", "after_seq", "resume_seq"}`` comes first.
+           ``{"type": "synced", "last_seq"}`` once the replay is done; ``{"type": "error", "code", "message"}`` for a bad frame (the
            connection stays open). Close code 4403: not a member of the session's room.
 
 Read-only: steering, approvals, cancel and retry are POSTs to the session page, which
