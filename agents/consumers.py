@@ -5,8 +5,9 @@ Protocol (JSON text frames):
   server → ``{"type": "event", "seq", "kind", "payload", "at", "html", "refresh"}`` for
            every SessionEvent with seq > N, in seq order, then live; ``html`` is the
            log line the page shows and ``refresh`` says the session's status (header,
-           token gauge, approvals) changed. ``{"type": "synced", "last_seq"}`` once the
-           replay is done; ``{"type": "error", "code", "message"}`` for a bad frame (the
+           token gauge, approvals) changed. The replay is at most a page: further behind,
+           ``{"type": "truncated", "after_seq", "resume_seq"}`` comes first.
+           ``{"type": "synced", "last_seq"}`` once the replay is done; ``{"type": "error", "code", "message"}`` for a bad frame (the
            connection stays open). Close code 4403: not a member of the session's room.
 
 Read-only: steering, approvals, cancel and retry are POSTs to the session page, which
@@ -22,6 +23,7 @@ from django.http import Http404
 
 from agents.eventlog import log_frame, with_html
 from agents.events import session_group
+from agents.models import Session
 from agents.selectors import access_session, session_events_after
 from rooms.errors import RoomError
 from rooms.streams import CLOSE_FORBIDDEN, SeqStreamConsumer, answer_bad_frame, parse_frame
@@ -52,6 +54,9 @@ class SessionConsumer(SeqStreamConsumer):
 
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         return await database_sync_to_async(_frames_after)(self.session_id, after_seq, up_to_seq, limit)
+
+    async def latest_seq(self) -> int | None:
+        return await database_sync_to_async(_latest_seq)(self.session_id)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.session_id is None:
@@ -84,6 +89,10 @@ def _can_see(user, session_id: int) -> bool:
     except Http404:
         return False
     return True
+
+
+def _latest_seq(session_id: int) -> int:
+    return Session.objects.values_list("last_event_seq", flat=True).get(pk=session_id)
 
 
 def _frames_after(session_id: int, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:

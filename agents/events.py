@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
 from agents.models import Session, SessionEvent
+from rooms.broadcast import group_send
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,6 @@ def _send(group: str, event: dict[str, Any]) -> None:
     if layer is None:  # pragma: no cover - settings always configure one
         return
     try:
-        async_to_sync(layer.group_send)(group, event)
+        group_send(group, event)
     except Exception:  # the rows are committed; clients catch up on reconnect
         log.exception("broadcast to %s failed", group)

@@ -218,6 +218,11 @@ class Session(models.Model):
     runtime_state = models.JSONField(default=dict, blank=True)
     # A waiting or awaiting_approval session is looked at again at this time by beat.
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # A person waits for this session since (a steer, a mention, a decision) and no
+    # worker holds it: the next free worker takes it before the rest of the queue, and
+    # running slices yield at their next boundary (agents/runtime/dispatch.py). Cleared
+    # when a worker claims it.
+    attention_at = models.DateTimeField(null=True, blank=True, db_index=True)
     # A person asked for a new segment (the session page's button); the next boundary
     # starts one and clears this.
     segment_requested_by = models.CharField(max_length=150, blank=True)

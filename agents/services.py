@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from agents.dispatch import not_held
 from agents.events import session_event_append
 from agents.models import (
     AgentProfile,
@@ -27,6 +28,8 @@ from agents.models import (
 from agents.providers import CallRecord
 from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
+from agents.runtime.doorbell import ring_on_commit
+from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
@@ -37,7 +40,8 @@ from rooms.models import Membership, Message, Room
 from rooms.services import message_post
 
 TITLE_MAX = 200
-# A queued session not picked up by then is enqueued again by beat's sweep.
+# A queued session's wake_at: workers take queued sessions in its order (after those
+# people wait for; agents.dispatch), so it is the session's place in the queue.
 REQUEUE_AFTER = timedelta(seconds=60)
 
 
@@ -245,14 +249,28 @@ def session_cancel(*, session: Session, actor: AbstractBaseUser | None, reason: 
     return True
 
 
-def session_wake(session: Session) -> bool:
-    """A parked session has something to look at (a steer, a decision): queue it."""
+def session_wake(session: Session, *, person: bool = False) -> bool:
+    """A parked session has something to look at (a steer, a decision, a job's end, its
+    time): queue it. ``person``: someone waits for it, so it goes to the front of the
+    queue, parked or not (``attention_mark``). True if it was parked and is now queued."""
+    if person:
+        attention_mark(session)
+        ring_on_commit([session.pk])  # a running shell or await returns to read it
     if session.state not in states.PARKED:
         return False
     if session_transition(session, states.QUEUED, expected=session.state):
         enqueue_session(session.pk)
         return True
     return False
+
+
+def attention_mark(session: Session) -> bool:
+    """A person waits for ``session``: unless a worker holds it (then its next boundary
+    reads what they wrote), the next free worker takes it before the rest of the queue
+    and running slices yield to it (agents.dispatch). The first wait's time is kept."""
+    now = timezone.now()
+    return bool(Session.objects.filter(not_held(now), pk=session.pk, attention_at__isnull=True).exclude(
+        state__in=states.TERMINAL | {states.NEEDS_MERGE}).update(attention_at=now))
 
 
 @transaction.atomic
@@ -271,7 +289,7 @@ def session_steer(*, session: Session, actor: AbstractBaseUser, text: str, repla
                         code="invalid")
     message = message_post(room=session.task.room, author=actor, kind=Message.Kind.STEER, text=text,
                            agent=session.agent, session=session, replaces=tuple(sorted(set(replaces))))
-    session_wake(session)
+    session_wake(session, person=True)
     return message
 
 
@@ -288,13 +306,33 @@ def session_request_segment(*, session: Session, actor: AbstractBaseUser) -> Non
     who = actor.get_username()
     if Session.objects.filter(pk=session.pk, segment_requested_by="").update(segment_requested_by=who):
         session_event_append(session, "segment.requested", {"by": who})
-    session_wake(session)
+    session_wake(session, person=True)
+
+
+@transaction.atomic
+def room_message_post(*, room: Room, author: AbstractBaseUser, kind: str, text: str,
+                      agent: AgentProfile | None = None, client_key: str = "") -> Message:
+    """A person's chat or steer in the room, and in the same transaction every session it
+    reaches is woken (a steer: its agent's sessions in the room; chat: the sessions of
+    each agent it mentions). The queue messages leave after commit, so a worker never
+    looks before the message is there."""
+    message = message_post(room=room, author=author, kind=kind, text=text, agent=agent, client_key=client_key)
+    if kind == Message.Kind.STEER and agent is not None:
+        steers_wake_sessions(room=room, agent=agent)
+    elif kind == Message.Kind.CHAT:
+        for mentioned in RoomAgent.objects.filter(room=room).select_related("agent"):
+            if mentions(message.text, mentioned.agent.name):
+                steers_wake_sessions(room=room, agent=mentioned.agent)
+    return message
 
 
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
-    """A steer to an agent (from the room chat) wakes that agent's parked sessions there."""
-    for session in Session.objects.filter(task__room=room, agent=agent, state__in=states.PARKED):
-        session_wake(session)
+    """People wrote to ``agent`` in ``room`` (a steer, a mention): each of its sessions
+    there that is not over is woken (parked) or moved to the front of the queue."""
+    reached = Session.objects.filter(task__room=room, agent=agent).exclude(
+        state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task")
+    for session in reached:
+        session_wake(session, person=True)
 
 
 # --- a room's approval rules -------------------------------------------------------------
@@ -376,7 +414,7 @@ def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: st
         "by": actor.get_username(),
     })
     session.refresh_from_db(fields=["state"])
-    session_wake(session)
+    session_wake(session, person=True)
     return approval
 
 

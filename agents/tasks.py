@@ -3,36 +3,34 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 from celery import shared_task
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents.dispatch import turns_missing
 from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
-from agents.runtime.waits import jobs_ready
-from agents.services import REQUEUE_AFTER, approvals_expire, session_transition, session_wake
-from agents.tools.jobs import JobRegistry
+from agents.runtime.waits import awaited, jobs_ready, session_jobs
+from agents.services import approvals_expire, session_transition, session_wake
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def run_session(session_id: int) -> str:
-    from agents.runtime.worker import run_session as run
+def run_session(session_id: int | None = None) -> str:
+    """A worker's turn: it runs the most urgent session that needs a worker, which need
+    not be ``session_id`` (the session whose change sent the turn; agents.dispatch)."""
+    from agents.runtime.worker import run_next
 
-    return run(session_id)
+    return run_next()
 
 
 @shared_task(ignore_result=True)
 def stop_session_jobs(session_id: int) -> int:
     """Stop the jobs of a session that ended (cancel, time-out)."""
-    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
-                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
-    return len(registry.cancel_running("the session ended"))
+    return len(session_jobs(session_id).cancel_running("the session ended"))
 
 
 @shared_task(ignore_result=True)
@@ -41,24 +39,22 @@ def sweep_sessions() -> dict[str, int]:
     now = timezone.now()
     counts = {"requeued": 0, "woken": 0, "expired_approvals": approvals_expire(now), "timed_out": 0}
 
-    # Sessions nobody runs: a lease that ran out (the worker died), a turn given back at
-    # the end of a time slice, a queue message that got lost. Enqueue again, at most once
-    # per REQUEUE_AFTER while it waits; the claim's compare-and-swap makes duplicates
-    # harmless anyway.
-    unowned = Q(state=states.RUNNING) & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
-    stale = Session.objects.filter(unowned | Q(state=states.QUEUED)).filter(Q(wake_at__isnull=True) | Q(wake_at__lte=now))
-    stale_ids = list(stale.values_list("pk", flat=True))
-    # A worker seen dead on this machine (its process is gone) need not miss heartbeats first.
-    held = Session.objects.filter(state=states.RUNNING, lease_expires_at__gte=now).exclude(lease_owner="").filter(
-        Q(wake_at__isnull=True) | Q(wake_at__lte=now))
-    stale_ids += [pk for pk, owner in held.values_list("pk", "lease_owner") if lease_owner_gone(owner)]
-    for session_id in stale_ids:
-        Session.objects.filter(pk=session_id).update(wake_at=now + REQUEUE_AFTER)
-        run_session.delay(session_id)
-        counts["requeued"] += 1
+    # A worker seen dead on this machine (its process is gone) need not miss heartbeats
+    # first: its lease is ended now, so the session is claimable.
+    held = Session.objects.filter(state=states.RUNNING, lease_expires_at__gte=now).exclude(lease_owner="")
+    for pk, owner in held.values_list("pk", "lease_owner"):
+        if lease_owner_gone(owner):
+            Session.objects.filter(pk=pk, state=states.RUNNING, lease_owner=owner).update(lease_expires_at=None)
+    # Claimable sessions the queue holds no turn for (a lease that ran out, a lost
+    # message) get one; a session whose turn is still queued gets none, however long it
+    # waited (agents.dispatch).
+    missing = turns_missing(now)
+    for _ in range(missing):
+        run_session.delay()
+    counts["requeued"] = missing
 
     # A parked session wakes when its time is up, its awaited jobs ended, a person wrote
-    # to it (steers sent through the room chat reach it here, within one sweep), or the
+    # to it while it was parking (posts wake it themselves: agents.services), or the
     # approval it waits for was decided while it was parking.
     for session in Session.objects.select_related("task", "agent").filter(state__in=states.PARKED):
         if _should_wake(session, now):
@@ -87,12 +83,7 @@ def _should_wake(session: Session, now) -> bool:
         return True
     if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
         return True
-    registry = JobRegistry(Path(settings.JOBS_DIR) / str(session.pk) / "jobs",
-                           silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
-    if held := runtime.get("held_jobs"):
-        # Held at its end until its jobs end (agents/runtime/obligations.py).
-        return jobs_ready(registry, {"handles": held})
-    calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
-    if index < len(calls) and calls[index].get("name") == "await":
-        return jobs_ready(registry, calls[index].get("arguments") or {})
-    return False
+    arguments = awaited(runtime)
+    if arguments is None:
+        return False
+    return jobs_ready(session_jobs(session.pk), arguments)

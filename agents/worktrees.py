@@ -3,7 +3,7 @@
 The room repository is a non-bare repo with ``main`` checked out. A session works in
 ``<worktrees_dir>/<session id>`` on ``atrium/session-<id>``. Merging holds the room's
 repository lock (``hub.repo_lock``, shared with intent-file commits, so one writer at a
-time touches main), computes the merge with ``git merge-tree --write-tree`` without
+time touches main; creating, committing in and removing worktrees hold it too), computes the merge with ``git merge-tree --write-tree`` without
 touching any checkout, and only if it is clean creates the merge commit and
 fast-forwards main to it. A conflict leaves main exactly as it was.
 Nothing here imports Django: paths come in as arguments.
@@ -96,10 +96,18 @@ def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
     """The session's worktree, created on first call and found again on every later one.
 
     The checkout is made under a temporary name and moved into place when complete, so
-    a crash mid-checkout never leaves a half-filled worktree at the final path.
+    a crash mid-checkout never leaves a half-filled worktree at the final path. Every
+    step holds the room lock: a ``worktree prune`` of one worker racing another's ``add``
+    or ``move`` breaks the other's checkout (``could not open .git/worktrees/…/locked``).
     """
     repo = Path(os.path.realpath(repo))
     worktrees_dir.mkdir(parents=True, exist_ok=True)
+    with room_repo_lock(repo):
+        return _worktree_create_locked(repo, worktrees_dir, session_id, base)
+
+
+def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | str, base: str) -> Worktree:
+    """worktree_create's work; called while holding the room lock."""
     final = Path(os.path.realpath(worktrees_dir)) / str(session_id)
     partial = final.with_name(f".{final.name}.partial")
     branch = session_branch(session_id)
@@ -132,6 +140,13 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     shell command that rewrote one must not reach main through a merge.
     """
     path = worktree.path
+    # Under the room lock: a commit writes the shared object store and refs, and may
+    # start `git gc --auto`, which prunes worktrees like `worktree prune` does.
+    with room_repo_lock(worktree.repo):
+        return _worktree_commit_locked(worktree, path, message, author)
+
+
+def _worktree_commit_locked(worktree: Worktree, path: Path, message: str, author: str | None) -> str | None:
     # The repository is named explicitly, never found through the worktree's `.git`
     # file: the worktree's files are the agent's, its repository the hub's.
     where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
@@ -235,7 +250,13 @@ def _advance_main(repo: Path, old: str, new: str, target: str) -> None:
 
 
 def worktree_remove(*, worktree: Worktree, delete_branch: bool = False) -> None:
-    """Remove the worktree (idempotent); keep the branch unless ``delete_branch``."""
+    """Remove the worktree (idempotent); keep the branch unless ``delete_branch``. Under
+    the room lock, like every change to the room repository."""
+    with room_repo_lock(worktree.repo):
+        _worktree_remove_locked(worktree, delete_branch)
+
+
+def _worktree_remove_locked(worktree: Worktree, delete_branch: bool) -> None:
     repo = worktree.repo
     if Path(os.path.realpath(worktree.path)) in _registered_worktrees(repo):
         git("worktree", "remove", "--force", str(worktree.path), cwd=repo)

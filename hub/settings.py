@@ -87,7 +87,11 @@ SQLITE_PATH = DATA_DIR / "atrium.sqlite3"
 DATABASES = {
     "default": dj_database_url.parse(
         env("DATABASE_URL") or f"sqlite:///{SQLITE_PATH}",
-        conn_max_age=envint("DB_CONN_MAX_AGE", "0"),
+        # Connections are reused (Daphne's database thread, each worker): opening one
+        # per request or websocket frame cost a fifth of the web process's time. A
+        # health check before reuse replaces one the server closed.
+        conn_max_age=envint("DB_CONN_MAX_AGE", "60"),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -114,7 +118,8 @@ CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT)],
+            "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT,
+                                         max_connections=envint("CHANNEL_LAYER_MAX_CONNECTIONS", "2000"))],
             "prefix": env("CHANNELS_PREFIX", "atrium"),
         },
     }
@@ -176,6 +181,9 @@ if ATRIUM_LEASE_SECONDS < 2 * ATRIUM_HEARTBEAT_SECONDS:
     )
 # A worker runs one session at most this long, then queues it again (fair turns).
 ATRIUM_WORKER_SLICE_SECONDS = envint("ATRIUM_WORKER_SLICE_SECONDS", "120")
+# A person waiting this long for a session no worker holds makes running slices yield
+# at their next boundary (agents/dispatch.py); an idle worker usually takes it first.
+ATRIUM_ATTENTION_GRACE_SECONDS = envfloat("ATRIUM_ATTENTION_GRACE_SECONDS", "1")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
 # A job with no output for this long is reported dead (and its processes killed).
 ATRIUM_JOB_SILENCE_SECONDS = envfloat("ATRIUM_JOB_SILENCE_SECONDS", "900")
@@ -236,8 +244,17 @@ ATRIUM_LOOP_RULES = {
 # Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
 ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
 ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")
+# Beat's sweep (and stopping an ended session's jobs) has its own queue and worker, so
+# sessions filling every worker slot never delay it; a sweep not started within its
+# period is dropped (the next one does its work).
+CELERY_SWEEP_QUEUE = env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")
+CELERY_TASK_ROUTES = {
+    "agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE},
+    "agents.tasks.stop_session_jobs": {"queue": CELERY_SWEEP_QUEUE},
+}
 CELERY_BEAT_SCHEDULE = {
-    "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS},
+    "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,
+                       "options": {"expires": ATRIUM_SWEEP_SECONDS}},
 }
 
 LOGGING = {

@@ -6,8 +6,9 @@ Protocol (JSON text frames):
            optional ``"id"`` (1–64 of ``[A-Za-z0-9_-]``): a frame sent again with the same
            id (after a reconnect, not knowing whether the first copy arrived) is stored once.
   server → ``{"type": "message", "seq", "kind", "html", ...}`` for every message with
-           seq > N, in seq order, then live; ``{"type": "synced", "last_seq"}`` once the
-           replay is done; ``{"type": "message.updated", ...}`` when a steer is
+           seq > N, in seq order (at most a page: further behind, ``{"type": "truncated",
+           "after_seq", "resume_seq"}`` first), then live; ``{"type": "synced", "last_seq"}``
+           once the replay is done; ``{"type": "message.updated", ...}`` when a steer is
            delivered; ``{"type": "session.changed", "session", "state"}`` when one of
            the room's sessions changes state (the page refreshes its work region);
            ``{"type": "ack", "id", "seq"}`` once a frame with an id is stored;
@@ -26,10 +27,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import Http404
 
-from rooms import events, selectors, services
+from agents.services import room_message_post
+from rooms import events, selectors
 from rooms.checks import check_client_key
 from rooms.errors import RoomError
-from rooms.models import Message
+from rooms.models import Message, Room
 from rooms.streams import (
     CLOSE_FORBIDDEN,
     SeqStreamConsumer,
@@ -65,6 +67,9 @@ class RoomConsumer(SeqStreamConsumer):
 
     async def frames_after(self, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:
         return await database_sync_to_async(_frames_after)(self.room_id, after_seq, up_to_seq, limit)
+
+    async def latest_seq(self) -> int | None:
+        return await database_sync_to_async(_latest_seq)(self.room_id)
 
     # --- client frames -------------------------------------------------------------------
 
@@ -138,8 +143,9 @@ def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | N
     # An unknown agent reaches the service as None, which refuses it after the
     # permission check (a viewer hears "you can't post" before "no such agent").
     agent = room_agent.agent if room_agent else None
-    message = services.message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
-                                    client_key=client_key)
+    # The post wakes every session it reaches, in its transaction (agents.services).
+    message = room_message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
+                                client_key=client_key)
     return message.seq
 
 
@@ -149,6 +155,10 @@ def _is_member(user, room_id: int) -> bool:
     except Http404:
         return False
     return True
+
+
+def _latest_seq(room_id: int) -> int:
+    return Room.objects.values_list("last_message_seq", flat=True).get(pk=room_id)
 
 
 def _frames_after(room_id: int, after_seq: int, up_to_seq: int | None, limit: int) -> list[dict[str, Any]]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.template.loader import render_to_string
 
+from rooms.broadcast import group_send
 from rooms.models import Message
 
 log = logging.getLogger(__name__)
@@ -59,4 +59,4 @@ def _send(room_id: int, event: dict[str, Any]) -> None:
     if layer is None:  # pragma: no cover - settings always configure one
         log.warning("no channel layer configured; room %s event dropped", room_id)
         return
-    async_to_sync(layer.group_send)(room_group(room_id), event)
+    group_send(room_group(room_id), event)

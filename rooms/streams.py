@@ -6,22 +6,32 @@ row with seq > N from the database, sends ``{"type": "synced", "last_seq"}``, th
 forwards live rows. Each row reaches the client once and in seq order: live copies
 at or below what was sent are dropped, and a live row that arrives ahead of the
 client is preceded by the rows in between, read from the database.
+
+A hello replays at most ``REPLAY_PAGE`` rows: a client further behind first gets
+``{"type": "truncated", "after_seq", "resume_seq"}`` and then the newest page (the page
+it shows is then a reload away from complete). The replay runs beside the socket's
+other handlers, so a disconnect cancels it; live rows wait for it (one send lock).
+Whatever way the consumer ends (a close, a disconnect, a crash, a cancel), it leaves
+its group, so no dead channel stays a member.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
 from abc import ABC, abstractmethod
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from rooms.errors import RoomError
 
 CLOSE_FORBIDDEN = 4403
 REPLAY_BATCH = 200  # rows read and sent per database round trip
+REPLAY_PAGE = 1000  # the most rows a hello replays
 MAX_ID = 2**63 - 1  # the largest id or seq the database holds
 MAX_NESTING = 8  # no client frame needs more than two levels
 _STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')  # a string (skipped whole) or a bracket
@@ -32,6 +42,12 @@ log = logging.getLogger(__name__)
 class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
     # Highest seq sent to this client; None until hello has joined the live group.
     last_sent_seq: int | None = None
+    _joined: str | None = None  # the group joined at hello
+    _replay: asyncio.Task | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sending = asyncio.Lock()  # one sender of seq rows at a time: replay or live
 
     @abstractmethod
     def stream_group(self) -> str:
@@ -45,12 +61,42 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
     async def still_allowed(self) -> bool:
         """Whether the person may still see this stream (checked again at hello)."""
 
+    async def latest_seq(self) -> int | None:
+        """The stream's newest seq, if cheaply known; None replays without a cap."""
+        return None
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # A crash or a cancel skips websocket_disconnect: leave the group here too.
+            await asyncio.shield(self._leave())
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """As Channels dispatches, without its thread hop per message to close old
+        database connections: every database call here goes through
+        database_sync_to_async, which does that itself, in its own hop."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def disconnect(self, code: int) -> None:
-        if self.last_sent_seq is not None:
-            await self.channel_layer.group_discard(self.stream_group(), self.channel_name)
+        await self._leave()
+
+    async def _leave(self) -> None:
+        if self._replay is not None:
+            self._replay.cancel()
+        if self._joined is not None:
+            group, self._joined = self._joined, None
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except Exception:  # the layer is down: its group expiry removes the channel
+                log.warning("could not leave %s", group, exc_info=True)
 
     async def stream_start(self, last_seq: Any) -> None:
-        """Handle hello: validate ``last_seq``, join the group, replay, then say synced."""
+        """Handle hello: validate ``last_seq``, join the group, start the replay (which
+        ends with "synced")."""
         if self.last_sent_seq is not None:
             raise RoomError("hello was already sent on this connection.", code="bad_request")
         if isinstance(last_seq, bool) or not isinstance(last_seq, int) or not 0 <= last_seq <= MAX_ID:
@@ -60,23 +106,47 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         # Join before reading: a row committed in between is then both replayed and
-        # received live, and stream_forward drops the second copy. The channel layer
-        # queues live events until this handler returns.
-        await self.channel_layer.group_add(self.stream_group(), self.channel_name)
-        self.last_sent_seq = last_seq
-        await self._send_from_database(after_seq=last_seq)
-        await self.send_json({"type": "synced", "last_seq": self.last_sent_seq})
+        # received live, and stream_forward drops the second copy. Live rows wait for
+        # the replay: it holds the send lock from here on.
+        await self._sending.acquire()
+        try:
+            self._joined = self.stream_group()
+            await self.channel_layer.group_add(self._joined, self.channel_name)
+            self.last_sent_seq = last_seq
+            latest = await self.latest_seq()
+        except BaseException:
+            self._sending.release()
+            raise
+        self._replay = asyncio.ensure_future(self._replay_page(last_seq, latest))
+
+    async def _replay_page(self, last_seq: int, latest: int | None) -> None:
+        """Called holding the send lock (taken by stream_start); releases it."""
+        try:
+            start = last_seq
+            if latest is not None and latest - last_seq > REPLAY_PAGE:
+                start = latest - REPLAY_PAGE
+                await self.send_json({"type": "truncated", "after_seq": last_seq, "resume_seq": start})
+                self.last_sent_seq = start
+            await self._send_from_database(after_seq=start, up_to_seq=latest)
+            await self.send_json({"type": "synced", "last_seq": self.last_sent_seq})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await answer_bad_frame(self, exc)
+        finally:
+            self._sending.release()
 
     async def stream_forward(self, seq: int, frame: dict[str, Any]) -> None:
         """Send one live row unless the client has it; fill any gap before it first."""
-        if self.last_sent_seq is None or seq <= self.last_sent_seq:
-            return
-        if seq > self.last_sent_seq + 1:
-            # Broadcasts from different processes can arrive out of order; committed
-            # seqs are dense, so the ones in between are in the database already.
-            await self._send_from_database(after_seq=self.last_sent_seq, up_to_seq=seq - 1)
-        await self.send_json(frame)
-        self.last_sent_seq = seq
+        async with self._sending:
+            if self.last_sent_seq is None or seq <= self.last_sent_seq:
+                return
+            if seq > self.last_sent_seq + 1:
+                # Broadcasts from different processes can arrive out of order; committed
+                # seqs are dense, so the ones in between are in the database already.
+                await self._send_from_database(after_seq=self.last_sent_seq, up_to_seq=seq - 1)
+            await self.send_json(frame)
+            self.last_sent_seq = seq
 
     async def _send_from_database(self, *, after_seq: int, up_to_seq: int | None = None) -> None:
         while True:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from django.db.models import Q, QuerySet
 
 from agents.models import Session
 from agents.runtime.loop import Input
+from agents.runtime.mentions import mentions
 from rooms.models import Message
 
 
@@ -25,8 +24,7 @@ def _mentions(session: Session, chat_after: int) -> list[Message]:
         room_id=session.task.room_id, kind=Message.Kind.CHAT, seq__gt=chat_after,
         created_at__gte=session.created_at, text__icontains=f"@{name}",
     ).select_related("author")
-    mention = re.compile(rf"@{re.escape(name)}(?![\w-])", re.IGNORECASE)
-    return [m for m in candidates if mention.search(m.text)]
+    return [m for m in candidates if mentions(m.text, name)]
 
 
 def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:

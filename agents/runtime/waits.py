@@ -1,16 +1,34 @@
 """When a parked session has something to look at: the jobs it waits for ended.
 
-The worker asks before parking; beat's sweep asks every few seconds to wake a parked
-session as soon as its jobs end, die or go silent. Both judge a job the same way
+The worker asks before parking, and then watches the jobs from a thread of its process
+(``watch_jobs``): a job's end wakes the session at once. Beat's sweep asks every few
+seconds too, for when that worker is gone. Both judge a job the same way
 (agents.tools.jobs): a result file, a wrapper process gone (probed on its own machine,
 by its stopped heartbeat elsewhere), or no output for the silence limit.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from agents.tools.jobs import JobRegistry
+
+log = logging.getLogger(__name__)
+
+WATCH_POLL_SECONDS = 0.25
+
+
+def session_jobs(session_id: int) -> JobRegistry:
+    """The registry of a session's jobs (the ToolBox's ``state_dir``/jobs)."""
+    return JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
+                       silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
 
 
 def jobs_ready(registry: JobRegistry, arguments: dict[str, Any]) -> bool:
@@ -25,3 +43,34 @@ def jobs_ready(registry: JobRegistry, arguments: dict[str, Any]) -> bool:
     if not targets:
         return arguments.get("seconds") is None
     return all(h not in known or registry.status(h).done for h in targets)
+
+
+def awaited(runtime: dict[str, Any]) -> dict[str, Any] | None:
+    """The `await` arguments a parked session waits on (its held jobs count as one), or
+    None when it waits for no job."""
+    if held := runtime.get("held_jobs"):
+        return {"handles": held}  # held at its end until its jobs end (obligations.py)
+    calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
+    if index < len(calls) and calls[index].get("name") == "await":
+        return calls[index].get("arguments") or {}
+    return None
+
+
+def watch_jobs(registry: JobRegistry, arguments: dict[str, Any], *, until: float,
+               wake: Callable[[], object]) -> threading.Thread:
+    """Call ``wake`` once the awaited jobs are ready, from a daemon thread that reads only
+    the jobs' files (no database) and gives up at ``until`` (time.time()), when the
+    session's own wake time comes anyway."""
+    def watch() -> None:
+        while time.time() < until:
+            if jobs_ready(registry, arguments):
+                try:
+                    wake()
+                except Exception:  # beat's sweep wakes it instead
+                    log.exception("waking a session whose jobs ended failed")
+                return
+            time.sleep(WATCH_POLL_SECONDS)
+
+    thread = threading.Thread(target=watch, daemon=True, name="job-watch")
+    thread.start()
+    return thread

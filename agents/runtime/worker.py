@@ -22,6 +22,7 @@ from django.db import DatabaseError, close_old_connections, connection, transact
 from django.db.models import Q
 from django.utils import timezone
 
+from agents import dispatch
 from agents.analysis.loops import LoopRules
 from agents.events import session_event_append
 from agents.models import Session
@@ -30,12 +31,14 @@ from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
 from agents.runtime import states
 from agents.runtime.confinement import sandbox_policy
+from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
 from agents.runtime.liveness import lease_owner_gone, worker_id
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.state import RuntimeState
+from agents.runtime.waits import awaited, session_jobs, watch_jobs
 from agents.selectors import session_lengths
 from agents.services import (
     REQUEUE_AFTER,
@@ -43,6 +46,7 @@ from agents.services import (
     enqueue_session,
     provider_call_record,
     session_transition,
+    session_wake,
     task_write_intent,
 )
 from agents.tools.box import ToolBox
@@ -68,16 +72,14 @@ class LeaseLost(Exception):
 def session_claim(session_id: int, owner: str) -> bool:
     """Take the session if it is queued, or running under an expired lease or a dead owner."""
     now = timezone.now()
-    claimable = Q(state=states.QUEUED) | Q(state=states.RUNNING, lease_expires_at__lt=now) | Q(
-        state=states.RUNNING, lease_expires_at__isnull=True
-    )
+    claimable = dispatch.claimable(now)
     held_by = Session.objects.filter(pk=session_id, state=states.RUNNING).values_list("lease_owner", flat=True).first()
     if held_by and lease_owner_gone(held_by):
         claimable |= Q(state=states.RUNNING, lease_owner=held_by)  # compare-and-swap on that owner
     with transaction.atomic():
         was_queued = Session.objects.filter(pk=session_id, state=states.QUEUED).exists()
         updated = Session.objects.filter(claimable, pk=session_id).update(
-            state=states.RUNNING, lease_owner=owner, wake_at=None,
+            state=states.RUNNING, lease_owner=owner, wake_at=None, attention_at=None,
             lease_expires_at=now + timedelta(seconds=settings.ATRIUM_LEASE_SECONDS),
         )
         if updated != 1:
@@ -175,6 +177,10 @@ class SessionRunner:
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
         self.ctx, self.state = self._load_or_start()
         self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
+        # Last: nothing after it can fail and leave its listening thread behind.
+        self.doorbell = Doorbell(session.pk)
+        self._input_waiting = InputWatch(self.doorbell,
+                                         lambda: self.host.has_pending_input(chat_after=self.state.chat_cursor))
 
     # ---------------------------------------------------------------- setup
     def _load_or_start(self) -> tuple[SessionContext, RuntimeState]:
@@ -210,7 +216,9 @@ class SessionRunner:
 
     # ---------------------------------------------------------------- callbacks
     def _interrupted(self) -> bool:
-        return self.keeper.lost.is_set() or self.host.has_pending_input(chat_after=self.state.chat_cursor)
+        """Polled by a running shell or await (every 0.1 s): the database is asked only
+        when the session's doorbell rang (agents.runtime.doorbell)."""
+        return self.keeper.lost.is_set() or self._input_waiting()
 
     def _post_message(self, text: str) -> None:
         message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,
@@ -219,8 +227,9 @@ class SessionRunner:
     # ---------------------------------------------------------------- running
     def run(self) -> None:
         """Units of work until the session parks or ends, or its time slice is used up:
-        then it goes back in the queue, so a few workers serve many sessions in turn and
-        beat's sweep is never starved."""
+        then it goes back in the queue, so a few workers serve many sessions in turn. It
+        also gives the turn back early, at the next boundary, when a person waits for
+        another session that no worker holds (agents.dispatch.people_waiting)."""
         slice_ends = time.monotonic() + settings.ATRIUM_WORKER_SLICE_SECONDS
         while True:
             if self.keeper.lost.is_set():
@@ -232,7 +241,7 @@ class SessionRunner:
             result = self.loop.advance()
             if not self.commit(result):
                 return
-            if time.monotonic() > slice_ends:
+            if time.monotonic() > slice_ends or dispatch.people_waiting(besides=self.session.pk):
                 self.give_turn()
                 return
 
@@ -303,6 +312,10 @@ class SessionRunner:
             session_transition(session, states.WAITING, expected=states.RUNNING)
             wake = datetime.fromtimestamp(result.wake_at, tz=UTC)
             Session.objects.filter(pk=session.pk).update(wake_at=wake)
+            if (arguments := awaited(session.runtime_state)) is not None:
+                # A job's end wakes it at once (beat's sweep, if this process is gone).
+                transaction.on_commit(lambda: watch_jobs(session_jobs(session.pk), arguments, until=result.wake_at,
+                                                         wake=lambda: _wake_waiting(session.pk)))
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
@@ -310,11 +323,25 @@ class SessionRunner:
         return True
 
 
+def run_next() -> str:
+    """A worker's turn: claim the most urgent session that needs a worker and run it
+    (agents.dispatch); what happened, for the task's log."""
+    owner = worker_id()
+    for session_id in dispatch.candidates():
+        if session_claim(session_id, owner):
+            return f"session {session_id}: {_run_claimed(session_id, owner)}"
+    return "nothing to run"
+
+
 def run_session(session_id: int) -> str:
     """Run ``session_id`` until it parks or ends; what happened, for the task's log."""
     owner = worker_id()
     if not session_claim(session_id, owner):
         return "not claimable"
+    return _run_claimed(session_id, owner)
+
+
+def _run_claimed(session_id: int, owner: str) -> str:
     keeper = LeaseKeeper(session_id, owner)
     keeper.start()
     runner = None
@@ -336,7 +363,19 @@ def run_session(session_id: int) -> str:
         keeper.stop()
         if runner is not None:
             runner.provider.close()
+            runner.doorbell.close()
         close_old_connections()
+
+
+def _wake_waiting(session_id: int) -> None:
+    """Called from a job watcher's thread: queue the session if it still waits."""
+    try:
+        with transaction.atomic():
+            session = Session.objects.select_for_update().select_related("task").get(pk=session_id)
+            if session.state == states.WAITING:
+                session_wake(session)
+    finally:
+        connection.close()  # the thread's own connection
 
 
 @transaction.atomic

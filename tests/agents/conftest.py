@@ -50,21 +50,23 @@ def hub_workers(transactional_db, tmp_path):
     """Start workers (and one beat) with test-friendly timings; stop them all after."""
     started = []
 
-    def worker(*, fast: bool = True, **env) -> CeleryWorker:
+    def worker(*, fast: bool = True, queue: str = settings.CELERY_TASK_DEFAULT_QUEUE, **env) -> CeleryWorker:
         nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         process = start_hub_process(
             "celery worker",
             [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-             "--queues", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "prefork", "--concurrency", "1",
+             "--queues", queue, "--pool", "prefork", "--concurrency", "1",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
             tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env},
         )
         started.append(process)
-        celery = CeleryWorker(hub_process=process, nodename=nodename, queue=settings.CELERY_TASK_DEFAULT_QUEUE)
+        celery = CeleryWorker(hub_process=process, nodename=nodename, queue=queue)
         _wait_until(lambda: celery.ping(timeout=0.5), process, "answer a ping")
         return celery
 
     def beat(*, fast: bool = True):
+        """Beat and the worker of its sweep queue (as `manage.py start` and compose run them)."""
+        worker(fast=fast, queue=settings.CELERY_SWEEP_QUEUE)
         process = start_hub_process(
             "celery beat",
             [sys.executable, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",

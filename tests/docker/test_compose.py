@@ -21,8 +21,8 @@ DOCKERFILE = ROOT / "docker" / "Dockerfile"
 SETTINGS = ROOT / "hub" / "settings.py"
 
 ENV_READERS = {"env", "envbool", "envint", "envfloat", "envlist", "envsecret"}
-HUB_SERVICES = {"migrate", "web", "worker", "beat"}  # built from the Atrium image
-LONG_RUNNING = {"postgres", "redis", "web", "worker", "beat"}
+HUB_SERVICES = {"migrate", "web", "worker", "sweeper", "beat"}  # built from the Atrium image
+LONG_RUNNING = {"postgres", "redis", "web", "worker", "sweeper", "beat"}
 
 
 def settings_env_reads() -> dict[str, dict[str, Any]]:
@@ -100,6 +100,15 @@ def test_processes_are_daphne_celery_worker_and_celery_beat(compose):
     assert services["web"]["command"][-1] == "hub.asgi:application"
     assert services["worker"]["command"][:4] == ["celery", "-A", "hub", "worker"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "hub", "beat"]
+
+
+def test_the_sweep_has_its_own_worker_on_its_own_queue(compose):
+    """Sessions filling every worker slot never delay beat's sweep (hub/settings.py routes it)."""
+    worker, sweeper = compose["services"]["worker"]["command"], compose["services"]["sweeper"]["command"]
+    queue_of = {name: command[command.index("--queues") + 1] for name, command in
+                (("worker", worker), ("sweeper", sweeper))}
+    assert queue_of == {"worker": "${CELERY_QUEUE:-atrium}", "sweeper": "${CELERY_QUEUE:-atrium}-sweep"}
+    assert 'env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")' in SETTINGS.read_text()
 
 
 def test_workers_scale_with_scale_worker_n(compose):

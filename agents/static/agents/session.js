@@ -63,7 +63,10 @@
     },
     onFrame(frame) {
       if (frame.type === "event") appendEvent(frame);
-      else if (frame.type === "error") {
+      else if (frame.type === "truncated") {
+        // Away too long: the server replays only its newest page of events.
+        status.textContent = "some events from while you were away are not shown; reload to see them";
+      } else if (frame.type === "error") {
         status.textContent = frame.message;
         status.dataset.state = "offline";
       }

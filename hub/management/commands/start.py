@@ -1,6 +1,7 @@
 """Start the whole hub on this machine: Redis (embedded unless REDIS_URL is set),
-migrations, the demo, Daphne, one Celery worker and beat, under a supervisor that
-restarts any of them that exits (hub.supervision). Ctrl-C stops them all."""
+migrations, the demo, Daphne, one Celery worker, the sweep's own worker and beat, under
+a supervisor that restarts any of them that exits (hub.supervision). Ctrl-C stops them
+all."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ class Command(BaseCommand):
             ("daphne", [python, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"]),
             ("worker", [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
                         "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--loglevel", "INFO"]),
+            # Beat's sweep on its own queue and worker: a busy session worker never delays it.
+            ("sweeper", [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
+                         "-n", "sweeper@%h", "-Q", settings.CELERY_SWEEP_QUEUE, "--loglevel", "INFO"]),
             ("beat", [python, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
                       "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")]),
         ):

@@ -116,6 +116,10 @@
         case "ack":
           settle(frame.id);
           break;
+        case "truncated":
+          // Away too long: the server replays only its newest page of messages.
+          showError("Some messages from while you were away are not shown here; reload the page to see them.");
+          break;
         case "error": {
           showError(frame.message);
           const refused = outbox.find((entry) => entry.id === frame.id);

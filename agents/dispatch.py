@@ -1,0 +1,75 @@
+"""Which session a free worker runs next, and how many turns the queue holds.
+
+A queue message is a *turn*, not a session: the worker that receives one claims the
+most urgent session that needs a worker (people waiting first, then the longest
+queued) and runs it for one slice. So a steer or a decision moves its session ahead of
+every message already queued, and a turn that finds nothing to claim does nothing.
+Every change that makes a session claimable sends one turn after commit
+(``agents.services.enqueue_session``); beat's sweep sends turns only for claimable
+sessions the queue holds no turn for (a lost message, a dead worker), so nothing is
+delivered twice however long sessions wait.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from agents.models import Session
+from agents.runtime import states
+
+CANDIDATES = 8  # sessions a turn tries, in order, before concluding there is nothing to run
+
+
+def claimable(now: datetime) -> Q:
+    """Sessions a worker may take: queued, or running with no live lease (a turn given
+    back at the end of a slice, a worker that died)."""
+    return Q(state=states.QUEUED) | Q(state=states.RUNNING) & (
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+
+
+def not_held(now: datetime) -> Q:
+    """No worker holds the session (whatever its state)."""
+    return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+
+
+def candidates(now: datetime | None = None, limit: int = CANDIDATES) -> list[int]:
+    """The sessions a free worker should take, most urgent first: those people wait for
+    (longest wait first), then those that waited longest in the queue (a resumed session
+    of a dead worker, with no wake time, first)."""
+    now = now or timezone.now()
+    return list(Session.objects.filter(claimable(now)).order_by(
+        F("attention_at").asc(nulls_last=True), F("wake_at").asc(nulls_first=True), "pk",
+    ).values_list("pk", flat=True)[:limit])
+
+
+def people_waiting(*, besides: int, now: datetime | None = None) -> bool:
+    """Whether a person has waited more than ATRIUM_ATTENTION_GRACE_SECONDS for a session
+    no worker holds (other than ``besides``): then a running slice yields at its next
+    boundary. The grace lets an idle worker take it first, with nobody yielding."""
+    now = now or timezone.now()
+    since = now - timedelta(seconds=settings.ATRIUM_ATTENTION_GRACE_SECONDS)
+    return Session.objects.filter(claimable(now), attention_at__lte=since).exclude(pk=besides).exists()
+
+
+def queued_turns(queue: str | None = None) -> int:
+    """Turns waiting in the broker's run queue (not counting those a worker holds)."""
+    from kombu.exceptions import ChannelError
+
+    from hub.celery import app
+
+    with app.connection_for_read() as connection:
+        try:
+            return connection.default_channel.queue_declare(
+                queue=queue or settings.CELERY_TASK_DEFAULT_QUEUE, passive=True).message_count
+        except ChannelError:  # no such queue yet: nothing was ever sent, or all taken
+            return 0
+
+
+def turns_missing(now: datetime | None = None) -> int:
+    """How many claimable sessions the queue holds no turn for."""
+    now = now or timezone.now()
+    return max(0, Session.objects.filter(claimable(now)).count() - queued_turns())

@@ -1,0 +1,47 @@
+"""A post that reaches a running session rings its doorbell (Redis pub/sub, after commit);
+the worker asks the database only when it rang, not every 0.1 s."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from agents.runtime.doorbell import Doorbell, InputWatch
+from agents.services import room_message_post, session_start, task_create
+
+
+@pytest.fixture
+def session(person, demo_room, replay_agent):
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    return session_start(task=task, agent=replay_agent, actor=person)
+
+
+def test_a_committed_steer_rings_the_sessions_doorbell_and_a_rolled_back_one_does_not(session, person, demo_room,
+                                                                                     replay_agent):
+    bell = Doorbell(session.pk)
+    try:
+        assert not bell.rung.wait(1.5)  # listening, and quiet
+        with pytest.raises(RuntimeError), transaction.atomic():
+            room_message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+            raise RuntimeError("rolled back")
+        assert not bell.rung.wait(1.0)
+        room_message_post(room=demo_room, author=person, kind="chat", text="@fixer keep it small")
+        assert bell.rung.wait(2.0)
+    finally:
+        bell.close()
+
+
+def test_the_database_is_asked_only_when_the_bell_rang(session, person, demo_room, replay_agent):
+    asked = []
+    bell = Doorbell(session.pk)
+    try:
+        watch = InputWatch(bell, lambda: asked.append(1) or True)
+        assert watch() and len(asked) == 1  # the first call always asks
+        for _ in range(50):
+            assert not watch()  # a shell polling every 0.1 s: no query
+        assert len(asked) == 1
+        room_message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+        assert bell.rung.wait(2.0)
+        assert watch() and len(asked) == 2
+    finally:
+        bell.close()

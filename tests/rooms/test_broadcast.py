@@ -1,0 +1,35 @@
+"""Broadcasts from sync code with no event loop (a Celery worker) share one loop and its
+Redis connection, instead of a new loop and connection per send; they still arrive."""
+
+from __future__ import annotations
+
+import threading
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from rooms import broadcast
+
+
+def test_sends_from_plain_threads_share_one_loop_and_one_connection():
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)("broadcast-test", channel)
+    try:
+        def send(n: int) -> None:
+            for i in range(10):
+                broadcast.group_send("broadcast-test", {"type": "test.event", "n": n * 10 + i})
+
+        threads = [threading.Thread(target=send, args=(n,)) for n in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        loop = broadcast._shared_loop()
+        pool = layer._layers[loop]._connections[0].connection_pool
+        opened = len(pool._available_connections) + len(pool._in_use_connections)
+        assert 1 <= opened <= 3  # at most one per sender sending at once, not one per send (30)
+        received = sorted(async_to_sync(layer.receive)(channel)["n"] for _ in range(30))
+        assert received == list(range(30))
+    finally:
+        async_to_sync(layer.group_discard)("broadcast-test", channel)
