@@ -140,13 +140,9 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     shell command that rewrote one must not reach main through a merge.
     """
     path = worktree.path
-    # Under the room lock: a commit writes the shared object store and refs, and may
-    # start `git gc --auto`, which prunes worktrees like `worktree prune` does.
-    with room_repo_lock(worktree.repo):
-        return _worktree_commit_locked(worktree, path, message, author)
-
-
-def _worktree_commit_locked(worktree: Worktree, path: Path, message: str, author: str | None) -> str | None:
+    # Not under the room lock: commits on their own branches may run side by side (git
+    # locks each ref), and `git add --all` over a large worktree must not hold up every
+    # claim, merge and intent write of the room. `gc --auto` detaches on its own.
     # The repository is named explicitly, never found through the worktree's `.git`
     # file: the worktree's files are the agent's, its repository the hub's.
     where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")

@@ -73,17 +73,24 @@ async def _round_trip(layer, timeout: float) -> None:
 def check_celery(timeout: float = 2.0) -> Check:
     from hub.celery import app
 
-    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    queue, sweep = settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_SWEEP_QUEUE
     try:
         replies = app.control.inspect(timeout=timeout).active_queues() or {}
     except Exception as exc:
         return Check(False, f"{type(exc).__name__}: {exc}")
-    # Workers of another hub on the same Redis answer too: only ours count.
-    serving = [name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ())]
-    if not serving:
+
+    def serving(name: str) -> list[str]:
+        # Workers of another hub on the same Redis answer too: only ours count.
+        return [node for node, queues in replies.items() if any(q.get("name") == name for q in queues or ())]
+
+    workers = serving(queue)
+    if not workers:
         others = f" ({len(replies)} worker(s) of other queues did)" if replies else ""
         return Check(False, f"no worker answered for queue {queue!r}{others}")
-    return Check(True, f"{len(serving)} worker(s)")
+    if not serving(sweep):
+        return Check(False, f"no sweeper answered for queue {sweep!r}: timers, approval expiry and the "
+                            "sessions of dead workers wait")
+    return Check(True, f"{len(workers)} worker(s)")
 
 
 def check_supervisor() -> Check | None:

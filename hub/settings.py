@@ -90,7 +90,7 @@ DATABASES = {
         # Connections are reused (Daphne's database thread, each worker): opening one
         # per request or websocket frame cost a fifth of the web process's time. A
         # health check before reuse replaces one the server closed.
-        conn_max_age=envint("DB_CONN_MAX_AGE", "60"),
+        conn_max_age=envint("DB_CONN_MAX_AGE", "0"),
         conn_health_checks=True,
     )
 }
@@ -244,14 +244,11 @@ ATRIUM_LOOP_RULES = {
 # Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
 ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
 ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")
-# Beat's sweep (and stopping an ended session's jobs) has its own queue and worker, so
+# Beat's sweep has its own queue and worker, so
 # sessions filling every worker slot never delay it; a sweep not started within its
 # period is dropped (the next one does its work).
 CELERY_SWEEP_QUEUE = env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")
-CELERY_TASK_ROUTES = {
-    "agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE},
-    "agents.tasks.stop_session_jobs": {"queue": CELERY_SWEEP_QUEUE},
-}
+CELERY_TASK_ROUTES = {"agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,
                        "options": {"expires": ATRIUM_SWEEP_SECONDS}},

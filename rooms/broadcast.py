@@ -47,4 +47,8 @@ def group_send(group: str, event: dict[str, Any]) -> None:
         async_to_sync(layer.group_send)(group, event)  # under an event loop's sync bridge: its loop
         return
     future = asyncio.run_coroutine_threadsafe(layer.group_send(group, event), _shared_loop())
-    future.result(timeout=SEND_TIMEOUT_SECONDS)
+    try:
+        future.result(timeout=SEND_TIMEOUT_SECONDS)
+    except TimeoutError:
+        future.cancel()  # a hung Redis must not pile sends up on the shared loop
+        raise

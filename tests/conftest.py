@@ -157,7 +157,8 @@ class CeleryWorker:
 
 @pytest.fixture
 def celery_worker(transactional_db, tmp_path) -> Iterator[CeleryWorker]:
-    """A real ``celery -A hub worker`` on this run's queue; answers pings before the test starts.
+    """A real ``celery -A hub worker`` on this run's queues (sessions and sweep); answers
+    pings before the test starts.
 
     Prefork with one child, like ``manage.py start``, so remote control (pings,
     revokes) is answered while a task runs.
@@ -168,7 +169,7 @@ def celery_worker(transactional_db, tmp_path) -> Iterator[CeleryWorker]:
         "celery worker",
         [
             sys.executable, "-m", "celery", "-A", "hub", "worker",
-            "--hostname", nodename, "--queues", queue,
+            "--hostname", nodename, "--queues", f"{queue},{settings.CELERY_SWEEP_QUEUE}",
             "--pool", "prefork", "--concurrency", "1",
             "--without-gossip", "--without-mingle", "--without-heartbeat",
             "--loglevel", "INFO",

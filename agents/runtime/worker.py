@@ -362,8 +362,8 @@ def _run_claimed(session_id: int, owner: str) -> str:
     finally:
         keeper.stop()
         if runner is not None:
+            runner.doorbell.close()  # first: a provider that fails to close must not leak its thread
             runner.provider.close()
-            runner.doorbell.close()
         close_old_connections()
 
 

@@ -107,7 +107,18 @@ def test_the_sweep_has_its_own_worker_on_its_own_queue(compose):
     worker, sweeper = compose["services"]["worker"]["command"], compose["services"]["sweeper"]["command"]
     queue_of = {name: command[command.index("--queues") + 1] for name, command in
                 (("worker", worker), ("sweeper", sweeper))}
-    assert queue_of == {"worker": "${CELERY_QUEUE:-atrium}", "sweeper": "${CELERY_QUEUE:-atrium}-sweep"}
+    assert queue_of == {"worker": "${CELERY_QUEUE:-atrium}",
+                        "sweeper": "${CELERY_SWEEP_QUEUE:-${CELERY_QUEUE:-atrium}-sweep}"}
+    for service in ("web", "worker", "sweeper", "beat"):
+        assert compose["services"][service]["environment"]["CELERY_SWEEP_QUEUE"] == queue_of["sweeper"], service
+
+
+def test_only_celery_processes_keep_database_connections(compose):
+    """Django: persistent connections leak under ASGI (a new thread per request)."""
+    assert 'envint("DB_CONN_MAX_AGE", "0")' in SETTINGS.read_text()
+    assert "DB_CONN_MAX_AGE" not in compose["services"]["web"]["environment"]
+    for service in ("worker", "sweeper", "beat"):
+        assert compose["services"][service]["environment"]["DB_CONN_MAX_AGE"] == "60", service
     assert 'env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")' in SETTINGS.read_text()
 
 

@@ -46,7 +46,8 @@ class Command(BaseCommand):
                       "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")]),
         ):
             # Own process group: Ctrl-C reaches us once, and we stop each child in order.
-            children.append(Child(name, lambda argv=argv: subprocess.Popen(argv, start_new_session=True)))
+            children.append(Child(name, lambda argv=argv, name=name: subprocess.Popen(
+                argv, start_new_session=True, env=_child_env(name))))
         supervisor = Supervisor(children, report_path=settings.DATA_DIR / REPORT_NAME)
         signal.signal(signal.SIGINT, lambda signum, frame: supervisor.request_stop())
         signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.request_stop())
@@ -122,3 +123,13 @@ def _log_to_console() -> None:
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(logging.INFO)
+
+
+def _child_env(name: str) -> dict[str, str]:
+    """Celery processes keep their database connections (one thread each); the web process
+    must not: under ASGI every request's thread is new, and a kept connection would
+    outlive it (Django says to disable persistent connections there)."""
+    env = dict(os.environ)
+    if name != "daphne":
+        env.setdefault("DB_CONN_MAX_AGE", "60")
+    return env
