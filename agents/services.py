@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents.dispatch import not_held
+from agents.dispatch import jobs_stop_on_commit, not_held, turn_send_on_commit
 from agents.events import session_event_append
 from agents.models import (
     AgentProfile,
@@ -33,10 +33,10 @@ from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
-from observations.intent import intent_write, render_intent
 from rooms.checks import check_can_configure
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
+from rooms.repository.intent import intent_write, render_intent
 from rooms.services import message_post
 
 TITLE_MAX = 200
@@ -53,9 +53,7 @@ def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
 
 def enqueue_session(session_id: int) -> None:
     """Queue the session for a worker once the current transaction commits."""
-    from agents.tasks import run_session
-
-    transaction.on_commit(lambda: run_session.delay(session_id), robust=True)
+    turn_send_on_commit(session_id)
 
 
 def session_transition(session: Session, target: str, *, reason: str = "", expected: str | None = None) -> bool:
@@ -243,9 +241,7 @@ def session_cancel(*, session: Session, actor: AbstractBaseUser | None, reason: 
     who = actor.get_username() if actor is not None else "the hub"
     if not session_transition(session, states.CANCELLED, reason=reason or f"cancelled by {who}"):
         raise RoomError("The session changed state just now; look again.", code="conflict")
-    from agents.tasks import stop_session_jobs
-
-    transaction.on_commit(lambda: stop_session_jobs.delay(session.pk), robust=True)
+    jobs_stop_on_commit(session.pk)
     return True
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import room_settings, views, views_analysis
+from agents import room_settings, views, views_analysis, views_ledger
 from agents.evals import views as eval_views
 
 app_name = "agents"
@@ -32,5 +32,7 @@ urlpatterns = [
     path("sessions/<id:session_id>/cancel/", views.session_cancel, name="session_cancel"),
     path("sessions/<id:session_id>/segment/", views.session_new_segment, name="session_new_segment"),
     path("sessions/<id:session_id>/retry/", views.session_retry, name="session_retry"),
+    path("sessions/<id:session_id>/ledger/", views_ledger.ledger, name="ledger"),
+    path("sessions/<id:session_id>/ledger/<id:seq>/", views_ledger.observation_text, name="observation"),
     path("sessions/<id:session_id>/approvals/<id:approval_id>/", views.approval_decide, name="approval_decide"),
 ]

@@ -9,7 +9,7 @@ from django.conf import settings
 from agents.models import AgentProfile
 from rooms.errors import RoomError
 from rooms.models import Membership, Room
-from rooms.repo import (
+from rooms.repository.prepare import (
     BundleRepository,
     NewRepository,
     RepositorySource,

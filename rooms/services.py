@@ -27,7 +27,7 @@ from rooms.checks import (
 )
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
-from rooms.repo import NewRepository, RepositorySource, prepare_repository
+from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 

@@ -12,12 +12,12 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
-from hub.git import git
 from rooms import events, services
-from rooms import repo as repo_module
 from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room
-from rooms.repo import CloneRepository, PreparedRepository
+from rooms.repository import prepare as repo_module
+from rooms.repository.git import git
+from rooms.repository.prepare import CloneRepository, PreparedRepository
 from tests.rooms.factories import make_agent, make_git_repo, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
