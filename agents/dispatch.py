@@ -8,13 +8,19 @@ Every change that makes a session claimable sends one turn after commit
 (``agents.services.enqueue_session``); beat's sweep sends turns only for claimable
 sessions the queue holds no turn for (a lost message, a dead worker), so nothing is
 delivered twice however long sessions wait.
+
+Services send their tasks from here, by name: this module imports neither the tasks nor
+the worker, so ``agents.tasks`` → ``agents.runtime.worker`` → ``agents.services`` runs
+one way (an import-linter contract in pyproject.toml keeps it so).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.conf import settings
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -22,6 +28,20 @@ from agents.models import Session
 from agents.runtime import states
 
 CANDIDATES = 8  # sessions a turn tries, in order, before concluding there is nothing to run
+# The tasks' names; agents.tasks registers its tasks under these.
+RUN_SESSION = "agents.tasks.run_session"
+STOP_SESSION_JOBS = "agents.tasks.stop_session_jobs"
+
+
+def turn_send_on_commit(session_id: int) -> None:
+    """A turn for the queue once the current transaction commits (``session_id`` says
+    whose change sent it; the worker runs the most urgent session, see above)."""
+    transaction.on_commit(lambda: current_app.send_task(RUN_SESSION, args=(session_id,)), robust=True)
+
+
+def jobs_stop_on_commit(session_id: int) -> None:
+    """Stop the jobs of an ended session once the current transaction commits."""
+    transaction.on_commit(lambda: current_app.send_task(STOP_SESSION_JOBS, args=(session_id,)), robust=True)
 
 
 def claimable(now: datetime) -> Q:
@@ -59,9 +79,7 @@ def queued_turns(queue: str | None = None) -> int:
     """Turns waiting in the broker's run queue (not counting those a worker holds)."""
     from kombu.exceptions import ChannelError
 
-    from hub.celery import app
-
-    with app.connection_for_read() as connection:
+    with current_app.connection_for_read() as connection:
         try:
             return connection.default_channel.queue_declare(
                 queue=queue or settings.CELERY_TASK_DEFAULT_QUEUE, passive=True).message_count

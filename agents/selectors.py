@@ -7,15 +7,23 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import Http404
 
-from agents.models import AgentProfile, Approval, ProviderCall, Session, SessionEvent, Task
+from agents.models import (
+    AgentProfile,
+    Approval,
+    ProviderCall,
+    RoomAgent,
+    Session,
+    SessionEvent,
+    Task,
+)
 from agents.runtime import states
 from observations.gateway.decisions import Decision, Decisions
 from observations.models import Segment
 from rooms.models import Room
-from rooms.selectors import RoomAccess, access_room_by_id
+from rooms.selectors import RoomAccess, SubqueryCount, access_room_by_id
 
 LOOP_SUSPECTED = "loop.suspected"
 
@@ -230,3 +238,42 @@ def session_files_touched(session: Session) -> list[str]:
     did you touch?"."""
     files = (session.gateway_state or {}).get("files", ())
     return sorted(note["path"] for note in files if note.get("written"))
+
+
+# --- a room's agents ------------------------------------------------------------------
+
+
+def room_agents(room: Room) -> QuerySet[RoomAgent]:
+    return RoomAgent.objects.filter(room=room).select_related("agent").order_by("agent__name")
+
+
+def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
+    """Agent profiles not yet assigned to ``room``."""
+    return AgentProfile.objects.exclude(room_agents__room=room).order_by("name")
+
+
+def room_agent_for(room: Room, agent_id: int) -> RoomAgent | None:
+    return RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+
+
+def room_list_counts(room_pk: OuterRef) -> dict:
+    """What the room list shows of each room's agents and sessions (rooms.selectors.
+    rooms_for_user asks through rooms.signals.room_list_annotations): ``agent_count``
+    and the session counts behind the status badges: ``sessions_queued``,
+    ``sessions_running``, ``sessions_waiting`` (parked on a job or timer),
+    ``sessions_awaiting_approval`` (needs a person's decision), ``sessions_needs_merge``
+    (finished, but its branch did not merge cleanly: needs a person too) and
+    ``sessions_loop_suspected`` (unfinished, and the loop alarm went off)."""
+    sessions = Session.objects.filter(task__room=room_pk)
+    return {
+        "agent_count": SubqueryCount(RoomAgent.objects.filter(room=room_pk)),
+        "sessions_queued": SubqueryCount(sessions.filter(state=Session.State.QUEUED)),
+        "sessions_running": SubqueryCount(sessions.filter(state=Session.State.RUNNING)),
+        "sessions_waiting": SubqueryCount(sessions.filter(state=Session.State.WAITING)),
+        "sessions_awaiting_approval": SubqueryCount(sessions.filter(state=Session.State.AWAITING_APPROVAL)),
+        "sessions_needs_merge": SubqueryCount(sessions.filter(state=Session.State.NEEDS_MERGE)),
+        "sessions_loop_suspected": SubqueryCount(sessions.filter(
+            ~Q(state__in=states.TERMINAL),
+            Exists(SessionEvent.objects.filter(session=OuterRef("pk"), kind="loop.suspected")),
+        )),
+    }

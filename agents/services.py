@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents.dispatch import not_held
+from agents.dispatch import jobs_stop_on_commit, not_held, turn_send_on_commit
 from agents.events import session_event_append
 from agents.models import (
     AgentProfile,
@@ -33,11 +33,11 @@ from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
-from observations.intent import intent_write, render_intent
-from rooms.checks import check_can_configure
+from rooms.checks import check_can_assign_agents, check_can_configure
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
-from rooms.services import message_post
+from rooms.repository.intent import intent_write, render_intent
+from rooms.services import membership_of, message_post
 
 TITLE_MAX = 200
 # A queued session's wake_at: workers take queued sessions in its order (after those
@@ -53,9 +53,7 @@ def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
 
 def enqueue_session(session_id: int) -> None:
     """Queue the session for a worker once the current transaction commits."""
-    from agents.tasks import run_session
-
-    transaction.on_commit(lambda: run_session.delay(session_id), robust=True)
+    turn_send_on_commit(session_id)
 
 
 def session_transition(session: Session, target: str, *, reason: str = "", expected: str | None = None) -> bool:
@@ -243,9 +241,7 @@ def session_cancel(*, session: Session, actor: AbstractBaseUser | None, reason: 
     who = actor.get_username() if actor is not None else "the hub"
     if not session_transition(session, states.CANCELLED, reason=reason or f"cancelled by {who}"):
         raise RoomError("The session changed state just now; look again.", code="conflict")
-    from agents.tasks import stop_session_jobs
-
-    transaction.on_commit(lambda: stop_session_jobs.delay(session.pk), robust=True)
+    jobs_stop_on_commit(session.pk)
     return True
 
 
@@ -309,21 +305,19 @@ def session_request_segment(*, session: Session, actor: AbstractBaseUser) -> Non
     session_wake(session, person=True)
 
 
-@transaction.atomic
-def room_message_post(*, room: Room, author: AbstractBaseUser, kind: str, text: str,
-                      agent: AgentProfile | None = None, client_key: str = "") -> Message:
-    """A person's chat or steer in the room, and in the same transaction every session it
-    reaches is woken (a steer: its agent's sessions in the room; chat: the sessions of
-    each agent it mentions). The queue messages leave after commit, so a worker never
-    looks before the message is there."""
-    message = message_post(room=room, author=author, kind=kind, text=text, agent=agent, client_key=client_key)
-    if kind == Message.Kind.STEER and agent is not None:
-        steers_wake_sessions(room=room, agent=agent)
-    elif kind == Message.Kind.CHAT:
+def sessions_wake_reached(*, message: Message) -> None:
+    """A person's post wakes every session it reaches, in the post's transaction
+    (rooms.signals.message_posted): a steer to an agent, its sessions in the room; a
+    chat, the sessions of each agent it mentions. The queue messages leave after commit,
+    so a worker never looks before the message is there. A steer to one session
+    (``session_steer``) wakes that session itself."""
+    room = message.room
+    if message.kind == Message.Kind.STEER and message.session_id is None and message.agent is not None:
+        steers_wake_sessions(room=room, agent=message.agent)
+    elif message.kind == Message.Kind.CHAT:
         for mentioned in RoomAgent.objects.filter(room=room).select_related("agent"):
             if mentions(message.text, mentioned.agent.name):
                 steers_wake_sessions(room=room, agent=mentioned.agent)
-    return message
 
 
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
@@ -333,6 +327,30 @@ def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
         state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task")
     for session in reached:
         session_wake(session, person=True)
+
+
+# --- a room's agents ----------------------------------------------------------------------
+
+
+@transaction.atomic
+def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
+    check_can_assign_agents(membership_of(room, actor))
+    if RoomAgent.objects.filter(room=room, agent=agent).exists():
+        raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
+    room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM, text=f"{actor.get_username()} assigned {agent.name}.")
+    return room_agent
+
+
+@transaction.atomic
+def agent_unassign(*, room: Room, actor: AbstractBaseUser, agent_id: int) -> None:
+    check_can_assign_agents(membership_of(room, actor))
+    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+    if room_agent is None:
+        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    room_agent.delete()
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} unassigned {room_agent.agent.name}.")
 
 
 # --- a room's approval rules -------------------------------------------------------------

@@ -9,25 +9,24 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.dispatch import turns_missing
+from agents.dispatch import RUN_SESSION, STOP_SESSION_JOBS, turns_missing
 from agents.models import Approval, Session
 from agents.runtime import states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
 from agents.runtime.waits import awaited, jobs_ready, session_jobs
+from agents.runtime.worker import run_next
 from agents.services import approvals_expire, session_transition, session_wake
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=RUN_SESSION, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_session(session_id: int | None = None) -> str:
     """A worker's turn: it runs the most urgent session that needs a worker, which need
     not be ``session_id`` (the session whose change sent the turn; agents.dispatch)."""
-    from agents.runtime.worker import run_next
-
     return run_next()
 
 
-@shared_task(ignore_result=True)
+@shared_task(name=STOP_SESSION_JOBS, ignore_result=True)
 def stop_session_jobs(session_id: int) -> int:
     """Stop the jobs of a session that ended (cancel, time-out)."""
     return len(session_jobs(session_id).cancel_running("the session ended"))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import room_settings, views, views_analysis
+from agents import room_agents, room_settings, views, views_analysis, views_ledger
 from agents.evals import views as eval_views
 
 app_name = "agents"
@@ -15,6 +15,8 @@ urlpatterns = [
     path("evals/", eval_views.eval_list, name="evals"),
     path("evals/runs/<id:run_id>/", eval_views.eval_run, name="eval_run"),
     path("rooms/<slug:slug>/evals/", eval_views.room_evals, name="room_evals"),
+    path("rooms/<slug:slug>/agents/", room_agents.agent_assign, name="agent_assign"),
+    path("rooms/<slug:slug>/agents/<id:agent_id>/remove/", room_agents.agent_unassign, name="agent_unassign"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
@@ -32,5 +34,7 @@ urlpatterns = [
     path("sessions/<id:session_id>/cancel/", views.session_cancel, name="session_cancel"),
     path("sessions/<id:session_id>/segment/", views.session_new_segment, name="session_new_segment"),
     path("sessions/<id:session_id>/retry/", views.session_retry, name="session_retry"),
+    path("sessions/<id:session_id>/ledger/", views_ledger.ledger, name="ledger"),
+    path("sessions/<id:session_id>/ledger/<id:seq>/", views_ledger.observation_text, name="observation"),
     path("sessions/<id:session_id>/approvals/<id:approval_id>/", views.approval_decide, name="approval_decide"),
 ]

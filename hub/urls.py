@@ -12,6 +12,5 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("agents.urls")),
-    path("", include("observations.urls")),
     path("", include("rooms.urls")),
 ]

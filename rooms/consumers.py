@@ -27,11 +27,11 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import Http404
 
-from agents.services import room_message_post
-from rooms import events, selectors
+from rooms import events, selectors, signals
 from rooms.checks import check_client_key
 from rooms.errors import RoomError
 from rooms.models import Message, Room
+from rooms.services import message_post
 from rooms.streams import (
     CLOSE_FORBIDDEN,
     SeqStreamConsumer,
@@ -139,13 +139,12 @@ def _parse(text_data: str | None) -> dict[str, Any]:
 def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | None, client_key: str) -> int:
     # Re-check access on every post: the person may have been removed since connecting.
     access = selectors.access_room_by_id(user, room_id)
-    room_agent = selectors.room_agent_for(access.room, agent_id) if agent_id is not None else None
     # An unknown agent reaches the service as None, which refuses it after the
     # permission check (a viewer hears "you can't post" before "no such agent").
-    agent = room_agent.agent if room_agent else None
-    # The post wakes every session it reaches, in its transaction (agents.services).
-    message = room_message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
-                                client_key=client_key)
+    agent = signals.assigned_agent(access.room, agent_id) if agent_id is not None else None
+    # The post wakes every session it reaches, in its transaction (rooms.signals.message_posted).
+    message = message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
+                           client_key=client_key)
     return message.seq
 
 

@@ -6,10 +6,9 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 
-from agents.models import AgentProfile
 from rooms.errors import RoomError
-from rooms.models import Membership, Room
-from rooms.repo import (
+from rooms.models import Membership
+from rooms.repository.prepare import (
     BundleRepository,
     NewRepository,
     RepositorySource,
@@ -17,7 +16,6 @@ from rooms.repo import (
     check_clone_source,
     clone_roots_text,
 )
-from rooms.selectors import assignable_agents
 
 
 class RoomCreateForm(forms.Form):
@@ -115,18 +113,6 @@ class MemberAddForm(forms.Form):
         initial=Membership.Role.MEMBER,
         widget=forms.Select(attrs={"aria-label": "Role"}),
     )
-
-
-class AgentAssignForm(forms.Form):
-    agent = forms.ModelChoiceField(
-        queryset=AgentProfile.objects.none(),
-        empty_label=None,
-        widget=forms.Select(attrs={"aria-label": "Agent to assign"}),
-    )
-
-    def __init__(self, *args, room: Room, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["agent"].queryset = assignable_agents(room)
 
 
 class RoomSettingsForm(forms.Form):

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import (
     Case,
-    Exists,
     IntegerField,
     OuterRef,
-    Q,
     QuerySet,
     Subquery,
     Value,
@@ -18,8 +16,7 @@ from django.db.models import (
 )
 from django.http import Http404
 
-from agents.models import AgentProfile, RoomAgent, Session, SessionEvent
-from agents.runtime import states
+from rooms import signals
 from rooms.models import Membership, Message, Room
 
 HISTORY_PAGE_SIZE = 50
@@ -80,31 +77,22 @@ def access_room_by_id(user: AbstractBaseUser | AnonymousUser, room_id: int) -> R
 def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
     """The user's rooms for the list page, by name.
 
-    Each room carries ``my_role``, ``member_count``, ``agent_count`` and the session
-    counts behind the status badges: ``sessions_queued``, ``sessions_running``,
-    ``sessions_waiting`` (parked on a job or timer), ``sessions_awaiting_approval``
-    (needs a person's decision), ``sessions_needs_merge`` (finished, but its
-    branch did not merge cleanly: needs a person too) and ``sessions_loop_suspected``
-    (unfinished, and the loop alarm went off).
+    Each room carries ``my_role`` and ``member_count``, and what the apps above add
+    through ``signals.room_list_annotations`` (agents: agents and session counts, for
+    the status badges). Every count is a correlated subquery (``SubqueryCount``): no
+    joins, no GROUP BY.
     """
-    sessions = Session.objects.filter(task__room=OuterRef("pk"))
+    annotations: dict = {}
+    for _receiver, more in signals.room_list_annotations.send(sender=Room, room_pk=OuterRef("pk")):
+        annotations.update(more)
     return (
         Room.objects.filter(memberships__user=user)
         .annotate(
             my_role=Subquery(
                 Membership.objects.filter(room=OuterRef("pk"), user=user).values("role")[:1]
             ),
-            member_count=_Count(Membership.objects.filter(room=OuterRef("pk"))),
-            agent_count=_Count(RoomAgent.objects.filter(room=OuterRef("pk"))),
-            sessions_queued=_Count(sessions.filter(state=Session.State.QUEUED)),
-            sessions_running=_Count(sessions.filter(state=Session.State.RUNNING)),
-            sessions_waiting=_Count(sessions.filter(state=Session.State.WAITING)),
-            sessions_awaiting_approval=_Count(sessions.filter(state=Session.State.AWAITING_APPROVAL)),
-            sessions_needs_merge=_Count(sessions.filter(state=Session.State.NEEDS_MERGE)),
-            sessions_loop_suspected=_Count(sessions.filter(
-                ~Q(state__in=states.TERMINAL),
-                Exists(SessionEvent.objects.filter(session=OuterRef("pk"), kind="loop.suspected")),
-            )),
+            member_count=SubqueryCount(Membership.objects.filter(room=OuterRef("pk"))),
+            **annotations,
         )
         .order_by("name")
     )
@@ -122,19 +110,6 @@ def room_members(room: Room) -> QuerySet[Membership]:
         .select_related("user")
         .order_by(role_order, "user__username")
     )
-
-
-def room_agents(room: Room) -> QuerySet[RoomAgent]:
-    return RoomAgent.objects.filter(room=room).select_related("agent").order_by("agent__name")
-
-
-def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
-    """Agent profiles not yet assigned to ``room``."""
-    return AgentProfile.objects.exclude(room_agents__room=room).order_by("name")
-
-
-def room_agent_for(room: Room, agent_id: int) -> RoomAgent | None:
-    return RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
 
 
 def messages_page(room: Room, *, before_seq: int | None = None,
@@ -168,7 +143,7 @@ def _messages_by_room_id(room_id: int) -> QuerySet[Message]:
     return Message.objects.filter(room_id=room_id).select_related("author", "agent")
 
 
-class _Count(Subquery):
+class SubqueryCount(Subquery):
     """``(SELECT COUNT(*) FROM <queryset>)`` as a correlated subquery: no joins, no GROUP BY."""
 
     template = "(SELECT COUNT(*) FROM (%(subquery)s) _counted)"

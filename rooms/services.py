@@ -6,17 +6,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from agents.events import member_removed_on_commit
-from agents.models import AgentProfile, RoomAgent, Session
-from rooms import events
+from rooms import events, signals
 from rooms.checks import (
     RESERVED_SLUGS,
-    check_can_assign_agents,
     check_can_configure,
     check_can_manage_members,
     check_can_post,
@@ -27,7 +24,7 @@ from rooms.checks import (
 )
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
-from rooms.repo import NewRepository, RepositorySource, prepare_repository
+from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 
@@ -94,7 +91,7 @@ def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: 
                          allow_network: bool | None = None) -> Room:
     """The room's check command and network access (None: left as it is), set by an owner;
     the room hears of each change."""
-    check_can_configure(_membership_of(room, actor))
+    check_can_configure(membership_of(room, actor))
     check_command = check_check_command(check_command)
     locked = Room.objects.select_for_update().get(pk=room.pk)
     allow_network = locked.allow_network if allow_network is None else bool(allow_network)
@@ -119,7 +116,7 @@ def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: 
 def membership_add(
     *, room: Room, actor: AbstractBaseUser, username: str, role: str = Membership.Role.MEMBER
 ) -> Membership:
-    check_can_manage_members(_membership_of(room, actor))
+    check_can_manage_members(membership_of(room, actor))
     if role not in Membership.Role.values:
         raise RoomError(f"Unknown role {role!r}.", code="invalid")
     user = get_user_model().objects.filter(username=(username or "").strip()).first()
@@ -137,7 +134,7 @@ def membership_add(
 
 @transaction.atomic
 def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int) -> None:
-    check_can_manage_members(_membership_of(room, actor))
+    check_can_manage_members(membership_of(room, actor))
     if user_id == room.owner_id:
         raise RoomPermissionError("The room's owner cannot be removed.")
     membership = Membership.objects.select_related("user").filter(room=room, user_id=user_id).first()
@@ -150,32 +147,7 @@ def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int) -> N
     )
     # Open websockets of the removed person stop receiving the room and its sessions.
     events.broadcast_on_commit(room.pk, {"type": events.MEMBER_REMOVED, "user_id": user_id})
-    member_removed_on_commit(room.pk, user_id)
-
-
-# --- agents -----------------------------------------------------------------------------
-
-
-@transaction.atomic
-def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
-    check_can_assign_agents(_membership_of(room, actor))
-    if RoomAgent.objects.filter(room=room, agent=agent).exists():
-        raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
-    room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)
-    _post_system(room=room, actor=actor, text=f"{actor.get_username()} assigned {agent.name}.")
-    return room_agent
-
-
-@transaction.atomic
-def agent_unassign(*, room: Room, actor: AbstractBaseUser, agent_id: int) -> None:
-    check_can_assign_agents(_membership_of(room, actor))
-    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
-    if room_agent is None:
-        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
-    room_agent.delete()
-    _post_system(
-        room=room, actor=actor, text=f"{actor.get_username()} unassigned {room_agent.agent.name}."
-    )
+    signals.member_removed.send(sender=Room, room_id=room.pk, user_id=user_id)
 
 
 # --- messages ---------------------------------------------------------------------------
@@ -188,8 +160,8 @@ def message_post(
     author: AbstractBaseUser | None,
     kind: str,
     text: str,
-    agent: AgentProfile | None = None,
-    session: Session | None = None,
+    agent: models.Model | None = None,
+    session: models.Model | None = None,
     replaces: tuple[int, ...] = (),
     client_key: str = "",
 ) -> Message:
@@ -199,16 +171,19 @@ def message_post(
     post, a steer must name an agent assigned to the room. System and agent messages
     come from the hub itself. ``client_key`` (a person's frame id) makes a post
     idempotent: the same author and key in a room return the message stored first.
+    ``agent`` and ``session`` are agents' AgentProfile and Session (rooms.signals
+    says why rooms does not import them). The apps above hear of a new message through
+    ``signals.message_posted``, in this transaction.
     """
     if kind not in Message.Kind.values:
         raise RoomError(f"Unknown message kind {kind!r}.", code="invalid")
     if kind in (Message.Kind.CHAT, Message.Kind.STEER):
         if author is None:
             raise RoomPermissionError("A person's message needs an author.")
-        check_can_post(_membership_of(room, author))
+        check_can_post(membership_of(room, author))
         text = check_message_text(text)
     if kind == Message.Kind.STEER:
-        if agent is None or not RoomAgent.objects.filter(room=room, agent=agent).exists():
+        if agent is None or signals.assigned_agent(room, agent.pk) is None:
             raise RoomError("Steer an agent that is assigned to this room.", code="unknown_agent")
     elif kind == Message.Kind.AGENT and agent is None:
         raise RoomError("An agent message needs its agent.", code="invalid")
@@ -231,11 +206,12 @@ def message_post(
     events.broadcast_on_commit(
         room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}
     )
+    signals.message_posted.send(sender=Message, message=message)
     return message
 
 
 @transaction.atomic
-def message_mark_delivered(*, message: Message, session: Session) -> bool:
+def message_mark_delivered(*, message: Message, session: models.Model) -> bool:
     """Record that a steer reached ``session`` at a step boundary; broadcast the change.
 
     Compare-and-swap: only the first delivery counts, so a redelivered Celery task
@@ -275,8 +251,9 @@ def _post_system(*, room: Room, actor: AbstractBaseUser | None, text: str) -> Me
     return message_post(room=room, author=actor, kind=Message.Kind.SYSTEM, text=text)
 
 
-def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
-    """The user's current membership, read fresh (a role may have changed since page load)."""
+def membership_of(room: Room, user: AbstractBaseUser) -> Membership:
+    """The user's current membership, read fresh (a role may have changed since page
+    load); RoomPermissionError if there is none. For services here and above."""
     membership = Membership.objects.filter(room=room, user=user).first() if user.is_authenticated else None
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")

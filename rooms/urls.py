@@ -13,6 +13,4 @@ urlpatterns = [
     path("rooms/<slug:slug>/messages/", views.room_messages, name="messages"),
     path("rooms/<slug:slug>/members/", views.member_add, name="member_add"),
     path("rooms/<slug:slug>/members/<id:user_id>/remove/", views.member_remove, name="member_remove"),
-    path("rooms/<slug:slug>/agents/", views.agent_assign, name="agent_assign"),
-    path("rooms/<slug:slug>/agents/<id:agent_id>/remove/", views.agent_unassign, name="agent_unassign"),
 ]

@@ -1,7 +1,8 @@
 """Room pages. Thin: load through ``access_room``, call one service, render.
 
-With htmx, the member and agent forms post here and get back just the panel they
-replace (``#members``, ``#agents``); without it, a redirect to the room page.
+With htmx, the member form posts here and gets back just the panel it replaces
+(``#members``); without it, a redirect to the room page. The agents panel is agents'
+(agents.room_agents).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from rooms import selectors, services
 from rooms.errors import RoomError, RoomPermissionError, attempt
-from rooms.forms import AgentAssignForm, MemberAddForm, RoomCreateForm
+from rooms.forms import MemberAddForm, RoomCreateForm
 from rooms.selectors import RoomAccess
 
 
@@ -97,34 +98,13 @@ def member_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse
     return _panel_response(request, access, "rooms/_members.html", members_error=error)
 
 
-@require_POST
-def agent_assign(request: HttpRequest, slug: str) -> HttpResponse:
-    access = selectors.access_room(request.user, slug)
-    form = AgentAssignForm(request.POST, room=access.room)
-    error = None
-    if form.is_valid():
-        error = attempt(services.agent_assign, room=access.room, actor=request.user, agent=form.cleaned_data["agent"])
-    else:
-        error = "; ".join(e for errors in form.errors.values() for e in errors)
-    return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
-
-
-@require_POST
-def agent_unassign(request: HttpRequest, slug: str, agent_id: int) -> HttpResponse:
-    access = selectors.access_room(request.user, slug)
-    error = attempt(services.agent_unassign, room=access.room, actor=request.user, agent_id=agent_id)
-    return _panel_response(request, access, "rooms/_agents.html", agents_error=error)
-
-
 def _panels(access: RoomAccess, **extra: Any) -> dict[str, Any]:
     room = access.room
     return {
         "room": room,
         "access": access,
         "members": selectors.room_members(room),
-        "room_agents": selectors.room_agents(room),
         "member_form": MemberAddForm(),
-        "agent_form": AgentAssignForm(room=room),
         **extra,
     }
 
@@ -132,9 +112,8 @@ def _panels(access: RoomAccess, **extra: Any) -> dict[str, Any]:
 def _panel_response(request: HttpRequest, access: RoomAccess, template: str, **extra: Any) -> HttpResponse:
     if request.htmx:
         return render(request, template, _panels(access, **extra))
-    for key in ("members_error", "agents_error"):
-        if extra.get(key):
-            flash.error(request, extra[key])
+    if extra.get("members_error"):
+        flash.error(request, extra["members_error"])
     form = extra.get("member_form")
     if form is not None and form.errors:
         for errors in form.errors.values():

@@ -1,11 +1,16 @@
-"""The code passes the project's linter (pyproject.toml [tool.ruff]): an undefined name in
-a branch no test happened to take is caught here, not by a person."""
+"""The code passes the project's linters (pyproject.toml [tool.ruff] and [tool.importlinter]):
+an undefined name in a branch no test happened to take, or an import against the layering,
+is caught here, not by a person."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,3 +19,43 @@ def test_ruff_finds_nothing():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- the layering (pyproject.toml [tool.importlinter], docs/architecture.md "Layers") ---------
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+APPS = ("hub", "agents", "rooms", "observations")
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess:
+    # PYTHONPATH first: grimp must read the packages under ``root``, not the installed ones.
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(root)})
+
+
+def test_every_import_contract_is_kept():
+    done = _lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(("module", "line", "contract"), [
+    # A reverse import hidden in a function still counts.
+    ("rooms/selectors.py", "def _reverse():\n    from agents.models import Session  # noqa\n",
+     "Apps import only downwards"),
+    ("observations/selectors.py", "import rooms.models  # noqa\n", "Apps import only downwards"),
+    ("observations/gateway/budget.py", "import django.db  # noqa\n", "The gateway core is plain Python"),
+    ("agents/services.py", "def _cycle():\n    from agents.tasks import run_session  # noqa\n",
+     "A session's run imports one way"),
+])
+def test_an_import_against_the_layering_breaks_its_contract(tmp_path, module, line, contract):
+    for app in APPS:
+        shutil.copytree(ROOT / app, tmp_path / app, ignore=shutil.ignore_patterns(
+            "__pycache__", "templates", "static", "fixtures", "demo_repo", "scenarios"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    assert _lint_imports(tmp_path).returncode == 0  # the copy keeps them, like the original
+    with (tmp_path / module).open("a") as handle:
+        handle.write("\n\n" + line)
+    done = _lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert f"{contract}" in done.stdout and "BROKEN" in done.stdout.split(contract, 1)[1].splitlines()[0], done.stdout

@@ -46,10 +46,10 @@ from agents.services import (
     task_create,
     task_update_intent,
 )
-from hub.git import git
 from observations.blobs import blob_texts
 from observations.models import Segment
-from rooms.repo import TemplateRepository
+from rooms.repository.git import git
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 
 ENDED = states.TERMINAL | {states.NEEDS_MERGE}

@@ -1,4 +1,8 @@
-"""The Celery worker `manage.py eval` starts when no hub is running its own."""
+"""The Celery worker `manage.py eval` starts when no hub is running its own.
+
+The broker it needs is the command's business (hub.management.commands.eval starts the
+embedded Redis when there is none): the entry point runs services, agents use them.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,8 @@ import time
 import uuid
 from pathlib import Path
 
+from celery import current_app
 from django.conf import settings
-
-from hub.embedded import EmbeddedRedis
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,13 +34,11 @@ class EvalWorker:
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        from hub.celery import app
-
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the eval worker exited (code {self.process.returncode}); see {self.log_path}")
-            if app.control.ping(destination=[self.nodename], timeout=0.5):
+            if current_app.control.ping(destination=[self.nodename], timeout=0.5):
                 return
         self.stop()
         raise RuntimeError(f"the eval worker did not answer in {timeout:g} s; see {self.log_path}")
@@ -51,13 +52,3 @@ class EvalWorker:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
 
-
-def embedded_redis_if_needed() -> EmbeddedRedis | None:
-    """On the embedded defaults (no REDIS_URL) with no hub running, the broker is not
-    there: start the embedded Redis for this run, as `manage.py start` would."""
-    if os.environ.get("REDIS_URL"):
-        return None
-    embedded = EmbeddedRedis(Path(settings.DATA_DIR) / "redis.sock")
-    if embedded.ping():
-        return None  # a hub runs on this data folder
-    return embedded.start()

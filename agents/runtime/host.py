@@ -29,9 +29,9 @@ from agents.tools.outcome import ToolOutcome
 from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
-from agents.worktrees import Worktree, worktree_commit, worktree_merge
 from observations.gateway.messages import Request, ToolCall, serialize_request
-from observations.intent import intent_read
+from rooms.repository.intent import intent_read
+from rooms.repository.worktrees import Worktree, worktree_commit, worktree_merge
 
 CHECK_OUTPUT_MAX = 12_000
 

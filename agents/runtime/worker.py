@@ -50,16 +50,16 @@ from agents.services import (
     task_write_intent,
 )
 from agents.tools.box import ToolBox
-from agents.worktrees import worktree_create
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.state import dump_state, load_state
 from observations.history import history_record
-from observations.intent import intent_read, intent_relpath
 from observations.services import calibration_load, calibration_save, observations_sync
 from rooms.models import Message
+from rooms.repository.intent import intent_read, intent_relpath
+from rooms.repository.worktrees import worktree_create
 from rooms.services import message_mark_delivered, message_post
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,10 @@ from agents.eventlog import log_line
 from agents.events import event_frame
 from agents.forms import TaskForm
 from agents.models import Session, SessionEvent
-from agents.selectors import TaskWork, room_work
-from rooms.selectors import RoomAccess, room_agents
+from agents.room_agents import AgentAssignForm
+from agents.selectors import TaskWork, room_agents, room_work
+from rooms.models import Room
+from rooms.selectors import RoomAccess
 
 register = template.Library()
 
@@ -34,6 +36,17 @@ def room_totals(room) -> dict:
     from agents.views_analysis import room_totals_of
 
     return room_totals_of(room)
+
+
+@register.simple_tag
+def assigned_agents(room: Room):
+    """The room's agents, for the agents panel and the composer of the room page."""
+    return room_agents(room)
+
+
+@register.simple_tag
+def agent_assign_form(room: Room) -> AgentAssignForm:
+    return AgentAssignForm(room=room)
 
 
 @register.simple_tag

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.conftest import CeleryWorker, _wait_until, start_hub_process
 

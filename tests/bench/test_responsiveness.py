@@ -24,7 +24,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
-from agents.services import room_message_post, session_start, task_create
+from agents.services import session_start, task_create
 from agents.tasks import stop_session_jobs
 from rooms.models import Message
 from rooms.services import message_post
@@ -90,7 +90,7 @@ def test_a_steer_to_a_parked_session_among_50(hub_workers, person, demo_room):
             session, agent = sessions[index], agents[index]
             since = timezone.now()
             if wake:
-                room_message_post(room=demo_room, author=person, kind="steer", text="steer", agent=agent)
+                message_post(room=demo_room, author=person, kind="steer", text="steer", agent=agent)
             else:  # the room chat's path before: stored, and woken by the next sweep
                 message_post(room=demo_room, author=person, kind="steer", text="steer", agent=agent)
             latencies.append(wait_for(lambda s=session, t=since: claimed_after(s, t), 30, "a claim"))
@@ -150,7 +150,7 @@ def test_a_steer_to_a_queued_session_among_10_busy_ones_on_2_workers(hub_workers
                 time.sleep(0.5)
                 continue
             session = random.choice(waiting)
-            message = room_message_post(room=demo_room, author=person, kind="steer", text=f"steer {n}",
+            message = message_post(room=demo_room, author=person, kind="steer", text=f"steer {n}",
                                         agent=session.agent)
             delivered = wait_for(lambda m=message: Message.objects.filter(pk=m.pk, delivered_at__isnull=False).first(),
                                  300, "the steer's delivery")

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, SessionEvent
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_user

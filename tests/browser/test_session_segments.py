@@ -13,7 +13,7 @@ from playwright.sync_api import expect, sync_playwright
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session
 from agents.services import session_start, task_create
 from observations.models import Segment
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_user

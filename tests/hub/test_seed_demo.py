@@ -13,8 +13,8 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
-from hub.git import git
 from rooms.models import Membership, Room
+from rooms.repository.git import git
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -35,7 +35,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 from agents.models import AgentProfile, ApprovalRule, RoomAgent
 from agents.services import session_start, task_create
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 user = get_user_model().objects.create_user("faults")
 room = room_create(owner=user, name="Faults", source=TemplateRepository(Path("hub/demo_repo")), check_command="")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from hub.git import git
 from rooms.errors import RoomError
-from rooms.repo import (
+from rooms.repository.git import git
+from rooms.repository.prepare import (
     CloneRepository,
     NewRepository,
     RepositorySource,

@@ -12,12 +12,13 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
-from hub.git import git
+from agents import services as agent_services
 from rooms import events, services
-from rooms import repo as repo_module
 from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room
-from rooms.repo import CloneRepository, PreparedRepository
+from rooms.repository import prepare as repo_module
+from rooms.repository.git import git
+from rooms.repository.prepare import CloneRepository, PreparedRepository
 from tests.rooms.factories import make_agent, make_git_repo, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -242,17 +243,17 @@ def test_members_assign_and_unassign_agents_and_viewers_cannot():
     agent = make_agent("fixer")
     room = make_room(owner, members=[member], viewers=[viewer])
     with pytest.raises(RoomError) as refused:
-        services.agent_assign(room=room, actor=viewer, agent=agent)
+        agent_services.agent_assign(room=room, actor=viewer, agent=agent)
     assert refused.value.code == "forbidden"
-    services.agent_assign(room=room, actor=member, agent=agent)
+    agent_services.agent_assign(room=room, actor=member, agent=agent)
     with pytest.raises(RoomError, match="already assigned"):
-        services.agent_assign(room=room, actor=owner, agent=agent)
+        agent_services.agent_assign(room=room, actor=owner, agent=agent)
     with pytest.raises(RoomError):
-        services.agent_unassign(room=room, actor=viewer, agent_id=agent.pk)
-    services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+        agent_services.agent_unassign(room=room, actor=viewer, agent_id=agent.pk)
+    agent_services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
     assert not room.room_agents.exists()
     with pytest.raises(RoomError) as missing:
-        services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+        agent_services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
     assert missing.value.code == "unknown_agent"
 
 

@@ -167,7 +167,7 @@ def test_viewers_get_no_message_box_and_no_management_forms(login):
     assert 'id="composer"' not in html
     assert "You are a viewer" in html
     assert reverse("rooms:member_add", args=[room.slug]) not in html
-    assert reverse("rooms:agent_assign", args=[room.slug]) not in html
+    assert reverse("agents:agent_assign", args=[room.slug]) not in html
 
 
 def test_an_owner_adds_a_member_with_htmx_and_gets_the_people_panel_back(login):
@@ -208,7 +208,7 @@ def test_a_member_cannot_manage_people_and_a_viewer_cannot_assign_agents(login):
         reverse("rooms:member_add", args=[room.slug]), {"username": viewer.username, "role": "owner"}, **HTMX
     ).status_code == 403
     assert login(member).post(reverse("rooms:member_remove", args=[room.slug, viewer.pk])).status_code == 403
-    assert login(viewer).post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}).status_code == 403
+    assert login(viewer).post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}).status_code == 403
     assert Membership.objects.get(room=room, user=viewer).role == "viewer"
     assert not room.room_agents.exists()
 
@@ -218,7 +218,7 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     agent = make_agent("fixer")
     room = make_room(owner, members=[member])
     client = login(member)
-    response = client.post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
+    response = client.post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="agents"')
     assert 'id="composer-target" aria-label="Send to" hx-swap-oob="true"' in html
@@ -226,7 +226,7 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     assert_no_template_leaks(html)
     assert room.room_agents.get().agent == agent
 
-    response = client.post(reverse("rooms:agent_unassign", args=[room.slug, agent.pk]), **HTMX)
+    response = client.post(reverse("agents:agent_unassign", args=[room.slug, agent.pk]), **HTMX)
     assert "No agent is assigned" in response.content.decode()
     assert not room.room_agents.exists()
     assert Message.objects.filter(room=room, text__endswith="unassigned fixer.").exists()
@@ -236,7 +236,7 @@ def test_assigning_an_agent_twice_is_a_form_error_not_a_crash(login):
     owner = make_user()
     agent = make_agent()
     room = make_room(owner, agents=[agent])
-    response = login(owner).post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
+    response = login(owner).post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
     assert response.status_code == 200
     assert "Select a valid choice" in response.content.decode()
     assert room.room_agents.count() == 1

@@ -10,10 +10,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from hub.git import git
 from rooms.errors import RoomError
 from rooms.models import Room
-from rooms.repo import CloneRepository, check_clone_source, prepare_repository
+from rooms.repository.git import git
+from rooms.repository.prepare import CloneRepository, check_clone_source, prepare_repository
 from tests.rooms.factories import make_git_repo, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,7 +20,7 @@ from django.db import connection
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, SessionEvent
 from agents.services import session_start, task_create
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.agents.runtime.test_workers import ended, wait_for
 from tests.rooms.factories import make_user

@@ -35,7 +35,7 @@ from agents.models import (
 from agents.services import session_start, task_create
 from observations.gateway.prices import price_for
 from rooms.models import Membership, Room
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 
 DEMO_USERNAME = "demo"

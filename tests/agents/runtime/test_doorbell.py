@@ -7,7 +7,8 @@ import pytest
 from django.db import transaction
 
 from agents.runtime.doorbell import Doorbell, InputWatch
-from agents.services import room_message_post, session_start, task_create
+from agents.services import session_start, task_create
+from rooms.services import message_post
 
 
 @pytest.fixture
@@ -22,10 +23,10 @@ def test_a_committed_steer_rings_the_sessions_doorbell_and_a_rolled_back_one_doe
     try:
         assert not bell.rung.wait(1.5)  # listening, and quiet
         with pytest.raises(RuntimeError), transaction.atomic():
-            room_message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+            message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
             raise RuntimeError("rolled back")
         assert not bell.rung.wait(1.0)
-        room_message_post(room=demo_room, author=person, kind="chat", text="@fixer keep it small")
+        message_post(room=demo_room, author=person, kind="chat", text="@fixer keep it small")
         assert bell.rung.wait(2.0)
     finally:
         bell.close()
@@ -40,7 +41,7 @@ def test_the_database_is_asked_only_when_the_bell_rang(session, person, demo_roo
         for _ in range(50):
             assert not watch()  # a shell polling every 0.1 s: no query
         assert len(asked) == 1
-        room_message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+        message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
         assert bell.rung.wait(2.0)
         assert watch() and len(asked) == 2
     finally:

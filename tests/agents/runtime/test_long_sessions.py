@@ -22,7 +22,7 @@ from observations.gateway.handoff import SECTION_BUDGETS
 from observations.models import HistoryEntry, Observation, Payload, Segment
 from observations.replay import load_trajectories
 from observations.replay.eval.engine import replay
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.agents.runtime.test_workers import ended, wait_for
 

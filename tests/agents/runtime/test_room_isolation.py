@@ -11,7 +11,7 @@ from django.conf import settings
 from agents.models import AgentProfile, RoomAgent, SessionEvent
 from agents.services import session_start, task_create
 from hub.env import default_data_dir
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.agents.runtime.test_workers import ended, wait_for
 from tests.conftest import PROJECT_ROOT

@@ -7,8 +7,8 @@ from pathlib import Path
 from agents.models import Approval, ProviderCall, SessionEvent
 from agents.runtime.worker import run_session
 from agents.services import approval_decide, session_start, task_create
-from hub.git import git
 from observations.models import Observation
+from rooms.repository.git import git
 
 
 def test_a_replay_session_reads_tests_fixes_verifies_and_merges(person, demo_room, replay_agent, allow_demo_tools):

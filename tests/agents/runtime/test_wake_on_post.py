@@ -20,7 +20,6 @@ from agents.models import AgentProfile, Approval, RoomAgent, Session
 from agents.runtime.worker import run_next, run_session, session_claim
 from agents.services import (
     approval_decide,
-    room_message_post,
     session_start,
     session_steer,
     task_create,
@@ -28,6 +27,7 @@ from agents.services import (
 from agents.tasks import sweep_sessions
 from hub.celery import app
 from rooms.models import Message
+from rooms.services import message_post
 from tests.rooms.test_consumers import Socket, cookie_for
 
 
@@ -91,11 +91,11 @@ def test_a_chat_mention_wakes_that_agent_only(person, demo_room, replay_agent):
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=demo_room, agent=other)
     mine, theirs = parked(person, demo_room, replay_agent), parked(person, demo_room, other)
-    room_message_post(room=demo_room, author=person, kind="chat", text="@fixerbot, look at the median")
+    message_post(room=demo_room, author=person, kind="chat", text="@fixerbot, look at the median")
     assert (state(mine), state(theirs)) == ("awaiting_approval", "queued")
-    room_message_post(room=demo_room, author=person, kind="chat", text="no mention at all")
+    message_post(room=demo_room, author=person, kind="chat", text="no mention at all")
     assert state(mine) == "awaiting_approval"
-    room_message_post(room=demo_room, author=person, kind="chat", text="thanks @Fixer!")
+    message_post(room=demo_room, author=person, kind="chat", text="thanks @Fixer!")
     assert state(mine) == "queued"
 
 
@@ -103,7 +103,7 @@ def test_the_wake_is_part_of_the_posts_transaction(person, demo_room, replay_age
     session = parked(person, demo_room, replay_agent)
     empty_run_queue()
     with pytest.raises(RuntimeError), transaction.atomic():
-        room_message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+        message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
         assert state(session) == "queued"
         raise RuntimeError("the post fails after the wake")
     assert state(session) == "awaiting_approval"

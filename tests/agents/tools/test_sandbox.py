@@ -20,7 +20,7 @@ from agents.tools.sandbox import (
     interpreter_policy,
     prepare,
 )
-from agents.worktrees import worktree_commit, worktree_create
+from rooms.repository.worktrees import worktree_commit, worktree_create
 from tests.rooms.factories import make_git_repo
 
 from .conftest import call

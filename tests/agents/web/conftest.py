@@ -18,7 +18,7 @@ from agents.events import session_event_append
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
 from agents.services import task_create
 from rooms.models import Room
-from rooms.repo import TemplateRepository
+from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.rooms.factories import make_agent, make_room, make_user
 

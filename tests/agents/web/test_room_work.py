@@ -26,7 +26,7 @@ def test_the_room_page_lists_tasks_with_their_sessions_and_links(login, room, ta
     assert f'id="session-row-{running.pk}" data-state="running"' in html
     assert "1,234 / 1,000 / 56" in html
     assert reverse("agents:session", args=[running.pk]) in html
-    assert reverse("observations:ledger", args=[running.pk]) in html
+    assert reverse("agents:ledger", args=[running.pk]) in html
     assert "Start with fixer" in html and 'id="task-create"' in html
 
 

@@ -51,7 +51,7 @@ def test_the_header_shows_task_agent_attempts_state_tokens_and_the_ledger_link(l
     assert f'href="{reverse("agents:session", args=[first.pk])}" rel="prev"' in html
     assert "20,000 / 15,000 / 800" in html
     assert "2 min 5 s" in html
-    assert reverse("observations:ledger", args=[second.pk]) in html
+    assert reverse("agents:ledger", args=[second.pk]) in html
     assert f'data-ws-path="/ws/sessions/{second.pk}/"' in html
     first_html = page(login(member), first)
     assert f'href="{reverse("agents:session", args=[second.pk])}" rel="next"' in first_html

@@ -9,9 +9,11 @@ Every run is stored in the eval ledger (/evals/ on the web). See docs/evals.md.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from rich.console import Console
@@ -22,9 +24,10 @@ from agents.evals.ledger import eval_compare
 from agents.evals.models import EvalBatch, EvalRun
 from agents.evals.runner import ScenarioRun, dumps, run_scenarios, run_summary, skipped_run
 from agents.evals.scenario import ScenarioError, load_scenario
-from agents.evals.workers import EvalWorker, embedded_redis_if_needed
+from agents.evals.workers import EvalWorker
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import check_model_spec, parse_spec
+from hub.embedded import EmbeddedRedis
 
 EVAL_USER = "eval"
 
@@ -110,7 +113,7 @@ class Command(BaseCommand):
     def _execute(self, batch, scenarios, runs, person, err, *, no_worker, concurrency, timeout) -> list[EvalRun]:
         worker = redis = None
         if not no_worker:
-            redis = embedded_redis_if_needed()
+            redis = _embedded_redis_if_needed()
             worker = EvalWorker(concurrency=concurrency)
             worker.wait_ready()
         try:
@@ -190,3 +193,14 @@ class Command(BaseCommand):
         if json_path:
             data = [{"scenario": v.subject, "verdict": v.verdict, "detail": v.detail} for v in verdicts]
             Path(json_path).write_text(dumps(data) + "\n", encoding="utf-8")
+
+
+def _embedded_redis_if_needed() -> EmbeddedRedis | None:
+    """On the embedded defaults (no REDIS_URL) with no hub running, the broker is not
+    there: start the embedded Redis for this run, as `manage.py start` would."""
+    if os.environ.get("REDIS_URL"):
+        return None
+    embedded = EmbeddedRedis(Path(settings.DATA_DIR) / "redis.sock")
+    if embedded.ping():
+        return None  # a hub runs on this data folder
+    return embedded.start()

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.worktrees import (
+from rooms.repository.git import git
+from rooms.repository.lock import room_repo_lock
+from rooms.repository.worktrees import (
     Worktree,
     WorktreeError,
     session_branch,
@@ -18,8 +20,6 @@ from agents.worktrees import (
     worktree_merge,
     worktree_remove,
 )
-from hub.git import git
-from hub.repo_lock import room_repo_lock
 
 
 def _commit_all(path: Path, message: str) -> str:
@@ -30,7 +30,7 @@ def _commit_all(path: Path, message: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A room repository as rooms.repo makes it: non-bare, ``main`` checked out."""
+    """A room repository as rooms.repository.prepare makes it: non-bare, ``main`` checked out."""
     path = tmp_path / "repos" / "demo"
     path.mkdir(parents=True)
     git("init", "--quiet", "--initial-branch", "main", cwd=path)

@@ -16,9 +16,9 @@ from typing import Any
 from agents.models import ProviderCall
 from agents.runtime.prompts import system_prompt
 from observations.blobs import blob_texts
-from observations.intent import intent_relpath
 from observations.models import HistoryEntry
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
+from rooms.repository.intent import intent_relpath
 
 _ACCESS_KIND = {"write_file": "write", "edit_file": "edit", "undo_edit": "edit", "list_files": "list",
                 "search": "search"}

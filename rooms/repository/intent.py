@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from hub.git import GitError, git
-from hub.repo_lock import room_repo_lock
+from rooms.repository.git import GitError, git
+from rooms.repository.lock import room_repo_lock
 
 logger = logging.getLogger(__name__)
 

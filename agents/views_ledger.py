@@ -1,3 +1,9 @@
+"""A session's observation ledger and the exact text of each tool result.
+
+The ledger's data is the core's (observations.selectors); who may see a session is
+agents' (``access_session``), so the pages live here, above both.
+"""
+
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from hub.git import GitError, git
-from observations.intent import intent_read, intent_relpath, intent_write, render_intent
+from rooms.repository.git import GitError, git
+from rooms.repository.intent import intent_read, intent_relpath, intent_write, render_intent
 
 CONSTRAINTS = "  Don't touch vendor/.\n\n- keep   the public API\n   (really!)  "
 

@@ -2,7 +2,7 @@
 
 The room repository is a non-bare repo with ``main`` checked out. A session works in
 ``<worktrees_dir>/<session id>`` on ``atrium/session-<id>``. Merging holds the room's
-repository lock (``hub.repo_lock``, shared with intent-file commits, so one writer at a
+repository lock (``rooms.repository.lock``, shared with intent-file commits, so one writer at a
 time touches main; creating, committing in and removing worktrees hold it too), computes the merge with ``git merge-tree --write-tree`` without
 touching any checkout, and only if it is clean creates the merge commit and
 fast-forwards main to it. A conflict leaves main exactly as it was.
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hub.git import GitError, git
-from hub.repo_lock import room_repo_lock
+from rooms.repository.git import GitError, git
+from rooms.repository.lock import room_repo_lock
 
 MAIN_BRANCH = "main"
 # Intent files: written by the hub for people, never by a session's merge.

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from observations.export import session_trajectory
+from agents.export import session_trajectory
+from agents.models import Session
 from observations.replay.readers import write_atrium
 
 
@@ -18,8 +19,6 @@ class Command(BaseCommand):
         parser.add_argument("--out", help="file to write (default: session-<id>.atrium.json)")
 
     def handle(self, *args, session_id: int, out: str | None, **options) -> None:
-        from agents.models import Session
-
         session = Session.objects.select_related("agent", "task", "task__room").filter(pk=session_id).first()
         if session is None:
             raise CommandError(f"no session {session_id}")

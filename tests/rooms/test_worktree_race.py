@@ -11,8 +11,13 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from agents.worktrees import worktree_commit, worktree_create, worktree_merge, worktree_remove
-from hub.git import git
+from rooms.repository.git import git
+from rooms.repository.worktrees import (
+    worktree_commit,
+    worktree_create,
+    worktree_merge,
+    worktree_remove,
+)
 
 PROCESSES = 4
 SESSIONS = int(os.environ.get("ATRIUM_WORKTREE_RACE_SESSIONS", "200"))

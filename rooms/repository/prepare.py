@@ -18,8 +18,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from hub.git import GitError, git
 from rooms.errors import RoomError
+from rooms.repository.git import GitError, git
 
 DEFAULT_BRANCH = "main"
 CLONE_TIMEOUT_SECONDS = 600
