@@ -34,7 +34,7 @@ from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
 from observations.intent import intent_write, render_intent
-from rooms.checks import check_can_configure
+from rooms.checks import check_can_configure, check_is_staff
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.services import message_post
@@ -387,17 +387,21 @@ def approval_request(*, session: Session, call_id: str, tool: str, arguments: di
 
 
 @transaction.atomic
-def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str) -> Approval:
+def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str, as_staff: bool = False) -> Approval:
     """approve / deny / always (approve, and the same kind of call for the rest of the
     session: see agents.runtime.approvals.always_rule).
 
     Compare-and-swap on the pending state: a second click, or a decision racing the
-    timeout, changes nothing. The decision is the only path to execution.
+    timeout, changes nothing. The decision is the only path to execution. ``as_staff``:
+    ``actor`` decides from the admin, as staff, without being a member of the room.
     """
     if decision not in {"approve", "deny", "always"}:
         raise RoomError("Decide approve, deny or always.", code="invalid")
     session = approval.session
-    _check_can_act(session.task.room, actor)
+    if as_staff:
+        check_is_staff(actor)
+    else:
+        _check_can_act(session.task.room, actor)
     session.refresh_from_db(fields=["state"])
     if session.state in states.TERMINAL:
         raise RoomError(f"This session has ended ({session.get_state_display().lower()}): there is nothing left "
