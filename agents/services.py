@@ -462,9 +462,10 @@ def approvals_expire(now=None) -> int:
     """Deny every request nobody answered in time, and wake their sessions."""
     now = now or timezone.now()
     expired = 0
+    # Beat's sweep calls this every few seconds: the sessions' JSON state stays unread.
     for approval in Approval.objects.select_related("session", "session__task").filter(
         state=Approval.State.PENDING, expires_at__lte=now
-    ):
+    ).defer("session__gateway_state", "session__runtime_state", "session__analysis"):
         if Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
             state=Approval.State.EXPIRED, decided_at=now
         ):
