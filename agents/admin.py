@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -18,6 +19,7 @@ from agents.models import (
     SessionEvent,
     Task,
 )
+from agents.rules import rule_checked
 from agents.services import agent_profile_save, approval_decide, session_cancel, session_retry
 from agents.templatetags.agents_work import session_duration
 from rooms.errors import RoomError
@@ -63,6 +65,12 @@ class TaskAdmin(admin.ModelAdmin):
     list_filter = ["room", "created_at"]
     search_fields = ["title", "objective", "constraints", "room__name"]
     list_select_related = ["room", "created_by"]
+    # The intent file in the room's repository is what sessions read: a task is made
+    # (task_create) and its intent edited (task_update_intent) on the web, which commit it.
+    readonly_fields = _field_names(Task)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Session)
@@ -165,8 +173,27 @@ class ProviderCallAdmin(admin.ModelAdmin):
         return bool(call.error)
 
 
+class ApprovalRuleAdminForm(forms.ModelForm):
+    """The checks a rule made on the web passes (agents.rules.rule_checked), here too."""
+
+    class Meta:
+        model = ApprovalRule
+        fields = ["room", "tool", "path_glob", "command_prefix", "decision", "created_by"]
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            cleaned.update(rule_checked(tool=cleaned.get("tool", ""), path_glob=cleaned.get("path_glob", ""),
+                                        command_prefix=cleaned.get("command_prefix", ""),
+                                        decision=cleaned.get("decision", "")))
+        except RoomError as exc:
+            raise forms.ValidationError(exc.message) from exc
+        return cleaned
+
+
 @admin.register(ApprovalRule)
 class ApprovalRuleAdmin(admin.ModelAdmin):
+    form = ApprovalRuleAdminForm
     list_display = ["room", "tool", "path_glob", "command_prefix", "decision", "created_by", "created_at"]
     list_filter = ["decision", "tool", "room"]
     search_fields = ["tool", "path_glob", "command_prefix", "room__name"]

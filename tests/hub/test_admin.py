@@ -245,3 +245,41 @@ def test_the_admin_refuses_to_carry_a_stored_key_to_another_provider():
     assert client.post(url, {**form, "clear_api_key": "on"}).status_code == 302
     agent.refresh_from_db()
     assert (agent.model, agent.api_key) == ("anthropic:claude-sonnet-4-5", "")
+
+
+def test_a_task_is_read_only_in_the_admin_its_intent_is_committed_on_the_web():
+    from django.urls import reverse
+
+    client = _staff()
+    owner = make_user("owner")
+    room = make_room(owner)
+    task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
+    url = reverse("admin:agents_task_change", args=[task.pk])
+    assert client.post(url, {"room": room.pk, "title": "Other", "objective": "do nothing"}).status_code == 302
+    task.refresh_from_db()
+    assert (task.title, task.objective) == ("Fix it", "make tests pass")
+    assert client.get(reverse("admin:agents_task_add")).status_code == 403
+
+
+def test_an_approval_rule_added_in_the_admin_passes_the_webs_checks():
+    from django.urls import reverse
+
+    from agents.models import ApprovalRule
+
+    client = _staff()
+    owner = make_user("owner")
+    room = make_room(owner)
+    url = reverse("admin:agents_approvalrule_add")
+    refused = client.post(url, {"room": room.pk, "tool": "read_file", "path_glob": "", "decision": "allow",
+                                "command_prefix": "rm -rf"})
+    assert refused.status_code == 200 and b"A command prefix only applies to shell." in refused.content
+    assert client.post(url, {"room": room.pk, "tool": "shell", "path_glob": "", "decision": "allow",
+                             "command_prefix": "  python   -m pytest "}).status_code == 302
+    assert ApprovalRule.objects.get().command_prefix == "python -m pytest"  # cleaned as on the web
+
+
+def test_the_gateways_records_are_read_only_in_the_admin():
+    for model_name in ("observation", "ledgerentry", "fold", "segment", "payload", "historyentry"):
+        model_admin = next(a for m, a in admin.site._registry.items()
+                           if m._meta.app_label == "observations" and m._meta.model_name == model_name)
+        assert not model_admin.has_change_permission(None) and not model_admin.has_add_permission(None), model_name
