@@ -36,6 +36,12 @@ class RoomAdmin(admin.ModelAdmin):
         # A room row needs its repository; rooms are created on the web (room_create).
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # No service deletes a room yet: a plain delete would leave its repository on
+        # disk and its people's pages open (and its memberships go only through
+        # membership_remove, so Django would refuse the cascade anyway).
+        return False
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):

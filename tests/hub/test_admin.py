@@ -56,7 +56,7 @@ def test_every_admin_changelist_renders_with_data_search_and_filters():
             assert client.get(url, {"q": "fix"}).status_code == 200, url
 
 
-def test_rooms_and_messages_cannot_be_added_by_hand_in_the_admin():
+def test_rooms_and_messages_cannot_be_added_by_hand_nor_rooms_deleted_in_the_admin():
     superuser = make_user("root")
     superuser.is_staff = superuser.is_superuser = True
     superuser.save()
@@ -64,6 +64,8 @@ def test_rooms_and_messages_cannot_be_added_by_hand_in_the_admin():
     client.force_login(superuser)
     assert client.get("/admin/rooms/room/add/").status_code == 403
     assert client.get("/admin/rooms/message/add/").status_code == 403
+    room = make_room(superuser, "Kept")
+    assert client.get(f"/admin/rooms/room/{room.pk}/delete/").status_code == 403
 
 
 def test_the_admin_uses_the_webs_api_key_form():
