@@ -106,9 +106,6 @@ class SessionContext:
         calibration: Calibration | None = None,
         intent_text: str = "",
         intent_path: str = ".atrium/intent.md",
-        notes: bool = True,
-        payload_receipts: bool = True,
-        segments: bool = True,
         economics: CacheEconomics | None = None,
         length_prior: LengthPrior | None = None,
     ) -> None:
@@ -118,10 +115,8 @@ class SessionContext:
         self.budget = budget
         self.policy = policy_named(policy) if isinstance(policy, str) else policy
         self.calibration = calibration or Calibration(model)
-        self.notes = notes
-        self.payload_receipts = payload_receipts
         # Segments are on_demand's answer to a full window; the baselines send anyway.
-        self.segments_enabled = segments and self.policy.manages_window
+        self.segments_enabled = self.policy.manages_window
         self.economics = economics or CacheEconomics()
         self.length_prior = length_prior or LengthPrior()
 
@@ -210,8 +205,7 @@ class SessionContext:
         self._payloads_consumed_upto = len(self.payloads)
         self._advance_candidate_floor()
         entry = self._append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
-        if self.payload_receipts:
-            self._register_payloads(entry)
+        self._register_payloads(entry)
         return entry
 
     def add_tool_result(self, source: ObservationInput) -> Observation:
@@ -230,7 +224,7 @@ class SessionContext:
         """A read of ``rng``: a note pointing at the same unchanged text still in the
         request, or the text itself (a re-read once the earlier copy was folded out)."""
         seen = self.ledger.lookup(rng)
-        if seen is not None and seen.in_context and self.notes:
+        if seen is not None and seen.in_context:
             obs.alias_of = seen.obs_id
             return
         if seen is not None and not seen.in_context:

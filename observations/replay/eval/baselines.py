@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from observations.gateway.context import SessionContext
 from observations.gateway.policies import FoldReason, KeepRecent, Policy
-from observations.gateway.transcript import FileRange, Observation, ObsState
+from observations.gateway.transcript import Entry, FileRange, Observation, ObsState
 
 MASK_LAST_5 = "mask-last-5"
 
@@ -49,25 +49,38 @@ class ComparisonContext(SessionContext):
 
     ``room_seen``: the room-wide "already read" set of the gateway that deadlocked (a
     re-read of any range read before is denied, whatever the context holds; see
-    tests/gateway/test_deadlock.py). ``receipt``: how an evicted result is stubbed
-    instead of production's receipt (legacy receipts, mask stubs).
+    tests/replay/test_baselines.py). ``receipt``: how an evicted result is stubbed
+    instead of production's receipt (legacy receipts, mask stubs). ``notes``,
+    ``payload_receipts``, ``segments`` off: production without that piece (short notes
+    for unchanged re-reads, receipts for bodies the agent wrote, new segments), to
+    show what each is worth; the baselines also serve every result whole.
     """
 
     def __init__(self, *, room_seen: set | None = None, receipt: Callable[[Observation], str] | None = None,
-                 **options) -> None:
+                 notes: bool = True, payload_receipts: bool = True, segments: bool = True, **options) -> None:
         super().__init__(**options)
         self.room_seen = room_seen
         self.receipt = receipt
+        self.notes = notes
+        self.payload_receipts = payload_receipts
+        self.segments_enabled = self.segments_enabled and segments
 
     def _serve_read(self, obs: Observation, rng: FileRange) -> None:
-        if self.room_seen is None:
-            super()._serve_read(obs, rng)
-            return
-        if rng.key in self.room_seen:
+        if self.room_seen is not None and rng.key in self.room_seen:
             obs.state, obs.denied = ObsState.RECEIPTED, True
-        else:
+        elif self.notes:
             super()._serve_read(obs, rng)
-        self.room_seen.add(rng.key)
+        else:  # every read served whole: no note, even for text still in the request
+            seen = self.ledger.lookup(rng)
+            if seen is not None and not seen.in_context:
+                obs.reread_of = seen.obs_id
+            self.ledger.received(rng, obs.obs_id, self.step)
+        if self.room_seen is not None:
+            self.room_seen.add(rng.key)
+
+    def _register_payloads(self, entry: Entry) -> None:
+        if self.payload_receipts:
+            super()._register_payloads(entry)
 
     def shown_text(self, obs: Observation) -> str:
         if obs.denied:
