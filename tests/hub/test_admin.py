@@ -285,3 +285,22 @@ def test_the_gateways_records_are_read_only_in_the_admin():
         model_admin = next(a for m, a in admin.site._registry.items()
                            if m._meta.app_label == "observations" and m._meta.model_name == model_name)
         assert not model_admin.has_change_permission(None) and not model_admin.has_add_permission(None), model_name
+
+
+def test_only_staff_act_as_staff_on_a_room_they_are_not_in():
+    from agents.services import approval_decide, approval_request
+    from rooms.errors import RoomPermissionError
+    from rooms.models import Membership
+
+    owner, bob, mallory, agent = make_user("owner"), make_user("bob"), make_user("mallory"), make_agent("fixer")
+    room = make_room(owner, members=[bob], agents=[agent])
+    task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
+    session = Session.objects.create(task=task, agent=agent, state="awaiting_approval")
+    approval = approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "ls"})
+    with pytest.raises(RoomPermissionError):
+        services.membership_remove(room=room, actor=mallory, user_id=bob.pk, as_staff=True)
+    with pytest.raises(RoomPermissionError):
+        approval_decide(approval=approval, actor=mallory, decision="approve", as_staff=True)
+    assert Membership.objects.filter(room=room, user=bob).exists()
+    approval.refresh_from_db()
+    assert approval.state == "pending"
