@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -18,9 +19,17 @@ from agents.models import (
     SessionEvent,
     Task,
 )
-from agents.services import agent_profile_save, session_cancel, session_retry
+from agents.rules import rule_checked
+from agents.services import agent_profile_save, approval_decide, session_cancel, session_retry
 from agents.templatetags.agents_work import session_duration
 from rooms.errors import RoomError
+
+# What the changelist of sessions leaves unread: the runtime's and gateway's JSON state.
+_SESSION_BULK = ("gateway_state", "runtime_state", "analysis")
+
+
+def _field_names(model) -> list[str]:
+    return [field.name for field in model._meta.concrete_fields]
 
 
 class AgentProfileAdminForm(AgentProfileForm):
@@ -56,6 +65,12 @@ class TaskAdmin(admin.ModelAdmin):
     list_filter = ["room", "created_at"]
     search_fields = ["title", "objective", "constraints", "room__name"]
     list_select_related = ["room", "created_by"]
+    # The intent file in the room's repository is what sessions read: a task is made
+    # (task_create) and its intent edited (task_update_intent) on the web, which commit it.
+    readonly_fields = _field_names(Task)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(Session)
@@ -67,9 +82,19 @@ class SessionAdmin(admin.ModelAdmin):
     list_filter = ["state", "agent", ("task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["task__title", "agent__name", "task__room__name", "reason", "branch", "lease_owner"]
     list_select_related = ["task", "task__room", "agent"]
-    readonly_fields = ["previous", "created_at", "started_at", "finished_at", "last_event_seq"]
-    raw_id_fields = ["task", "created_by"]
+    # The state machine, the workers and the runtime own every column (state, lease,
+    # wake times, the JSON state, the counters): staff change a session only through the
+    # actions below, which call the services the web calls.
+    readonly_fields = _field_names(Session)
     actions = ["dispatch_retry", "cancel"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
+        # Lists and actions never read the JSON state (megabytes a row); a change page
+        # that shows it loads it then.
+        return super().get_queryset(request).defer(*_SESSION_BULK)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a session starts through session_start (its event log, its queue turn)
 
     @admin.display(ordering="task__room__name")
     def room(self, session: Session) -> str:
@@ -148,8 +173,27 @@ class ProviderCallAdmin(admin.ModelAdmin):
         return bool(call.error)
 
 
+class ApprovalRuleAdminForm(forms.ModelForm):
+    """The checks a rule made on the web passes (agents.rules.rule_checked), here too."""
+
+    class Meta:
+        model = ApprovalRule
+        fields = ["room", "tool", "path_glob", "command_prefix", "decision", "created_by"]
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            cleaned.update(rule_checked(tool=cleaned.get("tool", ""), path_glob=cleaned.get("path_glob", ""),
+                                        command_prefix=cleaned.get("command_prefix", ""),
+                                        decision=cleaned.get("decision", "")))
+        except RoomError as exc:
+            raise forms.ValidationError(exc.message) from exc
+        return cleaned
+
+
 @admin.register(ApprovalRule)
 class ApprovalRuleAdmin(admin.ModelAdmin):
+    form = ApprovalRuleAdminForm
     list_display = ["room", "tool", "path_glob", "command_prefix", "decision", "created_by", "created_at"]
     list_filter = ["decision", "tool", "room"]
     search_fields = ["tool", "path_glob", "command_prefix", "room__name"]
@@ -163,7 +207,42 @@ class ApprovalAdmin(admin.ModelAdmin):
     list_filter = ["state", "tool", "always", ("session__task__room", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["tool", "call_id", "session__task__title", "session__agent__name"]
     list_select_related = ["session", "decided_by"]
-    raw_id_fields = ["session"]
+    # A decision is a compare-and-swap on the pending state followed by the session's
+    # wake (approval_decide): never an edited field.
+    readonly_fields = _field_names(Approval)
+    actions = ["approve", "deny", "approve_always"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # requested by a running session (approval_request)
+
+    @admin.action(description="Approve the selected pending calls")
+    def approve(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._decide(request, queryset, "approve")
+
+    @admin.action(description="Deny the selected pending calls")
+    def deny(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._decide(request, queryset, "deny")
+
+    @admin.action(description="Approve the selected calls, and the same kind of call for the rest of their sessions")
+    def approve_always(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
+        self._decide(request, queryset, "always")
+
+    def _decide(self, request: HttpRequest, queryset: QuerySet[Approval], decision: str) -> None:
+        decided, refused = [], []
+        for approval in queryset.select_related("session", "session__task", "session__task__room").order_by("pk"):
+            try:
+                # The web's service: the same CAS (a call decided meanwhile is refused) and wake.
+                approval_decide(approval=approval, actor=request.user, decision=decision, as_staff=True)
+            except RoomError as exc:
+                refused.append(f"{approval.tool} call {approval.call_id} of session {approval.session_id} "
+                               f"not decided: {exc.message}")
+            else:
+                self.log_change(request, approval, f"{decision} in the admin")
+                decided.append(f"{approval.tool} call {approval.call_id} ({approval.state})")
+        if decided:
+            self.message_user(request, "Decided: " + "; ".join(decided) + ".", messages.SUCCESS)
+        for refusal in refused:
+            self.message_user(request, refusal, messages.WARNING)
 
 
 class _LedgerAdmin(admin.ModelAdmin):

@@ -33,7 +33,7 @@ from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
-from rooms.checks import check_can_assign_agents, check_can_configure
+from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.repository.intent import intent_write, render_intent
@@ -134,40 +134,75 @@ def agent_profile_save(*, profile: AgentProfile, actor: AbstractBaseUser) -> Age
 # --- tasks --------------------------------------------------------------------------------
 
 
-@transaction.atomic
 def task_create(*, room: Room, actor: AbstractBaseUser, title: str, objective: str,
                 definition_of_done: str = "", prerequisites: str = "", constraints: str = "") -> Task:
-    """Create a task and commit its intent file to the room repository."""
-    _check_can_act(room, actor)
+    """Create a task and commit its intent file to the room repository.
+
+    Git runs after the row is committed, outside any transaction: a commit waits for the
+    room's repository lock, which must never be held while row locks are (the intent's
+    path needs the task's id, so the row comes first). If git fails the row is deleted
+    again, so a failure leaves neither a task without intent nor an intent without task.
+    """
     title, objective = title.strip(), objective.strip()
     if not title or not objective:
         raise RoomError("A task needs a title and an objective.", code="invalid")
     if len(title) > TITLE_MAX:
         raise RoomError(f"Keep the title under {TITLE_MAX} characters.", code="invalid")
-    task = Task.objects.create(room=room, title=title, objective=objective, definition_of_done=definition_of_done,
-                               prerequisites=prerequisites, constraints=constraints, created_by=actor)
-    task_write_intent(task=task, author=actor.get_username())
+    with transaction.atomic(durable=True):
+        _check_can_act(room, actor)
+        task = Task.objects.create(room=room, title=title, objective=objective,
+                                   definition_of_done=definition_of_done, prerequisites=prerequisites,
+                                   constraints=constraints, created_by=actor)
+    try:
+        task_write_intent(task=task, author=actor.get_username())
+    except BaseException:
+        # Nobody has the task yet (it was not returned), so nothing started on it.
+        Task.objects.filter(pk=task.pk).delete()
+        raise
     return task
 
 
 def task_write_intent(*, task: Task, author: str = "") -> bool:
+    """Commit ``task``'s intent file (git, under the room's repository lock): call it
+    with no transaction open."""
     text = render_intent(task_id=task.pk, title=task.title, objective=task.objective,
                          prerequisites=task.prerequisites, definition_of_done=task.definition_of_done,
                          constraints=task.constraints)
     return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=text, author=author)
 
 
-@transaction.atomic
 def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, definition_of_done: str,
                        prerequisites: str, constraints: str) -> bool:
-    """A person edits the intent mid-flight; running sessions see it at their next boundary."""
+    """A person edits the intent mid-flight; running sessions see it at their next boundary.
+
+    The intent file is what sessions read, so it is committed first, with no transaction
+    open (git leaves the file as it was when it fails: nothing changed anywhere); the
+    row follows. Should the row's update then fail, the previous intent is committed
+    back, so the file and the row never disagree.
+    """
     _check_can_act(task.room, actor)
     if not objective.strip():
         raise RoomError("The objective cannot be empty.", code="invalid")
+    fields = ["objective", "definition_of_done", "prerequisites", "constraints"]
+    before = {name: getattr(task, name) for name in fields}
     task.objective, task.definition_of_done = objective.strip(), definition_of_done
     task.prerequisites, task.constraints = prerequisites, constraints
-    task.save(update_fields=["objective", "definition_of_done", "prerequisites", "constraints"])
-    return task_write_intent(task=task, author=actor.get_username())
+    try:
+        changed = task_write_intent(task=task, author=actor.get_username())
+    except BaseException:
+        for name, value in before.items():
+            setattr(task, name, value)
+        raise
+    try:
+        with transaction.atomic(durable=True):
+            task.save(update_fields=fields)
+    except BaseException:
+        for name, value in before.items():
+            setattr(task, name, value)
+        if changed:
+            task_write_intent(task=task, author=actor.get_username())
+        raise
+    return changed
 
 
 # --- sessions -----------------------------------------------------------------------------
@@ -405,17 +440,21 @@ def approval_request(*, session: Session, call_id: str, tool: str, arguments: di
 
 
 @transaction.atomic
-def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str) -> Approval:
+def approval_decide(*, approval: Approval, actor: AbstractBaseUser, decision: str, as_staff: bool = False) -> Approval:
     """approve / deny / always (approve, and the same kind of call for the rest of the
     session: see agents.runtime.approvals.always_rule).
 
     Compare-and-swap on the pending state: a second click, or a decision racing the
-    timeout, changes nothing. The decision is the only path to execution.
+    timeout, changes nothing. The decision is the only path to execution. ``as_staff``:
+    ``actor`` decides from the admin, as staff, without being a member of the room.
     """
     if decision not in {"approve", "deny", "always"}:
         raise RoomError("Decide approve, deny or always.", code="invalid")
     session = approval.session
-    _check_can_act(session.task.room, actor)
+    if as_staff:
+        check_is_staff(actor)
+    else:
+        _check_can_act(session.task.room, actor)
     session.refresh_from_db(fields=["state"])
     if session.state in states.TERMINAL:
         raise RoomError(f"This session has ended ({session.get_state_display().lower()}): there is nothing left "
@@ -441,9 +480,10 @@ def approvals_expire(now=None) -> int:
     """Deny every request nobody answered in time, and wake their sessions."""
     now = now or timezone.now()
     expired = 0
+    # Beat's sweep calls this every few seconds: the sessions' JSON state stays unread.
     for approval in Approval.objects.select_related("session", "session__task").filter(
         state=Approval.State.PENDING, expires_at__lte=now
-    ):
+    ).defer("session__gateway_state", "session__runtime_state", "session__analysis"):
         if Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
             state=Approval.State.EXPIRED, decided_at=now
         ):

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
-from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
-from agents.dispatch import RUN_SESSION, STOP_SESSION_JOBS, turns_missing
-from agents.models import Approval, Session
-from agents.runtime import states
-from agents.runtime.inputs import has_pending_input
-from agents.runtime.liveness import lease_owner_gone
-from agents.runtime.waits import awaited, jobs_ready, session_jobs
+from agents.dispatch import RUN_SESSION, STOP_SESSION_JOBS
+from agents.runtime.waits import session_jobs
 from agents.runtime.worker import run_next
-from agents.services import approvals_expire, session_transition, session_wake
+from agents.sweep import sessions_sweep
 
 
 @shared_task(name=RUN_SESSION, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -34,55 +25,5 @@ def stop_session_jobs(session_id: int) -> int:
 
 @shared_task(ignore_result=True)
 def sweep_sessions() -> dict[str, int]:
-    """Beat's pass over sessions nobody is looking after."""
-    now = timezone.now()
-    counts = {"requeued": 0, "woken": 0, "expired_approvals": approvals_expire(now), "timed_out": 0}
-
-    # A worker seen dead on this machine (its process is gone) need not miss heartbeats
-    # first: its lease is ended now, so the session is claimable.
-    held = Session.objects.filter(state=states.RUNNING, lease_expires_at__gte=now).exclude(lease_owner="")
-    for pk, owner in held.values_list("pk", "lease_owner"):
-        if lease_owner_gone(owner):
-            Session.objects.filter(pk=pk, state=states.RUNNING, lease_owner=owner).update(lease_expires_at=None)
-    # Claimable sessions the queue holds no turn for (a lease that ran out, a lost
-    # message) get one; a session whose turn is still queued gets none, however long it
-    # waited (agents.dispatch).
-    missing = turns_missing(now)
-    for _ in range(missing):
-        run_session.delay()
-    counts["requeued"] = missing
-
-    # A parked session wakes when its time is up, its awaited jobs ended, a person wrote
-    # to it while it was parking (posts wake it themselves: agents.services), or the
-    # approval it waits for was decided while it was parking.
-    for session in Session.objects.select_related("task", "agent").filter(state__in=states.PARKED):
-        if _should_wake(session, now):
-            with transaction.atomic():
-                counts["woken"] += session_wake(session)
-
-    active = Session.objects.select_related("task").filter(
-        ~Q(state__in=states.TERMINAL | {states.NEEDS_MERGE}), started_at__isnull=False
-    )
-    for session in active:
-        if session.started_at + timedelta(seconds=session.time_limit_seconds) > now:
-            continue
-        with transaction.atomic():
-            reason = f"timed out: ran longer than its limit of {session.time_limit_seconds} s"
-            if session_transition(session, states.TIMED_OUT, reason=reason, expected=session.state):
-                counts["timed_out"] += 1
-                transaction.on_commit(lambda sid=session.pk: stop_session_jobs.delay(sid))
-    return counts
-
-
-def _should_wake(session: Session, now) -> bool:
-    runtime = session.runtime_state or {}
-    if session.state == states.AWAITING_APPROVAL:
-        return not Approval.objects.filter(session=session, state=Approval.State.PENDING).exists()
-    if session.wake_at is None or session.wake_at <= now:
-        return True
-    if has_pending_input(session, chat_after=runtime.get("chat_cursor", 0)):
-        return True
-    arguments = awaited(runtime)
-    if arguments is None:
-        return False
-    return jobs_ready(session_jobs(session.pk), arguments)
+    """Beat's pass over sessions nobody is looking after (agents.sweep)."""
+    return sessions_sweep()

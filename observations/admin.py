@@ -23,8 +23,19 @@ class BlobAdmin(admin.ModelAdmin):
     readonly_fields = ("sha256", "size", "token_estimate", "first_line", "in_file", "created_at")
 
 
+class _RecordAdmin(admin.ModelAdmin):
+    """Records the gateway writes (its observations' states, the read ledger, folds
+    mirror the session's gateway state): read in the admin, never edited there."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Observation)
-class ObservationAdmin(admin.ModelAdmin):
+class ObservationAdmin(_RecordAdmin):
     list_display = ("session", "seq", "step", "tool", "purpose", "path", "line_start", "line_end",
                     "token_estimate", "state", "served", "fold_number")
     list_filter = ("state", "served", "tool", "room")
@@ -34,7 +45,7 @@ class ObservationAdmin(admin.ModelAdmin):
 
 
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(admin.ModelAdmin):
+class LedgerEntryAdmin(_RecordAdmin):
     list_display = ("session", "path", "line_start", "line_end", "observation_seq", "received_step",
                     "in_context", "evicted_by_fold", "times_served")
     list_filter = ("in_context",)
@@ -43,7 +54,7 @@ class LedgerEntryAdmin(admin.ModelAdmin):
 
 
 @admin.register(Fold)
-class FoldAdmin(admin.ModelAdmin):
+class FoldAdmin(_RecordAdmin):
     list_display = ("session", "number", "step", "epoch", "reason", "postponements",
                     "projection_before", "projection_after", "tokens_freed")
     list_filter = ("reason",)
@@ -54,16 +65,6 @@ class FoldAdmin(admin.ModelAdmin):
 class CalibrationAdmin(admin.ModelAdmin):
     list_display = ("model", "ratio", "samples", "updated_at")
     search_fields = ("model",)
-
-
-class _RecordAdmin(admin.ModelAdmin):
-    """Records the gateway writes: read in the admin, never edited there."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Segment)

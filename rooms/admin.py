@@ -1,15 +1,27 @@
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.text import Truncator
 
+from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room
+from rooms.services import membership_remove
 
 
 class MembershipInline(admin.TabularInline):
+    """Who is in the room, read here; people are removed from the memberships list,
+    through membership_remove (which also closes their open sockets)."""
+
     model = Membership
     extra = 0
-    autocomplete_fields = ["user"]
+    fields = ["user", "role", "created_at"]
+    readonly_fields = ["user", "role", "created_at"]
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
 
 @admin.register(Room)
@@ -24,6 +36,12 @@ class RoomAdmin(admin.ModelAdmin):
         # A room row needs its repository; rooms are created on the web (room_create).
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # No service deletes a room yet: a plain delete would leave its repository on
+        # disk and its people's pages open (and its memberships go only through
+        # membership_remove, so Django would refuse the cascade anyway).
+        return False
+
 
 @admin.register(Membership)
 class MembershipAdmin(admin.ModelAdmin):
@@ -31,6 +49,33 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "room"]
     search_fields = ["room__name", "room__slug", "user__username"]
     autocomplete_fields = ["room", "user"]
+    actions = ["remove_from_room"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> list[str]:
+        # Moving a membership to another person or room would be a removal that skips
+        # membership_remove (their sockets would stay open).
+        return ["room", "user", "created_at"] if obj is not None else ["created_at"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
+        return False  # a plain delete skips closing the person's sockets: see remove_from_room
+
+    @admin.action(description="Remove the selected people from their rooms (closes their open pages)")
+    def remove_from_room(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
+        removed, refused = [], []
+        for membership in queryset.select_related("room", "user").order_by("pk"):
+            who = f"{membership.user.get_username()} from {membership.room.name}"
+            try:
+                membership_remove(room=membership.room, actor=request.user, user_id=membership.user_id,
+                                  as_staff=True)
+            except RoomError as exc:
+                refused.append(f"{who} not removed: {exc.message}")
+            else:
+                self.log_deletions(request, [membership])
+                removed.append(who)
+        if removed:
+            self.message_user(request, "Removed " + "; ".join(removed) + ".", messages.SUCCESS)
+        for refusal in refused:
+            self.message_user(request, refusal, messages.WARNING)
 
 
 @admin.register(Message)

@@ -86,6 +86,12 @@ def check_can_assign_agents(membership: Membership) -> None:
         raise RoomPermissionError("Viewers cannot assign or unassign agents.")
 
 
+def check_is_staff(user) -> None:
+    """Staff act from the admin on any room without being a member of it."""
+    if not (getattr(user, "is_active", False) and getattr(user, "is_staff", False)):
+        raise RoomPermissionError("Only staff can do that from the admin.")
+
+
 def check_can_configure(membership: Membership) -> None:
     """What runs in a room (its check, its approval rules, its network) is its owners' call."""
     if membership.role != Membership.Role.OWNER:

@@ -19,6 +19,7 @@ from rooms.checks import (
     check_can_post,
     check_check_command,
     check_client_key,
+    check_is_staff,
     check_message_text,
     check_room_name,
 )
@@ -133,8 +134,13 @@ def membership_add(
 
 
 @transaction.atomic
-def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int) -> None:
-    check_can_manage_members(membership_of(room, actor))
+def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int, as_staff: bool = False) -> None:
+    """``as_staff``: ``actor`` removes the person from the admin, without being an owner
+    of the room; the removal is the same (their open sockets close after commit)."""
+    if as_staff:
+        check_is_staff(actor)
+    else:
+        check_can_manage_members(membership_of(room, actor))
     if user_id == room.owner_id:
         raise RoomPermissionError("The room's owner cannot be removed.")
     membership = Membership.objects.select_related("user").filter(room=room, user_id=user_id).first()

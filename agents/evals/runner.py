@@ -144,17 +144,18 @@ class ScenarioRun:
             return True  # a real model waits when it is done (ROLE_PROMPT)
         return self.session.step >= self.turn_ends[self.delivered - 1]
 
-    @transaction.atomic
     def _deliver(self, turn) -> None:
         session, person = self.session, self.person
         if turn.constraints is not None:
+            # Commits the intent file: git runs with no transaction open.
             task = session.task
             task_update_intent(task=task, actor=person, objective=task.objective,
                                definition_of_done=task.definition_of_done, prerequisites=task.prerequisites,
                                constraints=turn.constraints)
-        if turn.reset:
-            session_request_segment(session=session, actor=person)
-        session_steer(session=session, actor=person, text=turn.person, replaces=turn.replaces)
+        with transaction.atomic():
+            if turn.reset:
+                session_request_segment(session=session, actor=person)
+            session_steer(session=session, actor=person, text=turn.person, replaces=turn.replaces)
 
     def _decide_approvals(self) -> None:
         for approval in Approval.objects.filter(session=self.session, state=Approval.State.PENDING):

@@ -41,6 +41,7 @@ from observations.gateway.tokens import (
 from observations.gateway.transcript import (
     RESET_FOLD,
     Entry,
+    FileRange,
     Observation,
     ObservationInput,
     ObsState,
@@ -105,13 +106,8 @@ class SessionContext:
         calibration: Calibration | None = None,
         intent_text: str = "",
         intent_path: str = ".atrium/intent.md",
-        notes: bool = True,
-        payload_receipts: bool = True,
-        segments: bool = True,
-        legacy_receipts: bool = False,
         economics: CacheEconomics | None = None,
         length_prior: LengthPrior | None = None,
-        room_seen: set | None = None,
     ) -> None:
         self.model = model
         self.system_prompt = system_prompt
@@ -119,17 +115,10 @@ class SessionContext:
         self.budget = budget
         self.policy = policy_named(policy) if isinstance(policy, str) else policy
         self.calibration = calibration or Calibration(model)
-        self.notes = notes
-        self.payload_receipts = payload_receipts
         # Segments are on_demand's answer to a full window; the baselines send anyway.
-        self.segments_enabled = segments and self.policy.manages_window
+        self.segments_enabled = self.policy.manages_window
         self.economics = economics or CacheEconomics()
         self.length_prior = length_prior or LengthPrior()
-        # Comparison only: receipts as they were before `recall` existed.
-        self.legacy_receipts = legacy_receipts
-        # Comparison only: the room-wide "already read" set of the gateway that
-        # deadlocked. Production never passes it; see tests/gateway/test_deadlock.py.
-        self.room_seen = room_seen
 
         self.entries: list[Entry] = []
         self.observations: list[Observation] = []  # this segment's, from obs_id obs_base
@@ -216,8 +205,7 @@ class SessionContext:
         self._payloads_consumed_upto = len(self.payloads)
         self._advance_candidate_floor()
         entry = self._append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
-        if self.payload_receipts:
-            self._register_payloads(entry)
+        self._register_payloads(entry)
         return entry
 
     def add_tool_result(self, source: ObservationInput) -> Observation:
@@ -225,24 +213,23 @@ class SessionContext:
         shows the same unchanged range is still in the request."""
         obs = Observation(obs_id=self.obs_base + len(self.observations), step=self.step, source=source,
                           segment=self.segment)
-        rng = source.read
-        if rng is not None:
-            seen = self.ledger.lookup(rng)
-            if self.room_seen is not None and rng.key in self.room_seen:
-                # The deadlocking rule, for comparison: "already read in this room".
-                obs.state, obs.denied = ObsState.RECEIPTED, True
-            elif seen is not None and seen.in_context and self.notes:
-                obs.alias_of = seen.obs_id
-            else:
-                if seen is not None and not seen.in_context:
-                    obs.reread_of = seen.obs_id
-                self.ledger.received(rng, obs.obs_id, self.step)
-            if self.room_seen is not None:
-                self.room_seen.add(rng.key)
+        if source.read is not None:
+            self._serve_read(obs, source.read)
         self.observations.append(obs)
         self._append(Entry("tool_result", step=self.step, observation=obs, tool_name=source.tool))
         self._note_records(source)
         return obs
+
+    def _serve_read(self, obs: Observation, rng: FileRange) -> None:
+        """A read of ``rng``: a note pointing at the same unchanged text still in the
+        request, or the text itself (a re-read once the earlier copy was folded out)."""
+        seen = self.ledger.lookup(rng)
+        if seen is not None and seen.in_context:
+            obs.alias_of = seen.obs_id
+            return
+        if seen is not None and not seen.in_context:
+            obs.reread_of = seen.obs_id
+        self.ledger.received(rng, obs.obs_id, self.step)
 
     def refresh_intent(self, file_text: str) -> str | None:
         """Re-read at every cycle start; the file wins. Returns the event kind logged."""
@@ -525,8 +512,6 @@ class SessionContext:
         return note
 
     def shown_text(self, obs: Observation) -> str:
-        if obs.denied:
-            return receipts.render_room_dedup_denial(obs)
         if obs.state is ObsState.RECEIPTED:
             if obs.fold == RESET_FOLD:
                 return receipts.render_too_large(obs)
@@ -541,10 +526,6 @@ class SessionContext:
     def receipt_text(self, obs: Observation) -> str:
         if obs.alias_of is not None:
             return receipts.render_alias_receipt(obs)
-        if self.policy.name == "mask-last-5":
-            return receipts.render_mask_stub(obs)
-        if self.legacy_receipts:
-            return receipts.render_legacy_receipt(obs)
         return receipts.render_receipt(obs)
 
     @staticmethod

@@ -148,8 +148,7 @@ class KeepRecent:
     """Keep only the newest results raw; everything older leaves, every step.
 
     ``eager`` (keep 3 within 6,000 tokens, receipts) is the rule behind the original
-    deadlock, kept for comparison; ``mask-last-5`` is SWE-agent's last_n_observations
-    (keep 5, one-line stubs), used by the replay evaluator.
+    deadlock, kept for comparison; the replay evaluator builds others (its baselines).
     """
 
     manages_window = False
@@ -181,6 +180,4 @@ def policy_named(name: str) -> Policy:
         return NoEviction()
     if name == "eager":
         return KeepRecent("eager", keep=3, max_tokens=6_000, reason=FoldReason.EAGER)
-    if name == "mask-last-5":
-        return KeepRecent("mask-last-5", keep=5, max_tokens=None, reason=FoldReason.MASK)
-    raise ValueError(f"unknown eviction policy {name!r}: use on_demand, eager, none or mask-last-5")
+    raise ValueError(f"unknown eviction policy {name!r}: use on_demand, eager or none")

@@ -110,30 +110,6 @@ def render_payload_receipt(*, ref: str, what: str, path: str, size: int, text: s
     return f"[payload {ref}: {what}{where}, {size:,} bytes, not in the context; {see}recall(\"{ref}\") returns it]"
 
 
-def render_legacy_receipt(obs: Observation) -> str:
-    """The receipt before `recall` existed, for the replay comparison only."""
-    src = obs.source
-    parts = [f"purpose: {src.purpose}"] if src.purpose else []
-    if src.read is not None:
-        parts.append(f"range: {src.read.describe()}")
-    parts.append(f"{src.size:,} bytes; sha256 {src.sha256[:16]}; first line: {src.text.split(chr(10), 1)[0][:80]!r}")
-    return (
-        f"[receipt] This {src.tool} result is not in the context any more ({src.tokens:,} tokens removed "
-        f"to make room). {'; '.join(parts)}. Calling the tool again returns the full text."
-    )
-
-
-def render_room_dedup_denial(obs: Observation) -> str:
-    """What the deadlocking gateway answered; reproduced for comparison only."""
-    rng = obs.source.read.describe() if obs.source.read else obs.source.tool
-    return f"[already read] {rng} was already read in this room; its text is not repeated."
-
-
-def render_mask_stub(obs: Observation) -> str:
-    """SWE-agent's `last_n_observations` stub, for the replay comparison only."""
-    return f"Old environment output: ({obs.source.text.count(chr(10)) + 1} lines omitted)"
-
-
 def render_intent_block(intent_text: str, intent_path: str) -> str:
     return (
         f"# Task intent (from {intent_path}; this file is authoritative and wins over "

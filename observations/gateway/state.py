@@ -106,7 +106,6 @@ def load_state(
     budget: Budget,
     policy: str | Policy = "on_demand",
     calibration: Calibration | None = None,
-    notes: bool = True,
     **options: Any,
 ) -> SessionContext:
     """Rebuild a context; ``texts`` maps each observation's sha256 to its text."""
@@ -114,7 +113,7 @@ def load_state(
         raise ValueError(f"unsupported gateway state version {state.get('version')!r}")
     ctx = SessionContext(
         model=model, system_prompt=system_prompt, tools=tools, budget=budget,
-        policy=policy, calibration=calibration, notes=notes, **options,
+        policy=policy, calibration=calibration, **options,
     )
     for name, value in state["scalars"].items():
         if name in _SCALARS:

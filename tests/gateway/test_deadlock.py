@@ -2,7 +2,8 @@
 
 The old gateway evicted every tool result older than a few calls ("eager") and
 answered reads from a room-wide "already read" set. An agent that needed a file
-again got a receipt for text it no longer had, every time it asked.
+again got a receipt for text it no longer had, every time it asked (that rule lives on
+only in the replay's baselines: tests/replay/test_baselines.py).
 """
 
 from __future__ import annotations
@@ -28,19 +29,6 @@ def agent_rereads_config(ctx, *, attempts: int) -> list[str]:
             answers.append(ctx._rendered[obs.entry_index].text)
     ctx.prepare()
     return answers
-
-
-def test_eager_with_room_dedup_denies_every_reread():
-    room_seen: set = set()
-    ctx = make_context(window=128_000, output_budget=8_000, policy="eager")
-    ctx.room_seen = room_seen
-    answers = agent_rereads_config(ctx, attempts=5)
-    first = ctx.observations[0]
-    assert first.state is ObsState.RECEIPTED  # evicted by the eager rule
-    assert all(CONFIG not in answer for answer in answers)
-    assert all(answer.startswith("[already read]") for answer in answers)
-    # Nothing anywhere in the request holds the text: the agent is stuck.
-    assert not any(CONFIG in message.text for message in ctx.prepare().request.messages)
 
 
 def test_on_demand_with_the_session_ledger_serves_the_text():

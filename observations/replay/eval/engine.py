@@ -31,6 +31,13 @@ from observations.gateway.tokens import (
     estimate_tokens,
 )
 from observations.gateway.transcript import FileRange, ObservationInput
+from observations.replay.eval.baselines import (
+    MASK_LAST_5,
+    ComparisonContext,
+    mask_last_5,
+    render_legacy_receipt,
+    render_mask_stub,
+)
 from observations.replay.eval.cost import CostModel
 from observations.replay.eval.reads import ReadTracker
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
@@ -47,7 +54,7 @@ NO_PAYLOADS = "on_demand-no-payloads"
 LEGACY_RECEIPTS = "on_demand-legacy-receipts"
 NO_SEGMENTS = "on_demand-no-segments"
 # "oracle" (oracle.py) is the hindsight limit every other policy is measured against.
-POLICIES = ("none", "eager", "mask-last-5", "on_demand", ROOM_DEDUP, "oracle")
+POLICIES = ("none", "eager", MASK_LAST_5, "on_demand", ROOM_DEDUP, "oracle")
 OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
 _VARIANTS: dict[str, dict[str, bool]] = {
     NO_NOTES: {"notes": False},
@@ -210,13 +217,19 @@ def new_context(trajectory: Trajectory, policy: str | Policy, budget: Budget, *,
         # Short notes for unchanged re-reads are on_demand's (and the oracle's); the
         # baselines serve every result whole, as the recorded agents did.
         options["notes"] = not isinstance(base, str)
-    return SessionContext(
+    # The comparison-only rules live here, not in the production gateway (baselines.py).
+    if name == ROOM_DEDUP:
+        base, options["room_seen"] = "eager", set()
+    elif name == MASK_LAST_5:
+        base, options["receipt"] = mask_last_5(), render_mask_stub
+    if options.pop("legacy_receipts", False):
+        options["receipt"] = render_legacy_receipt
+    return ComparisonContext(
         model=trajectory.model or trajectory.source,
         system_prompt=trajectory.system_prompt,
         tools=tool_schemas(trajectory.meta),
         budget=budget,
-        policy="eager" if name == ROOM_DEDUP else base,
-        room_seen=set() if name == ROOM_DEDUP else None,
+        policy=base,
         economics=economics,
         length_prior=prior,
         **options,
