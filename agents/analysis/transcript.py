@@ -90,19 +90,27 @@ def _event(event: Event, facts: SessionFacts, calls: dict[str, dict[str, Any]]) 
             calls[str(call.get("id"))] = call
         return lines
     if kind == "tool.result":
-        call = calls.get(str(p.get("call_id")), {})
-        status = ""
-        if p.get("is_error"):
-            status = " (error)"
-        elif p.get("job"):
-            status = f" (continues as job {p['job']})"
-        elif p.get("served") == "note":
-            status = " (note: the same text is still in context)"
-        arguments = _arguments(call.get("arguments", {}))
-        lines = [f"- {_code(str(p.get('tool')))}{' ' + _code(arguments) if arguments else ''}{status}"]
-        preview = _short(str(p.get("preview") or ""))
-        fenced = "\n".join(_fence(preview)).splitlines()
-        return lines + (["", *("  " + line for line in fenced), ""] if preview else [])
+        return _tool_result(p, calls.get(str(p.get("call_id")), {}))
+    return _run_marker(kind, p)
+
+
+def _tool_result(p: dict[str, Any], call: dict[str, Any]) -> list[str]:
+    status = ""
+    if p.get("is_error"):
+        status = " (error)"
+    elif p.get("job"):
+        status = f" (continues as job {p['job']})"
+    elif p.get("served") == "note":
+        status = " (note: the same text is still in context)"
+    arguments = _arguments(call.get("arguments", {}))
+    lines = [f"- {_code(str(p.get('tool')))}{' ' + _code(arguments) if arguments else ''}{status}"]
+    preview = _short(str(p.get("preview") or ""))
+    fenced = "\n".join(_fence(preview)).splitlines()
+    return lines + (["", *("  " + line for line in fenced), ""] if preview else [])
+
+
+def _run_marker(kind: str, p: dict[str, Any]) -> list[str]:
+    """What happened to the run between the model's steps: folds, segments, checks, merges."""
     if kind == "fold":
         evicted = len(p.get("evicted") or ())
         return [f"> **Fold #{p.get('number')}** at step {p.get('step')} ({p.get('reason')}): "
@@ -124,6 +132,11 @@ def _event(event: Event, facts: SessionFacts, calls: dict[str, dict[str, Any]]) 
     if kind == "job.finished":
         code = p.get("exit_code")
         return [f"> job {p.get('handle')} {p.get('state')}" + (f", exit {code}" if code is not None else ""), ""]
+    return _control_marker(kind, p)
+
+
+def _control_marker(kind: str, p: dict[str, Any]) -> list[str]:
+    """What people and the hub decided: approvals, intent changes, the session's state."""
     if kind == "approval.requested":
         return [f"> Approval requested for {_code(str(p.get('tool')))} {_code(_arguments(p.get('arguments')))}", ""]
     if kind == "approval.decided":

@@ -236,11 +236,21 @@ def _repo(v: _Reader, repo: Any, problems: list[str]) -> dict[str, str]:
         return {}
     for key in sorted(set(repo) - {"files", "padding"}):
         problems.append(f"repo.{key}: unknown field (fields: files, padding)")
-    files: dict[str, str] = {}
-    raw_files = repo.get("files") or {}
+    files = _repo_files(repo.get("files") or {}, problems)
+    for i, item in enumerate(v.items(repo, "padding", "repo.")):
+        padded = _padding(v, item, f"repo.padding[{i}]", problems)
+        if padded is not None:
+            files[padded[0]] = padded[1]
+    if not files:
+        problems.append("repo: needs at least one file")
+    return files
+
+
+def _repo_files(raw_files: Any, problems: list[str]) -> dict[str, str]:
     if not isinstance(raw_files, dict):
         problems.append("repo.files: must map paths to their text")
-        raw_files = {}
+        return {}
+    files: dict[str, str] = {}
     for path, text in raw_files.items():
         if not _relative_path(path):
             problems.append(f"repo.files[{path!r}]: must be a relative path inside the repository")
@@ -248,29 +258,29 @@ def _repo(v: _Reader, repo: Any, problems: list[str]) -> dict[str, str]:
             problems.append(f"repo.files[{path!r}]: the file's text must be text")
         else:
             files[path] = text
-    for i, item in enumerate(v.items(repo, "padding", "repo.")):
-        where = f"repo.padding[{i}]"
-        if not isinstance(item, dict):
-            problems.append(f"{where}: must be a mapping with path and lines")
-            continue
-        path = item.get("path")
-        lines = v.integer(item, "lines", f"{where}.", default=0, low=1)
-        if not isinstance(path, str) or not _relative_path(path):
-            problems.append(f"{where}.path: must be a relative path inside the repository")
-            continue
-        for key in sorted(set(item) - {"path", "lines", "line", "insert"}):
-            problems.append(f"{where}.{key}: unknown field (fields: path, lines, line, insert)")
-        line = v.text(item, "line", f"{where}.", default="{n:05d} " + path + ": routine record, nothing to act on")
-        insert = item.get("insert", {})
-        if not isinstance(insert, dict) or not all(str(k).isdigit() and isinstance(t, str)
-                                                  for k, t in insert.items()):
-            problems.append(f"{where}.insert: must map line numbers to text")
-            insert = {}
-        insert = {int(k): t for k, t in insert.items()}
-        files[path] = padding_text(line, lines, insert)
-    if not files:
-        problems.append("repo: needs at least one file")
     return files
+
+
+def _padding(v: _Reader, item: Any, where: str, problems: list[str]) -> tuple[str, str] | None:
+    """(path, text) of one padding file, or None (with the problems noted)."""
+    if not isinstance(item, dict):
+        problems.append(f"{where}: must be a mapping with path and lines")
+        return None
+    path = item.get("path")
+    lines = v.integer(item, "lines", f"{where}.", default=0, low=1)
+    if not isinstance(path, str) or not _relative_path(path):
+        problems.append(f"{where}.path: must be a relative path inside the repository")
+        return None
+    for key in sorted(set(item) - {"path", "lines", "line", "insert"}):
+        problems.append(f"{where}.{key}: unknown field (fields: path, lines, line, insert)")
+    line = v.text(item, "line", f"{where}.", default="{n:05d} " + path + ": routine record, nothing to act on")
+    insert = item.get("insert", {})
+    if not isinstance(insert, dict) or not all(str(k).isdigit() and isinstance(t, str)
+                                              for k, t in insert.items()):
+        problems.append(f"{where}.insert: must map line numbers to text")
+        insert = {}
+    insert = {int(k): t for k, t in insert.items()}
+    return path, padding_text(line, lines, insert)
 
 
 def padding_text(line: str, lines: int, insert: dict[int, str]) -> str:

@@ -40,6 +40,8 @@ WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
 # Tools whose result is a range of something, served through the session's ledger.
 RANGE_TOOLS = frozenset({"read_file", "recall"})
 _EXIT = re.compile(r"^exit (-?\d+) after ")
+# A settled tool call: the call as recorded, its outcome, and a note appended for the model.
+Settled = tuple[ToolCall, ToolOutcome, str]
 
 
 class Outcome(StrEnum):
@@ -287,60 +289,71 @@ class StepLoop:
 
     # ------------------------------------------------------------- tool calls
     def _settle_next_call(self) -> UnitResult:
-        state, host = self.state, self.host
+        state = self.state
         raw = state.calls[state.next_call]
-        call = ToolCall(raw["id"], raw["name"], raw["arguments"])
-        suffix = ""
-        if raw.get("unstorable"):
-            outcome = host.skip(call, "its arguments hold NUL characters or invalid Unicode; send them without")
-        elif state.yielded_job:
-            outcome = host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}")
-        elif refused := obligations.refusal(call.name, call.arguments):
-            outcome = host.skip(call, refused)
-        else:
-            arguments = host.rule_arguments(call)
-            decision = decide(call.name, arguments, host.approval_rules(),
-                              session_allowed=[Rule(**rule) for rule in state.session_allowed])
-            if decision == DENY:
-                outcome = host.skip(call, "the room's approval rules deny this call")
-            elif decision == ASK:
-                approval = host.approval(call.id)
-                if approval is None:
-                    # People judge the call as the rules did: with its path resolved.
-                    return UnitResult(Outcome.AWAIT_APPROVAL,
-                                      approval_request=ToolCall(call.id, call.name, arguments))
-                if approval.state == "approved":
-                    if approval.always:
-                        state.session_allowed.append(always_rule(call.name, arguments).to_dict())
-                    outcome = host.execute(call)
-                    suffix = f"\n[A person ({approval.by}) approved this call.]"
-                elif approval.state == "denied":
-                    because = f": {approval.reason}" if approval.reason else ""
-                    outcome = host.skip(call, f"a person ({approval.by}) denied it{because}")
-                    self.ctx.add_decision(kind="denial", author=approval.by or "someone",
-                                          text=f"{_describe_call(call.name, arguments)} was denied{because}")
-                else:
-                    outcome = host.skip(call, "nobody approved it in time, so it was denied")
-            elif call.name == "await":
-                now = self.clock()
-                if state.await_deadline is None:
-                    state.await_deadline = now + _await_seconds(call)
-                if now < state.await_deadline and not host.await_ready(call, chat_after=state.chat_cursor):
-                    # Parked until the deadline; beat wakes it sooner when a job ends or a
-                    # person writes.
-                    return UnitResult(Outcome.WAIT, wake_at=state.await_deadline)
-                if now >= state.await_deadline:
-                    # The wait already happened while parked: report, don't block again.
-                    call = ToolCall(call.id, call.name, {**call.arguments, "seconds": 0})
-                outcome = host.execute(call)
-            else:
-                outcome = host.execute(call)
+        settled = self._settle(raw, ToolCall(raw["id"], raw["name"], raw["arguments"]))
+        if isinstance(settled, UnitResult):
+            return settled  # parked; the same call is settled again when the session wakes
+        call, outcome, suffix = settled
         state.await_deadline = None
         self._record(call, outcome, suffix)
         state.next_call += 1
         if state.next_call >= len(state.calls):
             state.phase, state.calls, state.next_call, state.yielded_job = BOUNDARY, [], 0, None
         return UnitResult(Outcome.CONTINUE)
+
+    def _settle(self, raw: dict[str, Any], call: ToolCall) -> UnitResult | Settled:
+        """The call as recorded, its outcome and a note for the model, or the unit's
+        result when it must wait for a person or a job."""
+        state, host = self.state, self.host
+        if raw.get("unstorable"):
+            return call, host.skip(call, "its arguments hold NUL characters or invalid Unicode; send them without"), ""
+        if state.yielded_job:
+            return call, host.skip(call, f"an earlier call of this step is still running as job {state.yielded_job}"), ""
+        if refused := obligations.refusal(call.name, call.arguments):
+            return call, host.skip(call, refused), ""
+        arguments = host.rule_arguments(call)
+        decision = decide(call.name, arguments, host.approval_rules(),
+                          session_allowed=[Rule(**rule) for rule in state.session_allowed])
+        if decision == DENY:
+            return call, host.skip(call, "the room's approval rules deny this call"), ""
+        if decision == ASK:
+            return self._settle_asked(call, arguments)
+        if call.name == "await":
+            return self._settle_await(call)
+        return call, host.execute(call), ""
+
+    def _settle_asked(self, call: ToolCall, arguments: dict[str, Any]) -> UnitResult | Settled:
+        host = self.host
+        approval = host.approval(call.id)
+        if approval is None:
+            # People judge the call as the rules did: with its path resolved.
+            return UnitResult(Outcome.AWAIT_APPROVAL, approval_request=ToolCall(call.id, call.name, arguments))
+        if approval.state == "approved":
+            if approval.always:
+                self.state.session_allowed.append(always_rule(call.name, arguments).to_dict())
+            return call, host.execute(call), f"\n[A person ({approval.by}) approved this call.]"
+        if approval.state == "denied":
+            because = f": {approval.reason}" if approval.reason else ""
+            outcome = host.skip(call, f"a person ({approval.by}) denied it{because}")
+            self.ctx.add_decision(kind="denial", author=approval.by or "someone",
+                                  text=f"{_describe_call(call.name, arguments)} was denied{because}")
+            return call, outcome, ""
+        return call, host.skip(call, "nobody approved it in time, so it was denied"), ""
+
+    def _settle_await(self, call: ToolCall) -> UnitResult | Settled:
+        state, host = self.state, self.host
+        now = self.clock()
+        if state.await_deadline is None:
+            state.await_deadline = now + _await_seconds(call)
+        if now < state.await_deadline and not host.await_ready(call, chat_after=state.chat_cursor):
+            # Parked until the deadline; beat wakes it sooner when a job ends or a
+            # person writes.
+            return UnitResult(Outcome.WAIT, wake_at=state.await_deadline)
+        if now >= state.await_deadline:
+            # The wait already happened while parked: report, don't block again.
+            call = ToolCall(call.id, call.name, {**call.arguments, "seconds": 0})
+        return call, host.execute(call), ""
 
     def _record(self, call: ToolCall, outcome: ToolOutcome, suffix: str) -> None:
         state = self.state

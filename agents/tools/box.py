@@ -200,6 +200,10 @@ class ToolBox:
         if tool == "undo_edit":
             return edits.undo_edit(root, self.snapshots, call_id=call_id,
                                    target_call_id=v["call_id"])
+        return self._dispatch_beyond_files(call_id, tool, v)
+
+    def _dispatch_beyond_files(self, call_id: str, tool: str, v: Mapping[str, Any]) -> Result:
+        """The tools that run commands or reach the room and the session's records."""
         if tool == "shell":
             return shell.run_shell(self.jobs, self.shell_config, call_id=call_id,
                                    command=v["command"], timeout=v["timeout"],

@@ -7,8 +7,9 @@ import fnmatch
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from .outcome import Result, ToolError
 from .paths import resolve_path
@@ -52,14 +53,6 @@ def read_file(root: Path, *, path: str, start: int, end: int | None,
     if end is not None and end < start:
         raise ToolError(f"read_file: end ({end}) is before start ({start})")
     purpose = f"read {relative}"
-    whole = hashlib.sha256()
-    in_range = hashlib.sha256()
-    shown: list[tuple[int, str]] = []
-    shown_bytes = 0
-    first = last = None  # the lines actually returned
-    stopped_by_cap = False
-    total = 0
-    crlf = False
     with absolute.open("rb") as handle:
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             return Result(
@@ -67,56 +60,19 @@ def read_file(root: Path, *, path: str, start: int, end: int | None,
                 purpose=purpose, path=relative,
             )
         handle.seek(0)
-        line_no = 0
-        collecting = False
-        line_parts: list[bytes] = []  # the part of the current line kept for display
-        kept = 0
-        line_len = 0
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        while chunk := handle.readline(_CHUNK):
-            whole.update(chunk)
-            if line_len == 0:  # a new line begins
-                line_no += 1
-                collecting = (
-                    not stopped_by_cap and line_no >= start and (end is None or line_no <= end)
-                )
-                line_parts, kept = [], 0
-            line_len += len(chunk)
-            if collecting:
-                in_range.update(chunk)
-                room = limits.max_line_chars * 4 - kept
-                if room > 0:
-                    line_parts.append(chunk[:room])
-                    kept += min(len(chunk), room)
-            if not chunk.endswith(b"\n"):
-                continue  # the line goes on in the next chunk (or the file ends)
-            if collecting:
-                text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
-                crlf = crlf or text.endswith("\r\n")
-                text = text.rstrip("\n").removesuffix("\r")
-                shown_bytes += _append(shown, text, line_no, line_len, limits)
-                first = first or line_no
-                last = line_no
-                if len(shown) >= limits.max_lines or shown_bytes >= limits.max_bytes:
-                    stopped_by_cap = True
-            line_len = 0
-        if line_len and collecting:  # last line without a newline
-            text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
-            shown_bytes += _append(shown, text.removesuffix("\r"), line_no, line_len, limits)
-            first = first or line_no
-            last = line_no
-        total = line_no
-    fingerprint = whole.hexdigest()
-    if total == 0:
+        scan = _scan(handle, relative, start, end, limits)
+    fingerprint = scan.whole.hexdigest()
+    if scan.total == 0:
         return Result(text=f"{relative}: empty file (0 lines).", purpose=purpose,
                       path=relative, file_sha256=fingerprint)
-    if first is None or last is None:
-        raise ToolError(f"read_file: start={start} is past the end: {relative} has {total} lines")
+    if scan.first is None or scan.last is None:
+        raise ToolError(f"read_file: start={start} is past the end: {relative} has {scan.total} lines")
+    first, last, total = scan.first, scan.last, scan.total
     width = len(str(last))
     header = f"{relative}: lines {first}-{last} of {total}"
-    if crlf:
+    if scan.crlf:
         header += " (CRLF line endings)"
-    body = "\n".join(f"{number:>{width}}\t{text}" for number, text in shown)
+    body = "\n".join(f"{number:>{width}}\t{text}" for number, text in scan.shown)
     notes = []
     if last < total and (end is None or last < end):
         notes.append(
@@ -133,8 +89,70 @@ def read_file(root: Path, *, path: str, start: int, end: int | None,
         line_start=first,
         line_end=last,
         file_sha256=fingerprint,
-        range_sha256=in_range.hexdigest(),
+        range_sha256=scan.in_range.hexdigest(),
     )
+
+
+@dataclass
+class _Scan:
+    """One pass over a file: the lines shown, the fingerprints of the whole file and of
+    the lines in range, and the number of lines."""
+
+    shown: list[tuple[int, str]] = field(default_factory=list)
+    shown_bytes: int = 0
+    whole: Any = field(default_factory=hashlib.sha256)
+    in_range: Any = field(default_factory=hashlib.sha256)
+    first: int | None = None  # the lines actually returned
+    last: int | None = None
+    total: int = 0
+    crlf: bool = False
+
+    def keep(self, text: str, number: int, line_bytes: int, limits: ReadLimits) -> None:
+        self.shown_bytes += _append(self.shown, text, number, line_bytes, limits)
+        self.first = self.first or number
+        self.last = number
+
+    def full(self, limits: ReadLimits) -> bool:
+        return len(self.shown) >= limits.max_lines or self.shown_bytes >= limits.max_bytes
+
+
+def _scan(handle: BinaryIO, relative: str, start: int, end: int | None, limits: ReadLimits) -> _Scan:
+    scan = _Scan()
+    stopped_by_cap = False
+    line_no = 0
+    collecting = False
+    line_parts: list[bytes] = []  # the part of the current line kept for display
+    kept = 0
+    line_len = 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while chunk := handle.readline(_CHUNK):
+        scan.whole.update(chunk)
+        if line_len == 0:  # a new line begins
+            line_no += 1
+            collecting = (
+                not stopped_by_cap and line_no >= start and (end is None or line_no <= end)
+            )
+            line_parts, kept = [], 0
+        line_len += len(chunk)
+        if collecting:
+            scan.in_range.update(chunk)
+            room = limits.max_line_chars * 4 - kept
+            if room > 0:
+                line_parts.append(chunk[:room])
+                kept += min(len(chunk), room)
+        if not chunk.endswith(b"\n"):
+            continue  # the line goes on in the next chunk (or the file ends)
+        if collecting:
+            text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
+            scan.crlf = scan.crlf or text.endswith("\r\n")
+            scan.keep(text.rstrip("\n").removesuffix("\r"), line_no, line_len, limits)
+            stopped_by_cap = scan.full(limits)
+        line_len = 0
+    if line_len and collecting:  # last line without a newline
+        text = _decode_line(decoder, b"".join(line_parts), relative, line_no)
+        scan.keep(text.removesuffix("\r"), line_no, line_len, limits)
+    scan.total = line_no
+    return scan
 
 
 def _decode_line(decoder: codecs.IncrementalDecoder, raw: bytes, relative: str, number: int) -> str:

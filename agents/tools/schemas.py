@@ -164,29 +164,13 @@ def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
     expected = spec["type"]
     where = f"{tool}: argument {key!r}"
     if expected == "string":
-        if not isinstance(value, str):
-            raise ArgumentError(f"{where} must be a string, got {_type_name(value)}")
-        if ((tool, key) in _NON_BLANK and not value.strip()) or (
-                (tool, key) in _NON_EMPTY and not value):
-            raise ArgumentError(f"{where} must not be empty")
-        _check_text(where, tool, key, value)
-        return value
+        return _check_string(where, tool, key, value)
     if expected == "boolean":
         if not isinstance(value, bool):
             raise ArgumentError(f"{where} must be true or false, got {_type_name(value)}")
         return value
     if expected in ("integer", "number"):
-        is_number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not is_number or (isinstance(value, float) and not math.isfinite(value)):
-            raise ArgumentError(f"{where} must be a number, got {_type_name(value)} {value!r}")
-        if expected == "integer":
-            if isinstance(value, float) and not value.is_integer():
-                raise ArgumentError(f"{where} must be a whole number, got {value!r}")
-            value = int(value)
-        minimum = _MINIMUMS.get((tool, key))
-        if minimum is not None and value < minimum:
-            raise ArgumentError(f"{where} must be at least {minimum:g}, got {value!r}")
-        return value
+        return _check_number(where, tool, key, value, whole=expected == "integer")
     if expected == "array":
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             raise ArgumentError(f"{where} must be a list of strings, got {_type_name(value)}")
@@ -194,6 +178,30 @@ def _check_value(tool: str, key: str, spec: dict[str, Any], value: Any) -> Any:
             _check_text(where, tool, key, item)
         return list(value)
     raise AssertionError(f"unsupported schema type {expected!r}")
+
+
+def _check_string(where: str, tool: str, key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{where} must be a string, got {_type_name(value)}")
+    if ((tool, key) in _NON_BLANK and not value.strip()) or (
+            (tool, key) in _NON_EMPTY and not value):
+        raise ArgumentError(f"{where} must not be empty")
+    _check_text(where, tool, key, value)
+    return value
+
+
+def _check_number(where: str, tool: str, key: str, value: Any, *, whole: bool) -> int | float:
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not is_number or (isinstance(value, float) and not math.isfinite(value)):
+        raise ArgumentError(f"{where} must be a number, got {_type_name(value)} {value!r}")
+    if whole:
+        if isinstance(value, float) and not value.is_integer():
+            raise ArgumentError(f"{where} must be a whole number, got {value!r}")
+        value = int(value)
+    minimum = _MINIMUMS.get((tool, key))
+    if minimum is not None and value < minimum:
+        raise ArgumentError(f"{where} must be at least {minimum:g}, got {value!r}")
+    return value
 
 
 def check_arguments(tool: str, arguments: Any) -> CheckedArguments:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -96,6 +96,40 @@ def _search_file(handle: BinaryIO, compiled: regex.Pattern[str], relative: str,
     return True
 
 
+def _search_files(files: Iterable[Path], real_root: Path, compiled: regex.Pattern, found: _Found,
+                  skipped: list[str], deadline: float, limits: SearchLimits) -> tuple[bool, str]:
+    """File after file until the deadline: (whether it was met, the line a too slow
+    pattern stopped on, or "")."""
+    for file in files:
+        if time.monotonic() > deadline:
+            return False, ""
+        relative = file.relative_to(real_root).as_posix()
+        try:
+            if not _search_one(file, relative, compiled, found, skipped, deadline, limits):
+                return False, ""
+        except OSError as exc:
+            skipped.append(f"{relative} ({exc.strerror})")
+        except _TooSlow as exc:
+            return True, str(exc)
+    return True, ""
+
+
+def _search_one(file: Path, relative: str, compiled: regex.Pattern, found: _Found, skipped: list[str],
+                deadline: float, limits: SearchLimits) -> bool:
+    """Searches one file unless it is not a regular text file of a readable size; False
+    once the deadline passed."""
+    if file.is_symlink() or not file.is_file():
+        return True
+    if file.stat().st_size > limits.max_file_bytes:
+        skipped.append(f"{relative} (too large)")
+        return True
+    with file.open("rb") as handle:
+        if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
+            return True
+        handle.seek(0)
+        return _search_file(handle, compiled, relative, found, deadline, limits)
+
+
 def search(root: Path, *, pattern: str, path: str, glob: str | None,
            limits: SearchLimits = SearchLimits()) -> Result:
     try:
@@ -110,30 +144,8 @@ def search(root: Path, *, pattern: str, path: str, glob: str | None,
     deadline = time.monotonic() + limits.max_seconds
     found = _Found()
     skipped: list[str] = []
-    in_time = True
-    too_slow = ""
-    for file in _files(resolved.absolute, glob):
-        if time.monotonic() > deadline:
-            in_time = False
-            break
-        relative = file.relative_to(real_root).as_posix()
-        try:
-            if file.is_symlink() or not file.is_file():
-                continue
-            if file.stat().st_size > limits.max_file_bytes:
-                skipped.append(f"{relative} (too large)")
-                continue
-            with file.open("rb") as handle:
-                if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
-                    continue
-                handle.seek(0)
-                in_time = _search_file(handle, compiled, relative, found, deadline, limits)
-        except OSError as exc:
-            skipped.append(f"{relative} ({exc.strerror})")
-        except _TooSlow as exc:
-            too_slow = str(exc)
-        if too_slow or not in_time:
-            break
+    in_time, too_slow = _search_files(_files(resolved.absolute, glob), real_root, compiled, found, skipped,
+                                      deadline, limits)
     where = resolved.relative
     scope = f" in {where}" + (f" ({glob})" if glob else "")
     purpose = f"search /{one_line(pattern, 60)}/{scope}"

@@ -123,33 +123,9 @@ def load_state(
     else:  # version 1 had none: the constraints of the intent as it stands
         ctx.decisions.sync_constraints(ctx.intent_file_text, ctx.step)
     ctx.files = {raw["path"]: FileNote(**raw) for raw in state.get("files", ())}
-    for raw in state["observations"]:
-        src = raw["source"]
-        if src["sha256"] not in texts:
-            raise KeyError(f"blob {src['sha256']} of call {src['call_id']} is missing")
-        read = FileRange(*src["read"]) if src["read"] is not None else None
-        source = ObservationInput(
-            call_id=src["call_id"], tool=src["tool"], arguments=src["arguments"], text=texts[src["sha256"]],
-            sha256=src["sha256"], size=src["size"], tokens=src["tokens"], purpose=src["purpose"],
-            read=read, file_fingerprint=src["file_fingerprint"], first_line=src["first_line"],
-            exit_code=src.get("exit_code"), written=tuple(src.get("written", ())),
-        )
-        ctx.observations.append(Observation(
-            obs_id=raw["obs_id"], step=raw["step"], source=source, segment=raw.get("segment", 1),
-            state=ObsState(raw["state"]),
-            fold=raw["fold"], alias_of=raw["alias_of"], reread_of=raw["reread_of"], denied=raw["denied"],
-            entry_index=raw["entry_index"], gain=raw["gain"],
-        ))
-    entry_texts = {index: raw["text"] for index, raw in enumerate(state["entries"])}
+    ctx.observations.extend(_observation(raw, texts) for raw in state["observations"])
     for raw in state.get("payloads", ()):
-        call_index, key, start, end, path, what = raw["spec"]
-        entry = state["entries"][raw["entry_index"]]
-        holder = entry_texts[raw["entry_index"]] if call_index < 0 else entry["tool_calls"][call_index][2][key]
-        spec = PayloadSpec(call_index, key, start, end, holder[start:end], path, what)
-        payload = Payload(
-            pid=raw["pid"], step=raw["step"], entry_index=raw["entry_index"], spec=spec, sha256=raw["sha256"],
-            size=raw["size"], tokens=raw["tokens"], state=ObsState(raw["state"]), fold=raw["fold"], gain=raw["gain"],
-        )
+        payload = _payload(raw, state["entries"])
         ctx.payloads.append(payload)
         ctx._payloads_by_entry.setdefault(payload.entry_index, []).append(payload)
     for index, raw in enumerate(state["entries"]):
@@ -179,3 +155,33 @@ def load_state(
     ctx._evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
     return ctx
 
+
+def _observation(raw: Mapping[str, Any], texts: Mapping[str, str]) -> Observation:
+    src = raw["source"]
+    if src["sha256"] not in texts:
+        raise KeyError(f"blob {src['sha256']} of call {src['call_id']} is missing")
+    read = FileRange(*src["read"]) if src["read"] is not None else None
+    source = ObservationInput(
+        call_id=src["call_id"], tool=src["tool"], arguments=src["arguments"], text=texts[src["sha256"]],
+        sha256=src["sha256"], size=src["size"], tokens=src["tokens"], purpose=src["purpose"],
+        read=read, file_fingerprint=src["file_fingerprint"], first_line=src["first_line"],
+        exit_code=src.get("exit_code"), written=tuple(src.get("written", ())),
+    )
+    return Observation(
+        obs_id=raw["obs_id"], step=raw["step"], source=source, segment=raw.get("segment", 1),
+        state=ObsState(raw["state"]),
+        fold=raw["fold"], alias_of=raw["alias_of"], reread_of=raw["reread_of"], denied=raw["denied"],
+        entry_index=raw["entry_index"], gain=raw["gain"],
+    )
+
+
+def _payload(raw: Mapping[str, Any], entries: list[Mapping[str, Any]]) -> Payload:
+    """A payload's text is a slice of its entry's text, or of one of its tool calls' arguments."""
+    call_index, key, start, end, path, what = raw["spec"]
+    entry = entries[raw["entry_index"]]
+    holder = entry["text"] if call_index < 0 else entry["tool_calls"][call_index][2][key]
+    spec = PayloadSpec(call_index, key, start, end, holder[start:end], path, what)
+    return Payload(
+        pid=raw["pid"], step=raw["step"], entry_index=raw["entry_index"], spec=spec, sha256=raw["sha256"],
+        size=raw["size"], tokens=raw["tokens"], state=ObsState(raw["state"]), fold=raw["fold"], gain=raw["gain"],
+    )

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent
+from hub.management.commands.seed_demo import DEMO_RULES
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.conftest import CeleryWorker, _wait_until, start_hub_process
@@ -38,7 +39,10 @@ def replay_agent(demo_room):
 
 @pytest.fixture
 def allow_demo_tools(demo_room):
-    ApprovalRule.objects.create(room=demo_room, tool="edit_file", path_glob="*.py", decision="allow")
+    """The demo's own rules (its recording runs unittest), and pytest for the suite's recordings."""
+    for tool, path_glob, command_prefix in DEMO_RULES:
+        ApprovalRule.objects.create(room=demo_room, tool=tool, path_glob=path_glob, command_prefix=command_prefix,
+                                    decision="allow")
     ApprovalRule.objects.create(room=demo_room, tool="shell", command_prefix="python -m pytest", decision="allow")
 
 

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, SessionEvent
+from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
@@ -31,7 +32,7 @@ def test_a_session_started_on_the_room_page_is_watched_live_to_a_verified_merge(
     RoomAgent.objects.create(room=room, agent=agent)
     # Tests may run without asking; the edit waits for a person, so the session cannot
     # finish before the session page is open.
-    ApprovalRule.objects.create(room=room, tool="shell", command_prefix="python -m pytest", decision="allow")
+    ApprovalRule.objects.create(room=room, tool="shell", command_prefix=DEMO_TEST_COMMAND, decision="allow")
 
     # Playwright's sync API runs an event loop in this thread while it is open, and
     # Django refuses ORM calls next to a running loop: the database is touched only

@@ -12,6 +12,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session
 from agents.services import session_start, task_create
+from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
 from observations.models import Segment
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
@@ -30,7 +31,7 @@ def test_a_new_segment_asked_for_on_the_page_shows_live_with_its_handoff(daphne_
     agent = AgentProfile.objects.create(name="Replay fixer", model="replay:demo-fix-median.json",
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=room, agent=agent)
-    ApprovalRule.objects.create(room=room, tool="shell", command_prefix="python -m pytest", decision="allow")
+    ApprovalRule.objects.create(room=room, tool="shell", command_prefix=DEMO_TEST_COMMAND, decision="allow")
     task = task_create(room=room, actor=person, title="Fix median", objective="Make the failing test pass.",
                        constraints="Don't change the tests.")
     session = session_start(task=task, agent=agent, actor=person)

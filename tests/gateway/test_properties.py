@@ -125,16 +125,7 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
             assert serialized.startswith(previous)
         else:
             assert boundary.fold is not None or ctx.segment != segment
-        # (5) below the trigger, a fold happens only because it pays: what it frees,
-        # read no more by the requests expected ahead, outweighs rewriting what it keeps
-        if boundary.fold is not None:
-            fold = boundary.fold
-            event(f"fold ({fold.reason})")
-            if fold.projection_before <= ctx.budget.trigger:
-                assert fold.reason is FoldReason.COST
-                freed = fold.projection_before - fold.projection_after
-                assert ctx.economics.payback_requests(fold.projection_after, freed) <= ctx.remaining_requests() + 1
-            assert fold.evicted or fold.payloads
+        check_fold(ctx, boundary.fold)
         # (6) the intent, as the file says now, verbatim in every request; steers too
         texts = [m.text for m in request.messages]
         assert any(ctx.intent_file_text in text for text in texts)
@@ -144,17 +135,35 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
 
         # The provider counts tokens its own way: a steady ratio over our estimate.
         ctx.record_usage(round(ctx.estimate * spec["provider_ratio"]))
-        calls = [call(f"s{index}c{n}", kind) for n, (kind, _, _) in enumerate(step["actions"])]
-        ctx.add_assistant(f"step {index}", tuple(calls))
-        for tool_call, (kind, arg, rng) in zip(calls, step["actions"], strict=True):
-            if kind == "read":
-                check_read(ctx, tool_call.id, files, arg, rng)
-            elif kind == "write":
-                files.versions[arg] += 1
-                ctx.add_tool_result(shell_input(tool_call.id, f"write {arg}", f"wrote {arg}"))
-            else:
-                ctx.add_tool_result(shell_input(tool_call.id, "make", "log line\n" * (arg // 9)))
+        act(ctx, files, index, step["actions"])
     return ctx
+
+
+def check_fold(ctx: SessionContext, fold) -> None:
+    """(5) below the trigger, a fold happens only because it pays: what it frees, read
+    no more by the requests expected ahead, outweighs rewriting what it keeps."""
+    if fold is None:
+        return
+    event(f"fold ({fold.reason})")
+    if fold.projection_before <= ctx.budget.trigger:
+        assert fold.reason is FoldReason.COST
+        freed = fold.projection_before - fold.projection_after
+        assert ctx.economics.payback_requests(fold.projection_after, freed) <= ctx.remaining_requests() + 1
+    assert fold.evicted or fold.payloads
+
+
+def act(ctx: SessionContext, files: Files, index: int, actions) -> None:
+    """The step's tool calls and their results."""
+    calls = [call(f"s{index}c{n}", kind) for n, (kind, _, _) in enumerate(actions)]
+    ctx.add_assistant(f"step {index}", tuple(calls))
+    for tool_call, (kind, arg, rng) in zip(calls, actions, strict=True):
+        if kind == "read":
+            check_read(ctx, tool_call.id, files, arg, rng)
+        elif kind == "write":
+            files.versions[arg] += 1
+            ctx.add_tool_result(shell_input(tool_call.id, f"write {arg}", f"wrote {arg}"))
+        else:
+            ctx.add_tool_result(shell_input(tool_call.id, "make", "log line\n" * (arg // 9)))
 
 
 def check_read(ctx: SessionContext, call_id: str, files: Files, path: str, rng) -> None:

@@ -106,62 +106,71 @@ def run(spec) -> tuple[int, int]:
         except ContextTooLarge:
             event("context too large")
             return resets, index
-        request = boundary.request
-        # (c) system prompt and tools never change
-        request_head = serialize_request(request).split("\n", 1)[0]
-        assert head is None or request_head == head
-        head = request_head
-        # (a) constraints and people's words in force, verbatim
-        sent = "\n".join(m.text for m in request.messages)
-        assert constraint in sent
-        for words in in_force.values():
-            assert words in sent
-        # (b) every ref shown is recallable to the recorded bytes
-        sent_all = sent + "\n".join(json.dumps(c.arguments) for m in request.messages for c in m.tool_calls)
-        if "[payload " in sent_all:
-            event("payload receipts sent")
-        if "[receipt " in sent_all:
-            event("receipts sent")
-        for ref in REF.findall(sent_all):
-            assert ref in texts, f"ref {ref} names nothing this session received or wrote"
-            assert sha(texts[ref]).startswith(ref)
-        # (d) valid pairs for both providers
-        check_openai(request)
-        check_anthropic(request)
-
-        calls, results = [], []
-        said = f"step {index}"
-        for n, (kind, arg) in enumerate(spec_step["actions"]):
-            call_id = f"s{index}c{n}"
-            if kind == "read":
-                text = body(arg, versions[arg])
-                calls.append(call(call_id, "read_file", path=arg))
-                results.append(read_input(call_id, arg, text))
-            elif kind == "write":
-                versions[arg] += 1
-                content = body(arg, versions[arg])
-                texts[sha(content)[:12]] = content
-                calls.append(call(call_id, "write_file", path=arg, content=content))
-                results.append(shell_input(call_id, f"write {arg}", f"wrote {arg}"))
-            elif kind == "heredoc":
-                versions[arg] += 1
-                content = body(arg, versions[arg]).rstrip("\n")
-                texts[sha(content)[:12]] = content
-                calls.append(call(call_id, "shell", command=f"cat > {arg} <<'EOF'\n{content}\nEOF\npython -m pytest -q"))
-                results.append(shell_input(call_id, "cat", "2 passed"))
-            elif kind == "think":
-                # Reasoning long enough to leave as a payload once acted on.
-                said = f"Step {index}: " + " ".join(f"hypothesis {n}.{k}: the bug is in branch {k}." for k in range(arg * 8))
-                texts[sha(said)[:12]] = said
-            else:
-                output = "log line\n" * (arg // 9)
-                calls.append(call(call_id, "shell", command="make"))
-                results.append(shell_input(call_id, "make", output))
-        ctx.add_assistant(said, tuple(calls))
-        for result in results:
-            texts[result.sha256[:12]] = result.text
-            ctx.add_tool_result(result)
+        head = check_request(boundary.request, head, constraint, in_force, texts)
+        act(ctx, index, spec_step["actions"], versions, texts)
     return resets, len(spec["steps"])
+
+
+def check_request(request, head: str | None, constraint: str, in_force: dict[int, str],
+                  texts: dict[str, str]) -> str:
+    """(a)-(d) on one request; returns its head (system prompt and tools)."""
+    # (c) system prompt and tools never change
+    request_head = serialize_request(request).split("\n", 1)[0]
+    assert head is None or request_head == head
+    # (a) constraints and people's words in force, verbatim
+    sent = "\n".join(m.text for m in request.messages)
+    assert constraint in sent
+    for words in in_force.values():
+        assert words in sent
+    # (b) every ref shown is recallable to the recorded bytes
+    sent_all = sent + "\n".join(json.dumps(c.arguments) for m in request.messages for c in m.tool_calls)
+    if "[payload " in sent_all:
+        event("payload receipts sent")
+    if "[receipt " in sent_all:
+        event("receipts sent")
+    for ref in REF.findall(sent_all):
+        assert ref in texts, f"ref {ref} names nothing this session received or wrote"
+        assert sha(texts[ref]).startswith(ref)
+    # (d) valid pairs for both providers
+    check_openai(request)
+    check_anthropic(request)
+    return request_head
+
+
+def act(ctx, index: int, actions, versions: dict[str, int], texts: dict[str, str]) -> None:
+    """The step's reply, tool calls and results; every text written or received goes into ``texts``."""
+    calls, results = [], []
+    said = f"step {index}"
+    for n, (kind, arg) in enumerate(actions):
+        call_id = f"s{index}c{n}"
+        if kind == "read":
+            text = body(arg, versions[arg])
+            calls.append(call(call_id, "read_file", path=arg))
+            results.append(read_input(call_id, arg, text))
+        elif kind == "write":
+            versions[arg] += 1
+            content = body(arg, versions[arg])
+            texts[sha(content)[:12]] = content
+            calls.append(call(call_id, "write_file", path=arg, content=content))
+            results.append(shell_input(call_id, f"write {arg}", f"wrote {arg}"))
+        elif kind == "heredoc":
+            versions[arg] += 1
+            content = body(arg, versions[arg]).rstrip("\n")
+            texts[sha(content)[:12]] = content
+            calls.append(call(call_id, "shell", command=f"cat > {arg} <<'EOF'\n{content}\nEOF\npython -m pytest -q"))
+            results.append(shell_input(call_id, "cat", "2 passed"))
+        elif kind == "think":
+            # Reasoning long enough to leave as a payload once acted on.
+            said = f"Step {index}: " + " ".join(f"hypothesis {n}.{k}: the bug is in branch {k}." for k in range(arg * 8))
+            texts[sha(said)[:12]] = said
+        else:
+            output = "log line\n" * (arg // 9)
+            calls.append(call(call_id, "shell", command="make"))
+            results.append(shell_input(call_id, "make", output))
+    ctx.add_assistant(said, tuple(calls))
+    for result in results:
+        texts[result.sha256[:12]] = result.text
+        ctx.add_tool_result(result)
 
 
 def check_openai(request) -> None:

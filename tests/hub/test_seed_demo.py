@@ -13,6 +13,7 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
+from hub.management.commands.seed_demo import DEMO_CHECK_COMMAND, DEMO_TEST_COMMAND
 from rooms.models import Membership, Room
 from rooms.repository.git import git
 
@@ -39,7 +40,7 @@ def test_seed_demo_creates_a_user_who_can_log_in_and_a_demo_room():
     assert user is not None and user.is_staff
     room = Room.objects.get(owner=user, name="Demo")
     assert Membership.objects.get(room=room, user=user).role == "owner"
-    assert room.check_command == "python -m pytest -q"
+    assert room.check_command == DEMO_CHECK_COMMAND == "python -m unittest -q"
     assert f"/rooms/{room.slug}/" in output
     files = git("ls-files", cwd=room.repo_path).split()
     task = Task.objects.get(room=room)
@@ -51,12 +52,14 @@ def test_the_demo_repository_has_a_real_failing_test(tmp_path):
     room = Room.objects.get(name="Demo")
     checkout = tmp_path / "checkout"
     shutil.copytree(room.repo_path, checkout)
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=checkout, capture_output=True, text=True, timeout=120,
-    )
+    # The room's check, on an interpreter that sees no installed package (-S): a production
+    # install of the hub carries no test tools, and the check needs none.
+    python, *check = DEMO_CHECK_COMMAND.split()
+    assert python == "python"
+    result = subprocess.run([sys.executable, "-S", *check], cwd=checkout, capture_output=True, text=True,
+                            timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "1 failed, 4 passed" in result.stdout
+    assert "Ran 5 tests" in result.stderr and "FAILED (failures=1)" in result.stderr
 
 
 def test_seed_demo_again_keeps_the_room_and_resets_the_password():
@@ -80,7 +83,7 @@ def test_seed_demo_assigns_a_replay_fixer_with_rules_that_let_it_work():
         "replay:demo-fix-median.json", 32_000, 2_000, "on_demand")
     assert RoomAgent.objects.filter(room=room, agent=agent).exists()
     rules = set(ApprovalRule.objects.filter(room=room).values_list("tool", "path_glob", "command_prefix", "decision"))
-    assert rules == {("edit_file", "*.py", "", "allow"), ("shell", "", "python -m pytest", "allow")}
+    assert rules == {("edit_file", "*.py", "", "allow"), ("shell", "", DEMO_TEST_COMMAND, "allow")}
 
 
 def test_seed_demo_starts_the_first_task_once_and_says_where_to_watch_it():
@@ -115,7 +118,7 @@ def test_the_demo_session_runs_to_a_verified_merge_on_a_worker(celery_worker):
     kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
     assert {"tool.result", "verify", "merge"} <= set(kinds)
     verify = SessionEvent.objects.get(session=session, kind="verify")
-    assert verify.payload["line"].startswith("verify #1: python -m pytest -q → exit 0")
+    assert verify.payload["line"].startswith(f"verify #1: {DEMO_CHECK_COMMAND} → exit 0")
     room = session.task.room
     assert "(ordered[middle - 1] + ordered[middle]) / 2" in git("show", "main:textstats.py", cwd=room.repo_path)
 

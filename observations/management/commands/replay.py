@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from observations.replay.eval.chart import ChartError, draw_chart
+from observations.replay.eval.chart import ChartError, draw_chart, pyplot
 from observations.replay.eval.compare import compare, render_comparison
 from observations.replay.eval.cost import MIN_CACHEABLE_TOKENS, PRICES
 from observations.replay.eval.engine import DEFAULT_OUTPUT_BUDGET, POLICIES, ReplaySettings
@@ -114,45 +114,13 @@ class Command(BaseCommand):
             return
         policies = parse_policies(options["policy"])
         windows = parse_windows(options["window"])
-        if options["output_budget"] < 0:
-            raise CommandError("--output-budget must not be negative")
-        try:
-            preset = PRICES[options["prices"]]
-            overrides = {field: options[f"price_{field}"] for field in ("cache_read", "cache_write", "output")
-                         if options[f"price_{field}"] is not None}
-            if options["min_cacheable"] is not None:
-                overrides["min_cacheable"] = options["min_cacheable"]
-            cost = replace(preset, **overrides)
-            settings = ReplaySettings(output_budget=options["output_budget"], cost=cost)
-            for window in windows:
-                settings.budget_for(window)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
-        for flag in ("json_path", "chart_path", "markdown_path"):
-            target = options[flag]
-            if target and not Path(target).resolve().parent.is_dir():
-                raise CommandError(
-                    f"--{flag.removesuffix('_path')}: no such directory for {target}"
-                )
-
+        settings = replay_settings(options, windows)
+        check_outputs(options)
         results = self._run(paths, policies, windows, settings, err)
         render(results, console)
         if not results.trajectories:
             raise CommandError("no trajectory could be read from the paths given")
-        if options["chart_path"]:
-            try:
-                chosen = draw_chart(
-                    results, options["chart_path"], trajectory=options["chart_trajectory"]
-                )
-            except ChartError as exc:
-                raise CommandError(f"--chart: {exc}") from exc
-            console.print(f"chart of {chosen.key} written to {options['chart_path']}")
-        if options["json_path"]:
-            _write_atomically(results, Path(options["json_path"]))
-            console.print(f"results written to {options['json_path']}")
-        if options["markdown_path"]:
-            Path(options["markdown_path"]).write_text(markdown(results), encoding="utf-8")
-            console.print(f"tables written to {options['markdown_path']}")
+        write_outputs(results, options, console)
 
     def _run(
         self,
@@ -199,6 +167,56 @@ class Command(BaseCommand):
                                            b_label=str(Path(paths[1]).resolve()), verdicts=verdicts)
             stored = sum(count for _, count in answers if isinstance(count, int))
             console.print(f"{stored} verdict(s) stored in the eval ledger")
+
+
+def replay_settings(options: dict[str, Any], windows: list[int]) -> ReplaySettings:
+    if options["output_budget"] < 0:
+        raise CommandError("--output-budget must not be negative")
+    try:
+        preset = PRICES[options["prices"]]
+        overrides = {field: options[f"price_{field}"] for field in ("cache_read", "cache_write", "output")
+                     if options[f"price_{field}"] is not None}
+        if options["min_cacheable"] is not None:
+            overrides["min_cacheable"] = options["min_cacheable"]
+        cost = replace(preset, **overrides)
+        settings = ReplaySettings(output_budget=options["output_budget"], cost=cost)
+        for window in windows:
+            settings.budget_for(window)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    return settings
+
+
+def check_outputs(options: dict[str, Any]) -> None:
+    """Before the replay, which may take minutes: every output can be written."""
+    for flag in ("json_path", "chart_path", "markdown_path"):
+        target = options[flag]
+        if target and not Path(target).resolve().parent.is_dir():
+            raise CommandError(
+                f"--{flag.removesuffix('_path')}: no such directory for {target}"
+            )
+    if options["chart_path"]:
+        try:
+            pyplot()
+        except ChartError as exc:
+            raise CommandError(f"--chart: {exc}") from exc
+
+
+def write_outputs(results: ResultSet, options: dict[str, Any], console: Console) -> None:
+    if options["chart_path"]:
+        try:
+            chosen = draw_chart(
+                results, options["chart_path"], trajectory=options["chart_trajectory"]
+            )
+        except ChartError as exc:
+            raise CommandError(f"--chart: {exc}") from exc
+        console.print(f"chart of {chosen.key} written to {options['chart_path']}")
+    if options["json_path"]:
+        _write_atomically(results, Path(options["json_path"]))
+        console.print(f"results written to {options['json_path']}")
+    if options["markdown_path"]:
+        Path(options["markdown_path"]).write_text(markdown(results), encoding="utf-8")
+        console.print(f"tables written to {options['markdown_path']}")
 
 
 def _is_tty(stream: Any) -> bool:

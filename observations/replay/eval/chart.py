@@ -4,19 +4,30 @@ per window, with the trigger and ceiling marked."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; no display, no GUI toolkit
-
-import matplotlib.pyplot as plt  # noqa: E402
-
-from observations.replay.eval.report import window_label  # noqa: E402
-from observations.replay.eval.results import ResultSet, TrajectoryResult  # noqa: E402
+from observations.replay.eval.report import window_label
+from observations.replay.eval.results import ResultSet, TrajectoryResult
 
 
 class ChartError(ValueError):
     pass
+
+
+def pyplot() -> ModuleType:
+    """matplotlib is the `chart` extra, not a production dependency: it is imported here,
+    when a chart is drawn, never by a replay that draws none."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ChartError(
+            "drawing a chart needs matplotlib: install the `chart` extra "
+            "(pip install -e '.[chart]')"
+        ) from exc
+    matplotlib.use("Agg")  # files only; no display, no GUI toolkit
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def pick_trajectory(results: ResultSet, wanted: str | None) -> TrajectoryResult:
@@ -40,6 +51,7 @@ def pick_trajectory(results: ResultSet, wanted: str | None) -> TrajectoryResult:
 def draw_chart(
     results: ResultSet, path: str | Path, *, trajectory: str | None = None
 ) -> TrajectoryResult:
+    plt = pyplot()
     chosen = pick_trajectory(results, trajectory)
     windows = results.windows
     figure, axes = plt.subplots(

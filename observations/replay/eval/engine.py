@@ -20,7 +20,7 @@ from typing import Any
 
 from observations.gateway import segments
 from observations.gateway.budget import Budget
-from observations.gateway.context import ContextTooLarge, SegmentNeeded, SessionContext
+from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeeded, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
 from observations.gateway.policies import FoldReason, Policy
@@ -268,15 +268,8 @@ def replay(
         result.step_blocked.append(False)
         result.step_fold_costs.append(0.0)
         segment = ctx.segment
-        try:
-            try:
-                boundary = ctx.prepare()
-            except SegmentNeeded as need:
-                _new_segment(ctx, need.reason, result, bill)
-                boundary = ctx.prepare()
-        except ContextTooLarge as exc:
-            result.failure = f"step {step.index}: {exc}"
-            result.step_blocked[-1] = True
+        boundary = _prepare(ctx, step.index, result, bill)
+        if boundary is None:
             break
         messages = boundary.request.messages + tail
         tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
@@ -295,26 +288,47 @@ def replay(
         if step.reported_input_tokens is not None:
             result.estimates.append((sent, step.reported_input_tokens))
 
-        if not step.kept_in_history:
-            tail = (Message("assistant", step.assistant_text),)
-            if step.notice:
-                tail += (Message("user", step.notice),)
-            continue
-        tail = ()
-        # A call written in the assistant text is sent (and counted) with the text;
-        # only native calls carry their arguments in the request.
-        calls = tuple(ToolCall(e.call_id, e.tool, {} if e.call_in_text else e.arguments) for e in step.events)
-        ctx.add_assistant(step.assistant_text, calls)
-        for event in step.events:
-            rereads = tracker.before_result(event.accesses)
-            obs = ctx.add_tool_result(observation_input(event))
-            tracker.after_result(event.accesses, rereads, obs)
-        if step.notice:
-            ctx.add_user(step.notice, kind="user")
+        tail = _add_step(ctx, step, tracker)
 
     result.rereads_after_eviction = tracker.rereads_after_eviction
     result.denied_rereads = tracker.denied_rereads
     return result
+
+
+def _prepare(ctx: SessionContext, index: int, result: RunResult, bill: _Biller) -> Boundary | None:
+    """The step's boundary, in a new segment if the context asks for one; None (the run
+    failed, recorded in ``result``) when even that cannot fit."""
+    try:
+        try:
+            return ctx.prepare()
+        except SegmentNeeded as need:
+            _new_segment(ctx, need.reason, result, bill)
+            return ctx.prepare()
+    except ContextTooLarge as exc:
+        result.failure = f"step {index}: {exc}"
+        result.step_blocked[-1] = True
+        return None
+
+
+def _add_step(ctx: SessionContext, step: Step, tracker: ReadTracker) -> tuple[Message, ...]:
+    """Adds the step's reply and results to the context. A step the agent's history
+    dropped (a format error) is sent once with the next request only: returned as its tail."""
+    if not step.kept_in_history:
+        tail = (Message("assistant", step.assistant_text),)
+        if step.notice:
+            tail += (Message("user", step.notice),)
+        return tail
+    # A call written in the assistant text is sent (and counted) with the text;
+    # only native calls carry their arguments in the request.
+    calls = tuple(ToolCall(e.call_id, e.tool, {} if e.call_in_text else e.arguments) for e in step.events)
+    ctx.add_assistant(step.assistant_text, calls)
+    for event in step.events:
+        rereads = tracker.before_result(event.accesses)
+        obs = ctx.add_tool_result(observation_input(event))
+        tracker.after_result(event.accesses, rereads, obs)
+    if step.notice:
+        ctx.add_user(step.notice, kind="user")
+    return ()
 
 
 class _Biller:

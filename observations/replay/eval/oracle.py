@@ -31,6 +31,7 @@ then None).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -139,6 +140,23 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
         # the same in both.
         return as_fold[j] + sums[k] - sums[j + 1]
 
+    cheapest, schedule = _cheapest_schedule(n, piece)
+    # The gateway's own run may leave the family (a mandatory fold keeps the newest
+    # results, a new segment resets what is held) and be cheaper: the limit is never
+    # above what the gateway achieves, so where it is, on_demand's run stands in.
+    stand_in = replay(trajectory, "on_demand", window, settings, prior=prior)
+    if cheapest < float("inf"):
+        chosen = frozenset(schedule)
+        final = run_with(chosen)
+        if _strict(final) <= _strict(stand_in):
+            final.policy = ORACLE
+            return OracleRun(final, tuple(sorted(chosen)), cheapest)
+    stand_in.policy = ORACLE
+    return OracleRun(stand_in, (), None)
+
+
+def _cheapest_schedule(n: int, piece: Callable[[int, int], float]) -> tuple[float, list[int]]:
+    """The cheapest cost of n steps cut into pieces at fold steps, and those fold steps."""
     best = [float("inf")] * (n + 1)
     came_from = [-1] * (n + 1)
     best[0] = 0.0
@@ -156,18 +174,7 @@ def oracle(trajectory: Trajectory, window: int, settings: ReplaySettings,
     while k > 0 and came_from[k] > 0:
         schedule.append(came_from[k])
         k = came_from[k]
-    # The gateway's own run may leave the family (a mandatory fold keeps the newest
-    # results, a new segment resets what is held) and be cheaper: the limit is never
-    # above what the gateway achieves, so where it is, on_demand's run stands in.
-    stand_in = replay(trajectory, "on_demand", window, settings, prior=prior)
-    if best[n] < float("inf"):
-        chosen = frozenset(schedule)
-        final = run_with(chosen)
-        if _strict(final) <= _strict(stand_in):
-            final.policy = ORACLE
-            return OracleRun(final, tuple(sorted(chosen)), best[n])
-    stand_in.policy = ORACLE
-    return OracleRun(stand_in, (), None)
+    return best[n], schedule
 
 
 def _strict(run: RunResult) -> float:

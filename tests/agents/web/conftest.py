@@ -17,6 +17,7 @@ from django.test import Client
 from agents.events import session_event_append
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
 from agents.services import task_create
+from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
 from rooms.models import Room
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
@@ -94,5 +95,5 @@ def demo_room(owner, transactional_db) -> Room:
                                         context_window=32_000, output_budget=2_000)
     RoomAgent.objects.create(room=room, agent=fixer)
     ApprovalRule.objects.create(room=room, tool="edit_file", path_glob="*.py", decision="allow")
-    ApprovalRule.objects.create(room=room, tool="shell", command_prefix="python -m pytest", decision="allow")
+    ApprovalRule.objects.create(room=room, tool="shell", command_prefix=DEMO_TEST_COMMAND, decision="allow")
     return room
