@@ -34,6 +34,9 @@ def steps(monkeypatch) -> list[str]:
     monkeypatch.setattr(start, "call_command", recording_call_command)
     monkeypatch.setattr(start.subprocess, "Popen", no_processes)
     monkeypatch.setattr(start.Command, "_embedded_redis", lambda self: None)
+    # The sandbox probe runs bwrap through subprocess too (only once per process: alone,
+    # this test would see the probe as the launch).
+    monkeypatch.setattr(start, "sandbox_notice", lambda: None)
     return ran
 
 
