@@ -19,6 +19,7 @@ from observations.blobs import blob_texts
 from observations.intent import intent_relpath
 from observations.models import HistoryEntry
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
+from observations.state_store import session_gateway_state
 
 _ACCESS_KIND = {"write_file": "write", "edit_file": "edit", "undo_edit": "edit", "list_files": "list",
                 "search": "search"}
@@ -67,7 +68,7 @@ def session_trajectory(session) -> Trajectory:
             turns.turn(row.step).outputs[row.call_id] = (row.text, None)
         elif row.kind != "task" or not turns.task:
             turns.message(row.text)
-    _current_segment(session.gateway_state or {}, turns)
+    _current_segment(session_gateway_state(session), turns)
 
     usage: dict[int, ProviderCall] = {}
     for call in ProviderCall.objects.filter(session=session, error="", purpose="step").order_by("id"):
