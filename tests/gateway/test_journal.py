@@ -34,9 +34,11 @@ def unit(ctx, n: int) -> None:
     ctx.add_assistant(f"step {n}", (
         call(f"r{n}", path=f"f{n % 9}.py"),
         call(f"w{n}", "shell", command=f"cat > m{n % 4}.py <<'EOF'\n{body}\nEOF\npytest -q"),
+        call(f"e{n}", "write_file", path=f"lib/e{n % 6}.py", content=body),
     ))
     ctx.add_tool_result(read_input(f"r{n}", f"f{n % 9}.py", file_text(f"f{n % 9}.py", n // 27, 60)))
     ctx.add_tool_result(shell_input(f"w{n}", "pytest -q", f"{n} passed\n" * (n % 5 * 20)))
+    ctx.add_tool_result(shell_input(f"e{n}", f"write lib/e{n % 6}.py", f"wrote lib/e{n % 6}.py"))
     if n % 17 == 0:
         ctx.add_person(kind="steer", author="alice", text=f"steer {n}: keep it small")
     if n % 41 == 7:
@@ -69,6 +71,7 @@ def test_hundreds_of_units_replay_to_the_whole_state_after_every_unit():
         assert replay(records[0], records[1:]) == json.loads(encode(dump_state(ctx))), f"unit {n}"
     assert ctx.segment > 3 and len(ctx.folds) > 5 and ctx.payloads and ctx.decisions.items
     assert folded_updates and deltas > 300
+    assert any(path.startswith("lib/") and note.written for path, note in ctx.files.items())
 
 
 def test_deltas_carry_what_the_unit_changed_not_the_history():
