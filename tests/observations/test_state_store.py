@@ -4,14 +4,16 @@ read, and a save that did not commit leaves the last committed unit."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from observations.gateway.context import SegmentNeeded
 from observations.gateway.journal import StateJournal
 from observations.gateway.state import dump_state, load_state
-from observations.models import StateRecord
+from observations.models import Observation, StateRecord
 from observations.services import observations_sync
 from observations.state_store import gateway_state_read, gateway_state_save, session_gateway_state
 from tests.gateway.factories import (
@@ -115,3 +117,24 @@ def test_a_session_saved_as_one_blob_before_still_reads_and_its_next_save_is_a_s
 def test_a_session_that_never_ran_has_no_state(make_session):
     session = make_session()
     assert gateway_state_read(session) is None and session_gateway_state(session) == {}
+
+
+def test_a_units_sync_reads_only_the_rows_it_touched(make_session):
+    session = make_session()
+    ctx = make_context(window=30_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    journal = StateJournal()
+    for n in range(30):
+        unit(ctx, n)
+        save(session, journal, ctx)
+    unit(ctx, 30)
+    with CaptureQueriesContext(connection) as queries:
+        record = save(session, journal, ctx)
+    assert not record.snapshot
+    # The session's own rows (the room cache's look-up of one blob is another matter).
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
+             and re.search(r'"observations_observation"\."session_id" = \d', q["sql"])]
+    assert reads and all(" IN (" in sql and "COUNT(" not in sql for sql in reads), reads
+    rows = list(Observation.objects.filter(session=session).order_by("seq"))
+    assert [(r.seq, r.state, r.fold_number) for r in rows] == [
+        (o.obs_id, o.state.value, o.fold) for o in ctx.observations]
