@@ -18,6 +18,7 @@ from agents.runtime.prompts import system_prompt
 from observations.blobs import blob_texts
 from observations.models import HistoryEntry
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
+from observations.state_store import session_gateway_state
 from rooms.repository.intent import intent_relpath
 
 _ACCESS_KIND = {"write_file": "write", "edit_file": "edit", "undo_edit": "edit", "list_files": "list",
@@ -67,7 +68,7 @@ def session_trajectory(session) -> Trajectory:
             turns.turn(row.step).outputs[row.call_id] = (row.text, None)
         elif row.kind != "task" or not turns.task:
             turns.message(row.text)
-    _current_segment(session.gateway_state or {}, turns)
+    _current_segment(session_gateway_state(session), turns)
 
     usage: dict[int, ProviderCall] = {}
     for call in ProviderCall.objects.filter(session=session, error="", purpose="step").order_by("id"):

@@ -184,6 +184,13 @@ class Task(models.Model):
         return f".atrium/tasks/{self.pk}/intent.md"
 
 
+class SessionQuerySet(models.QuerySet):
+    def without_state(self) -> SessionQuerySet:
+        """Sessions for pages and sweeps: without the saved loop state, which only the
+        worker running the session reads (a long session's state is large)."""
+        return self.defer(*Session.STATE_FIELDS)
+
+
 class Session(models.Model):
     """One attempt of one agent at one task."""
 
@@ -212,8 +219,13 @@ class Session(models.Model):
     tokens_input = models.PositiveBigIntegerField(default=0)
     tokens_cached = models.PositiveBigIntegerField(default=0)
     tokens_output = models.PositiveBigIntegerField(default=0)
-    # The context gateway's state (observations/gateway/state.py), saved after every step.
+    # The context gateway's state as one blob, as saved before StateRecord rows
+    # (observations/state_store.py); read until the session's next unit, then emptied.
     gateway_state = models.JSONField(default=dict, blank=True)
+    # The session's decisions as the gateway keeps them (Decisions.to_json), written by
+    # the unit that changed them: the session page and every status refresh show them,
+    # and they are a few lines where the gateway's whole state is megabytes.
+    decisions = models.JSONField(default=list, blank=True)
     # The step loop's own state (agents/runtime/state.py): phase, pending calls, waits.
     runtime_state = models.JSONField(default=dict, blank=True)
     # A waiting or awaiting_approval session is looked at again at this time by beat.
@@ -238,12 +250,22 @@ class Session(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = SessionQuerySet.as_manager()
+    # The gateway's old whole-state column and the step loop's state.
+    STATE_FIELDS = ("gateway_state", "runtime_state")
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["task", "agent", "attempt"], name="one_attempt_number")
         ]
-        indexes = [models.Index(fields=["agent", "model", "state"], name="session_lengths")]
+        indexes = [
+            models.Index(fields=["agent", "model", "state"], name="session_lengths"),
+            # Beat's sweep and the dispatcher look at the live sessions every few seconds;
+            # the finished ones, nearly all rows, stay out of this index.
+            models.Index(fields=["state"], name="session_live",
+                         condition=~models.Q(state__in=sorted(states.TERMINAL | {states.NEEDS_MERGE}))),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} on {self.task} (attempt {self.attempt})"
@@ -352,6 +374,8 @@ class Approval(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["session", "call_id"], name="one_approval_per_call")]
+        # Beat expires pending approvals past their time every few seconds.
+        indexes = [models.Index(fields=["state", "expires_at"], name="approval_expiry")]
 
     def __str__(self) -> str:
         return f"{self.tool} ({self.state})"

@@ -22,6 +22,7 @@ from agents.models import (
 from agents.runtime import states
 from observations.gateway.decisions import Decision, Decisions
 from observations.models import Segment
+from observations.state_store import session_gateway_state
 from rooms.models import Room
 from rooms.selectors import RoomAccess, SubqueryCount, access_room_by_id
 
@@ -56,7 +57,8 @@ class SessionAccess:
 
 
 def access_session(user: AbstractBaseUser | AnonymousUser, session_id: int) -> SessionAccess:
-    session = Session.objects.select_related("task", "task__room", "agent").filter(pk=session_id).first()
+    session = Session.objects.without_state().select_related("task", "task__room", "agent").filter(
+        pk=session_id).first()
     if session is None:
         raise Http404("No such session.")
     return SessionAccess(session=session, room_access=access_room_by_id(user, session.task.room_id))
@@ -97,7 +99,7 @@ def room_work(room: Room) -> list[TaskWork]:
     """The room's tasks, newest first, each with every attempt at it."""
     tasks = list(Task.objects.filter(room=room).select_related("created_by").order_by("-created_at", "-pk"))
     by_task: dict[int, list[Session]] = {task.pk: [] for task in tasks}
-    sessions = (Session.objects.filter(task__room=room).select_related("agent")
+    sessions = (Session.objects.without_state().filter(task__room=room).select_related("agent")
                 .annotate(loop_suspected=Exists(SessionEvent.objects.filter(session=OuterRef("pk"),
                                                                             kind=LOOP_SUSPECTED)))
                 .order_by("-created_at", "-pk"))
@@ -159,7 +161,7 @@ def session_gauge(session: Session) -> Gauge | None:
 
 def session_next_attempt(session: Session) -> Session | None:
     """The retry dispatched from ``session``, if any."""
-    return Session.objects.filter(previous=session).select_related("agent").first()
+    return Session.objects.without_state().filter(previous=session).select_related("agent").first()
 
 
 def pending_approvals(session: Session) -> list[Approval]:
@@ -197,8 +199,8 @@ def session_events_tail(session: Session, limit: int) -> tuple[list[SessionEvent
 def session_decisions(session: Session) -> list[Decision]:
     """The session's decisions (the task's constraints, people's words), D1 first, as the
     gateway keeps them: what every handoff carries verbatim."""
-    state = Session.objects.filter(pk=session.pk).values_list("gateway_state", flat=True).first() or {}
-    return Decisions.from_json(state.get("decisions", [])).items
+    saved = Session.objects.filter(pk=session.pk).values_list("decisions", flat=True).first()
+    return Decisions.from_json(saved or []).items
 
 
 def session_segments(session: Session):
@@ -236,7 +238,7 @@ def session_files_touched(session: Session) -> list[str]:
     """The files the session changed, from its records (every segment's writes and
     edits, as the gateway's file notes keep them): the hub's answer to "which files
     did you touch?"."""
-    files = (session.gateway_state or {}).get("files", ())
+    files = session_gateway_state(session).get("files", ())
     return sorted(note["path"] for note in files if note.get("written"))
 
 

@@ -545,4 +545,5 @@ def sessions_analysis_totals(sessions) -> dict:
     """Totals of the trace analyses of ``sessions`` (a room's, an agent's)."""
     from agents.analysis.trace import add_up
 
-    return add_up([session_analysis_refresh(s) for s in sessions.select_related("task", "task__room", "agent")])
+    sessions = sessions.select_related("task", "task__room", "agent").defer(*Session.STATE_FIELDS)
+    return add_up([session_analysis_refresh(s) for s in sessions])

@@ -73,7 +73,7 @@ def room_totals_of(room) -> dict[str, Any]:
 def agent_detail(request: HttpRequest, agent_id: int) -> HttpResponse:
     agent = get_object_or_404(AgentProfile, pk=agent_id)
     sessions = selectors.agent_sessions_for(request.user, agent)
-    recent = sessions.select_related("task", "task__room").order_by("-created_at", "-pk")[:50]
+    recent = sessions.without_state().select_related("task", "task__room").order_by("-created_at", "-pk")[:50]
     return render(request, "agents/detail.html", {
         "agent": agent, "totals": totals_context(services.sessions_analysis_totals(sessions)),
         "sessions": recent, "price": agent.price_for(agent.model),

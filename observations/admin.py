@@ -11,6 +11,7 @@ from observations.models import (
     Observation,
     Payload,
     Segment,
+    StateRecord,
 )
 
 
@@ -89,3 +90,11 @@ class HistoryEntryAdmin(_RecordAdmin):
     list_filter = ("kind",)
     search_fields = ("label", "ref")
     raw_id_fields = ("session",)
+
+
+@admin.register(StateRecord)
+class StateRecordAdmin(_RecordAdmin):
+    list_display = ("session", "seq", "snapshot", "size")
+    list_filter = ("snapshot",)
+    raw_id_fields = ("session",)
+    exclude = ("data",)  # a snapshot can be megabytes; export_session reads it whole

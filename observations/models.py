@@ -210,3 +210,25 @@ class HistoryEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} segment {self.segment} #{self.position} {self.kind}"
+
+
+class StateRecord(models.Model):
+    """One unit's save of a session's gateway state (observations/gateway/journal.py): a
+    snapshot, or a delta against the record before it. The state is the newest snapshot
+    with the deltas after it; a snapshot deletes the records before it in its transaction.
+    Before these, the whole state was rewritten into Session.gateway_state every unit;
+    such a session is read from that column until its next save writes a snapshot."""
+
+    session = models.ForeignKey("agents.Session", on_delete=models.CASCADE, related_name="state_records")
+    seq = models.PositiveBigIntegerField()
+    snapshot = models.BooleanField()
+    # Compact JSON text: written as the journal encoded it, not parsed again by the database.
+    data = models.TextField()
+    size = models.PositiveIntegerField(help_text="Bytes of data.")
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [models.UniqueConstraint(fields=["session", "seq"], name="one_state_record_per_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.seq} {'snapshot' if self.snapshot else 'delta'} ({self.size} bytes)"

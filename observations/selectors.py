@@ -10,6 +10,7 @@ from django.db.models import Count, Q, Sum
 from observations.gateway.economics import CacheEconomics
 from observations.gateway.prices import MILLION, ModelPrice, format_usd
 from observations.models import Fold, Observation, Payload, Segment
+from observations.state_store import session_gateway_state
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def session_ledger(session) -> tuple[list[SegmentGroup], list[Fold], LedgerTotal
         rereads=Count("id", filter=Q(served=Observation.Served.REREAD)),
         notes=Count("id", filter=Q(served=Observation.Served.NOTE)),
     )
-    scalars = (session.gateway_state or {}).get("scalars", {})
+    scalars = session_gateway_state(session).get("scalars", {})
     totals = LedgerTotals(
         observations=agg["n"],
         tokens_observed=agg["tokens"] or 0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 
 from django.db import transaction
 
@@ -47,27 +48,18 @@ def room_cache_lookup(*, room_id: int, source: ObservationInput) -> Blob | None:
 
 
 @transaction.atomic
-def observations_sync(*, session, ctx: SessionContext) -> None:
+def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, list[int]] | None = None) -> None:
     """Bring the session's observation, payload, ledger, fold and segment rows up to
-    date with ``ctx``."""
+    date with ``ctx``. ``touched`` (StateJournal's Record.touched): the positions the
+    unit added or changed, so that only their rows are read and written; None: all."""
     room_id = session.task.room_id
+    if touched is not None:
+        _sync_touched(session, room_id, ctx, touched)
+        return
     rows = {o.seq: o for o in Observation.objects.filter(session=session, seq__gte=ctx.obs_base)}
     known = Observation.objects.filter(session=session).count()
-    new_rows, changed = [], []
-    for obs in ctx.observations:
-        if obs.obs_id < known:
-            continue
-        src = obs.source
-        new_rows.append(Observation(
-            room_id=room_id, session=session, seq=obs.obs_id, step=obs.step, segment=obs.segment, call_id=src.call_id,
-            tool=src.tool, arguments=src.arguments, args_key=args_key(src.tool, src.arguments),
-            purpose=src.purpose[:300], path=src.read.path if src.read else "",
-            line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
-            content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
-            blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
-            state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
-            served=_served(obs), receipt_text=_receipt(ctx, obs),
-        ))
+    new_rows = [_observation_row(session, room_id, ctx, obs) for obs in ctx.observations if obs.obs_id >= known]
+    changed = []
     for obs in ctx.observations:
         row = rows.get(obs.obs_id)
         if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
@@ -84,10 +76,53 @@ def observations_sync(*, session, ctx: SessionContext) -> None:
     _sync_segments(session, ctx)
 
 
-def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
-    rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__gte=ctx.payload_base)}
+def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[str, list[int]]) -> None:
+    """One unit's rows: new and changed observations, payloads, ledger entries and folds.
+    What only a segment start changes (archiving, ranges leaving the ledger) comes with
+    a snapshot, which syncs everything."""
+    observations = [ctx.observations[i] for i in touched["observations"]]
+    rows = {o.seq: o for o in Observation.objects.filter(session=session, seq__in=[o.obs_id for o in observations])}
     new, changed = [], []
-    for payload in ctx.payloads:
+    for obs in observations:
+        row = rows.get(obs.obs_id)
+        if row is None:
+            new.append(_observation_row(session, room_id, ctx, obs))
+        elif row.state != obs.state.value or row.fold_number != obs.fold:
+            row.state, row.fold_number, row.receipt_text = obs.state.value, obs.fold, _receipt(ctx, obs)
+            changed.append(row)
+    Observation.objects.bulk_create(new)
+    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
+    _sync_payloads(session, room_id, ctx, [ctx.payloads[i] for i in touched["payloads"]])
+    if touched["ledger"]:
+        entries = list(ctx.ledger)
+        _sync_ledger(session, ctx, [entries[i] for i in touched["ledger"]])
+    if touched["folds"]:
+        _sync_folds(session, ctx)
+    if touched["segment_log"]:
+        _sync_segments(session, ctx)
+
+
+def _observation_row(session, room_id: int, ctx: SessionContext, obs) -> Observation:
+    src = obs.source
+    return Observation(
+        room_id=room_id, session=session, seq=obs.obs_id, step=obs.step, segment=obs.segment, call_id=src.call_id,
+        tool=src.tool, arguments=src.arguments, args_key=args_key(src.tool, src.arguments),
+        purpose=src.purpose[:300], path=src.read.path if src.read else "",
+        line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
+        content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
+        blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
+        state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
+        served=_served(obs), receipt_text=_receipt(ctx, obs),
+    )
+
+
+def _sync_payloads(session, room_id: int, ctx: SessionContext, payloads=None) -> None:
+    if payloads is None:
+        rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__gte=ctx.payload_base)}
+    else:
+        rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__in=[p.pid for p in payloads])}
+    new, changed = [], []
+    for payload in ctx.payloads if payloads is None else payloads:
         row = rows.get(payload.pid)
         if row is None:
             spec = payload.spec
@@ -102,6 +137,8 @@ def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
             changed.append(row)
     Payload.objects.bulk_create(new)
     Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
+    if payloads is not None:
+        return
     Payload.objects.filter(session=session, pid__lt=ctx.payload_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
 
@@ -147,13 +184,18 @@ def _served(obs) -> str:
     return Observation.Served.TEXT
 
 
-def _sync_ledger(session, ctx: SessionContext) -> None:
-    existing = {e.range_key: e for e in LedgerEntry.objects.filter(session=session)}
+def _sync_ledger(session, ctx: SessionContext, entries=None) -> None:
+    """``entries``: only these (a unit's); None: the whole ledger, and ranges that left it."""
+    keys = [(range_key(e.range.path, e.range.start, e.range.end, e.range.content_hash), e)
+            for e in (ctx.ledger if entries is None else entries)]
+    existing = LedgerEntry.objects.filter(session=session)
+    if entries is not None:
+        existing = existing.filter(range_key__in=[key for key, _ in keys])
+    existing = {e.range_key: e for e in existing}
     new, changed = [], []
     fields = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served")
-    for entry in ctx.ledger:
+    for key, entry in keys:
         rng = entry.range
-        key = range_key(rng.path, rng.start, rng.end, rng.content_hash)
         values = dict(zip(fields, (entry.obs_id, entry.received_step, entry.in_context,
                                    entry.evicted_by_fold, entry.times_served), strict=True))
         row = existing.get(key)
@@ -166,8 +208,10 @@ def _sync_ledger(session, ctx: SessionContext) -> None:
             changed.append(row)
     LedgerEntry.objects.bulk_create(new)
     LedgerEntry.objects.bulk_update(changed, list(fields))
+    if entries is not None:
+        return
     # Ranges of an ended segment are not in the context any more.
-    current = {range_key(e.range.path, e.range.start, e.range.end, e.range.content_hash) for e in ctx.ledger}
+    current = {key for key, _ in keys}
     LedgerEntry.objects.filter(session=session, in_context=True).exclude(range_key__in=current).update(
         in_context=False)
 

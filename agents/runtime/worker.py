@@ -54,9 +54,11 @@ from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
-from observations.gateway.state import dump_state, load_state
+from observations.gateway.journal import Record, StateJournal
+from observations.gateway.state import load_state
 from observations.history import history_record
 from observations.services import calibration_load, calibration_save, observations_sync
+from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
 from rooms.repository.intent import intent_read, intent_relpath
 from rooms.repository.worktrees import worktree_create
@@ -176,6 +178,7 @@ class SessionRunner:
         self.provider = provider
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
         self.ctx, self.state = self._load_or_start()
+        self._saved_runtime = session.runtime_state
         self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
         # Last: nothing after it can fail and leave its listening thread behind.
         self.doorbell = Doorbell(session.pk)
@@ -199,9 +202,12 @@ class SessionRunner:
             "economics": CacheEconomics.of(agent.price_for(agent.model)),
             "length_prior": LengthPrior.of(session_lengths(agent, session.model or agent.model)),
         }
-        if session.gateway_state:
-            shas = {o["source"]["sha256"] for o in session.gateway_state["observations"]}
-            ctx = load_state(session.gateway_state, texts=blob_texts(shas), **common)
+        stored = gateway_state_read(session)
+        if stored is not None:
+            shas = {o["source"]["sha256"] for o in stored.state["observations"]}
+            ctx = load_state(stored.state, texts=blob_texts(shas), **common)
+            self.journal = stored.journal_for(ctx)
+            self._legacy_blob = not stored.seq
             return ctx, RuntimeState.from_dict(session.runtime_state)
         # The intent is in the repository before the first tool call: write it if the
         # task's file is missing (e.g. created before a restore), then read it back.
@@ -210,6 +216,7 @@ class SessionRunner:
             task_write_intent(task=session.task)
             intent = intent_read(repo_path=room.repo_path, task_id=session.task_id) or ""
         ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
+        self.journal, self._legacy_blob = StateJournal(), False
         ctx.add_user(f"Task: {session.task.title}\nWork in your worktree on branch {self.worktree.branch}. "
                      "Begin.", kind="task")
         return ctx, RuntimeState()
@@ -265,29 +272,46 @@ class SessionRunner:
         enqueue_session(session.pk)
 
     def _locked(self) -> Session:
-        """The session row, locked, if this worker still holds it."""
-        session = Session.objects.select_for_update().select_related("task", "task__room", "agent").get(
-            pk=self.session.pk)
+        """The session row, locked, if this worker still holds it (without the old
+        whole-state column: the state is in StateRecord rows)."""
+        session = Session.objects.select_for_update().select_related("task", "task__room", "agent").defer(
+            "gateway_state").get(pk=self.session.pk)
         if session.state != states.RUNNING or session.lease_owner != self.owner:
             raise LeaseLost
         return session
+
+    def _save_state(self, session: Session) -> tuple[Record, list[str]]:
+        """Only what this unit changed: a delta of the gateway state (a snapshot now and
+        then), the runtime state if it changed; the session's columns left to save."""
+        saved = self.journal.record(self.ctx)
+        gateway_state_save(session=session, record=saved)
+        fields = ["step", "tokens_input", "tokens_cached", "tokens_output"]
+        if self._legacy_blob:  # the snapshot just written supersedes the old column
+            session.gateway_state, self._legacy_blob = {}, False
+            fields.append("gateway_state")
+        if saved.decisions_changed:
+            session.decisions = self.ctx.decisions.to_json()
+            fields.append("decisions")
+        runtime = self.state.to_dict()
+        if runtime != self._saved_runtime:
+            session.runtime_state, self._saved_runtime = runtime, runtime
+            fields.append("runtime_state")
+        return saved, fields
 
     @transaction.atomic
     def commit(self, result: UnitResult) -> bool:
         """Persist one unit of work; True if the session goes on running here."""
         session = self._locked()
         ctx = self.ctx
-        session.gateway_state = dump_state(ctx)
-        session.runtime_state = self.state.to_dict()
+        saved, fields = self._save_state(session)
         session.step = ctx.step
         for record in result.call_records:
             session.tokens_input += record.input_tokens
             session.tokens_cached += record.cached_input_tokens
             session.tokens_output += record.output_tokens
             provider_call_record(session=session, step=ctx.step, record=record)
-        session.save(update_fields=["gateway_state", "runtime_state", "step", "tokens_input", "tokens_cached",
-                                    "tokens_output"])
-        observations_sync(session=session, ctx=ctx)
+        session.save(update_fields=fields)
+        observations_sync(session=session, ctx=ctx, touched=saved.touched)
         if result.closed_segment is not None:
             ended, history = result.closed_segment
             history_record(session=session, segment=ended, items=history)
@@ -346,7 +370,8 @@ def _run_claimed(session_id: int, owner: str) -> str:
     keeper.start()
     runner = None
     try:
-        session = Session.objects.select_related("task", "task__room", "agent").get(pk=session_id)
+        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
+            pk=session_id)
         runner = SessionRunner(session, owner, keeper)
         runner.run()
         return "ran"

@@ -46,53 +46,64 @@ def _range(rng: FileRange | None) -> list | None:
     return None if rng is None else [rng.path, rng.start, rng.end, rng.content_hash]
 
 
+def dump_observation(obs: Observation) -> dict[str, Any]:
+    src = obs.source
+    return {
+        "obs_id": obs.obs_id, "step": obs.step, "segment": obs.segment, "state": obs.state.value, "fold": obs.fold,
+        "alias_of": obs.alias_of, "reread_of": obs.reread_of, "denied": obs.denied,
+        "entry_index": obs.entry_index, "gain": obs.gain,
+        "source": {
+            "call_id": src.call_id, "tool": src.tool, "arguments": src.arguments,
+            "sha256": src.sha256, "size": src.size, "tokens": src.tokens, "purpose": src.purpose,
+            "read": _range(src.read), "file_fingerprint": src.file_fingerprint,
+            "first_line": src.first_line, "exit_code": src.exit_code, "written": list(src.written),
+        },
+    }
+
+
+def dump_entry(e: Entry) -> dict[str, Any]:
+    return {
+        "kind": e.kind, "text": e.text, "step": e.step, "pinned": e.pinned, "tool_name": e.tool_name,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls],
+        "obs": e.observation.obs_id if e.observation is not None else None,
+        "carried": bool(e.meta.get("carried")),
+    }
+
+
+def dump_ledger_entry(e: LedgerEntry) -> dict[str, Any]:
+    return {"range": _range(e.range), "obs_id": e.obs_id, "received_step": e.received_step,
+            "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served}
+
+
+def dump_fold(f: FoldRecord) -> dict[str, Any]:
+    return {**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted), "payloads": list(f.payloads)}
+
+
+def dump_payload(p: Payload) -> dict[str, Any]:
+    return {"pid": p.pid, "step": p.step, "entry_index": p.entry_index, "state": p.state.value, "fold": p.fold,
+            "gain": p.gain, "sha256": p.sha256, "size": p.size, "tokens": p.tokens,
+            "spec": [p.spec.call_index, p.spec.key, p.spec.start, p.spec.end, p.spec.path, p.spec.what]}
+
+
+def dump_file(note: FileNote) -> dict[str, Any]:
+    return asdict(note)
+
+
+def dump_scalars(ctx: SessionContext) -> dict[str, Any]:
+    return {name: getattr(ctx, name) for name in _SCALARS}
+
+
 def dump_state(ctx: SessionContext) -> dict[str, Any]:
-    observations = []
-    for obs in ctx.observations:
-        src = obs.source
-        observations.append({
-            "obs_id": obs.obs_id, "step": obs.step, "segment": obs.segment, "state": obs.state.value, "fold": obs.fold,
-            "alias_of": obs.alias_of, "reread_of": obs.reread_of, "denied": obs.denied,
-            "entry_index": obs.entry_index, "gain": obs.gain,
-            "source": {
-                "call_id": src.call_id, "tool": src.tool, "arguments": src.arguments,
-                "sha256": src.sha256, "size": src.size, "tokens": src.tokens, "purpose": src.purpose,
-                "read": _range(src.read), "file_fingerprint": src.file_fingerprint,
-                "first_line": src.first_line, "exit_code": src.exit_code, "written": list(src.written),
-            },
-        })
-    entries = [
-        {
-            "kind": e.kind, "text": e.text, "step": e.step, "pinned": e.pinned, "tool_name": e.tool_name,
-            "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls],
-            "obs": e.observation.obs_id if e.observation is not None else None,
-            "carried": bool(e.meta.get("carried")),
-        }
-        for e in ctx.entries
-    ]
-    ledger = [
-        {"range": _range(e.range), "obs_id": e.obs_id, "received_step": e.received_step,
-         "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served}
-        for e in ctx.ledger
-    ]
-    folds = [{**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted), "payloads": list(f.payloads)}
-             for f in ctx.folds]
-    payloads = [
-        {"pid": p.pid, "step": p.step, "entry_index": p.entry_index, "state": p.state.value, "fold": p.fold,
-         "gain": p.gain, "sha256": p.sha256, "size": p.size, "tokens": p.tokens,
-         "spec": [p.spec.call_index, p.spec.key, p.spec.start, p.spec.end, p.spec.path, p.spec.what]}
-        for p in ctx.payloads
-    ]
     return {
         "version": STATE_VERSION,
-        "scalars": {name: getattr(ctx, name) for name in _SCALARS},
-        "entries": entries,
-        "observations": observations,
-        "payloads": payloads,
-        "ledger": ledger,
-        "folds": folds,
+        "scalars": dump_scalars(ctx),
+        "entries": [dump_entry(e) for e in ctx.entries],
+        "observations": [dump_observation(o) for o in ctx.observations],
+        "payloads": [dump_payload(p) for p in ctx.payloads],
+        "ledger": [dump_ledger_entry(e) for e in ctx.ledger],
+        "folds": [dump_fold(f) for f in ctx.folds],
         "decisions": ctx.decisions.to_json(),
-        "files": [asdict(note) for note in ctx.files.values()],
+        "files": [dump_file(note) for note in ctx.files.values()],
     }
 
 

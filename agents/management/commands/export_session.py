@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.export import session_trajectory
 from agents.models import Session
 from observations.replay.readers import write_atrium
+from observations.state_store import session_gateway_state
 
 
 class Command(BaseCommand):
@@ -22,7 +23,7 @@ class Command(BaseCommand):
         session = Session.objects.select_related("agent", "task", "task__room").filter(pk=session_id).first()
         if session is None:
             raise CommandError(f"no session {session_id}")
-        if not session.gateway_state:
+        if not session_gateway_state(session):
             raise CommandError(f"session {session_id} has not started: nothing to export")
         target = Path(out or f"session-{session_id}.atrium.json")
         if not target.name.endswith(".atrium.json"):

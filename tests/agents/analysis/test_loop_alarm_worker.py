@@ -12,6 +12,7 @@ from channels.testing import WebsocketCommunicator
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
 from agents.services import session_start, task_create
 from hub.asgi import application
+from observations.state_store import session_gateway_state
 from tests.agents.runtime.test_workers import ended, wait_for
 
 ORIGIN = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
@@ -69,7 +70,7 @@ def test_a_looping_agent_raises_the_alarm_live_and_gets_one_nudge_per_pattern(hu
     assert any(f["type"] == "session.changed" for f in room_frames)
 
     session.refresh_from_db()
-    entries = session.gateway_state["entries"]
+    entries = session_gateway_state(session)["entries"]
     for alarm in alarms:
         nudge = alarm["payload"]["nudge"]
         at = [i for i, e in enumerate(entries) if e["kind"] == "nudge" and e["text"] == nudge]

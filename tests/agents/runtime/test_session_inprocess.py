@@ -8,6 +8,7 @@ from agents.models import Approval, ProviderCall, SessionEvent
 from agents.runtime.worker import run_session
 from agents.services import approval_decide, session_start, task_create
 from observations.models import Observation
+from observations.state_store import session_gateway_state
 from rooms.repository.git import git
 
 
@@ -64,10 +65,12 @@ def test_chat_that_mentions_the_agent_is_delivered_and_other_chat_is_not(person,
     delivered = SessionEvent.objects.filter(session=session, kind="input.delivered")
     assert [(e.payload["kind"], e.payload["message_id"]) for e in delivered] == [("chat", mention.pk)]
     session.refresh_from_db()
-    texts = [e["text"] for e in session.gateway_state["entries"]]
+    texts = [e["text"] for e in session_gateway_state(session)["entries"]]
     assert "[pat in the room, D1] @fixer keep the diff small" in texts
     assert not any("lunch" in t for t in texts)
     assert session.runtime_state["chat_cursor"] == mention.seq
+    # The status refresh shows the decisions without reading the gateway's state.
+    assert "@fixer keep the diff small" in [d["text"] for d in session.decisions]
 
 
 def test_path_rules_judge_the_resolved_path_not_its_spelling(person, demo_room):

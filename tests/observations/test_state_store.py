@@ -1,0 +1,140 @@
+"""A session's gateway state in StateRecord rows: read back whole, old blobs still
+read, and a save that did not commit leaves the last committed unit."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from observations.gateway.context import SegmentNeeded
+from observations.gateway.journal import StateJournal
+from observations.gateway.state import dump_state, load_state
+from observations.models import Observation, StateRecord
+from observations.services import observations_sync
+from observations.state_store import gateway_state_read, gateway_state_save, session_gateway_state
+from tests.gateway.factories import (
+    TOOLS,
+    call,
+    file_text,
+    make_context,
+    new_segment,
+    read_input,
+    shell_input,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def unit(ctx, n: int) -> None:
+    try:
+        ctx.prepare()
+    except SegmentNeeded as need:
+        new_segment(ctx, need.reason)
+        ctx.prepare()
+    ctx.record_usage(round(ctx.estimate * 1.1))
+    ctx.add_assistant(f"step {n}", (call(f"r{n}", path=f"f{n % 7}.py"), call(f"s{n}", "shell")))
+    ctx.add_tool_result(read_input(f"r{n}", f"f{n % 7}.py", file_text(f"f{n % 7}.py", n // 20, 80)))
+    ctx.add_tool_result(shell_input(f"s{n}", "pytest", f"{n} passed\n" * 30))
+
+
+def save(session, journal, ctx):
+    with transaction.atomic():
+        record = journal.record(ctx)
+        gateway_state_save(session=session, record=record)
+        observations_sync(session=session, ctx=ctx, touched=record.touched)
+    return record
+
+
+def restored(state, ctx):
+    texts = {o.source.sha256: o.source.text for o in ctx.observations}
+    return load_state(state, texts=texts, model=ctx.model, system_prompt=ctx.system_prompt, tools=TOOLS,
+                      budget=ctx.budget, policy=ctx.policy.name, calibration=ctx.calibration)
+
+
+def test_the_rows_read_back_to_the_whole_state_and_old_records_go_with_each_snapshot(make_session):
+    session = make_session()
+    ctx = make_context(window=12_000, output_budget=1_000, segment_ratio=0.7)
+    ctx.add_user("Fix it.", kind="task")
+    journal, snapshots = StateJournal(), 0
+    for n in range(120):
+        unit(ctx, n)
+        if n == 70:
+            new_segment(ctx, "asked for")
+        snapshots += save(session, journal, ctx).snapshot
+        assert gateway_state_read(session).state == json.loads(json.dumps(dump_state(ctx)))
+    assert snapshots >= 2 and len(ctx.folds) > 2
+    first = StateRecord.objects.filter(session=session).order_by("seq").first()
+    assert first.snapshot, "records before the newest snapshot are deleted with it"
+
+
+def test_a_save_that_did_not_commit_leaves_the_last_committed_unit(make_session):
+    session = make_session()
+    ctx = make_context(window=30_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    journal = StateJournal()
+    for n in range(10):
+        unit(ctx, n)
+        save(session, journal, ctx)
+    committed = dump_state(ctx)
+    unit(ctx, 10)
+    with pytest.raises(RuntimeError), transaction.atomic():  # the worker died mid-commit
+        gateway_state_save(session=session, record=journal.record(ctx))
+        raise RuntimeError
+    stored = gateway_state_read(session)
+    assert stored.state == committed
+    # The next worker goes on from there, its records numbered after the committed ones.
+    resumed = restored(stored.state, ctx)
+    again = stored.journal_for(resumed)
+    unit(resumed, 10)
+    record = save(session, again, resumed)
+    assert not record.snapshot and record.seq == stored.seq + 1
+    assert gateway_state_read(session).state == dump_state(resumed)
+
+
+def test_a_session_saved_as_one_blob_before_still_reads_and_its_next_save_is_a_snapshot(make_session):
+    session = make_session()
+    ctx = make_context(window=30_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    for n in range(8):
+        unit(ctx, n)
+    session.gateway_state = dump_state(ctx)
+    session.save(update_fields=["gateway_state"])
+    stored = gateway_state_read(session)
+    assert stored.seq == 0 and stored.state == dump_state(ctx)
+    resumed = restored(stored.state, ctx)
+    unit(resumed, 8)
+    record = save(session, stored.journal_for(resumed), resumed)
+    assert record.snapshot
+    session.gateway_state = {}  # what the worker's commit does with the superseded column
+    session.save(update_fields=["gateway_state"])
+    assert session_gateway_state(session) == dump_state(resumed)
+
+
+def test_a_session_that_never_ran_has_no_state(make_session):
+    session = make_session()
+    assert gateway_state_read(session) is None and session_gateway_state(session) == {}
+
+
+def test_a_units_sync_reads_only_the_rows_it_touched(make_session):
+    session = make_session()
+    ctx = make_context(window=30_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    journal = StateJournal()
+    for n in range(30):
+        unit(ctx, n)
+        save(session, journal, ctx)
+    unit(ctx, 30)
+    with CaptureQueriesContext(connection) as queries:
+        record = save(session, journal, ctx)
+    assert not record.snapshot
+    # The session's own rows (the room cache's look-up of one blob is another matter).
+    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
+             and re.search(r'"observations_observation"\."session_id" = \d', q["sql"])]
+    assert reads and all(" IN (" in sql and "COUNT(" not in sql for sql in reads), reads
+    rows = list(Observation.objects.filter(session=session).order_by("seq"))
+    assert [(r.seq, r.state, r.fold_number) for r in rows] == [
+        (o.obs_id, o.state.value, o.fold) for o in ctx.observations]
