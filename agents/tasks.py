@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from agents.dispatch import turns_missing
 from agents.models import Approval, Session
-from agents.runtime import states
+from agents.runtime import claims, states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
 from agents.runtime.waits import awaited, jobs_ready, session_jobs
@@ -61,14 +58,13 @@ def sweep_sessions() -> dict[str, int]:
             with transaction.atomic():
                 counts["woken"] += session_wake(session)
 
-    active = Session.objects.select_related("task").filter(
-        ~Q(state__in=states.TERMINAL | {states.NEEDS_MERGE}), started_at__isnull=False
-    )
+    active = Session.objects.select_related("task").filter(state__in=claims.TIMEABLE, started_at__isnull=False)
     for session in active:
-        if session.started_at + timedelta(seconds=session.time_limit_seconds) > now:
+        if not claims.over_time_limit(state=session.state, started_at=session.started_at,
+                                      time_limit_seconds=session.time_limit_seconds, now=now):
             continue
         with transaction.atomic():
-            reason = f"timed out: ran longer than its limit of {session.time_limit_seconds} s"
+            reason = claims.time_out_reason(session.time_limit_seconds)
             if session_transition(session, states.TIMED_OUT, reason=reason, expected=session.state):
                 counts["timed_out"] += 1
                 transaction.on_commit(lambda sid=session.pk: stop_session_jobs.delay(sid))
