@@ -123,6 +123,16 @@ def parse_command(text: str) -> list[Pipeline] | None:
     return chain
 
 
+def split_words(text: str) -> list[str] | None:
+    """The words of ``text`` when it is one simple command with no redirection, quotes and
+    escapes removed (an expansion's text left as written), as ``shlex.split`` would give
+    them; None for anything else (several commands, a pipe, an unbalanced quote)."""
+    chain = parse_command(text)
+    if chain is None or len(chain) != 1 or len(chain[0]) != 1 or chain[0][0].redirects:
+        return None
+    return chain[0][0].argv
+
+
 class _WordBuilder:
     """The word being read: its text, and what is known about its value."""
 
