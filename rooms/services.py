@@ -28,6 +28,7 @@ from rooms.checks import (
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.repo import NewRepository, RepositorySource, prepare_repository
+from rooms.selectors import membership_of
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 
@@ -277,7 +278,7 @@ def _post_system(*, room: Room, actor: AbstractBaseUser | None, text: str) -> Me
 
 def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
     """The user's current membership, read fresh (a role may have changed since page load)."""
-    membership = Membership.objects.filter(room=room, user=user).first() if user.is_authenticated else None
+    membership = membership_of(room, user)
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")
     return membership
