@@ -81,46 +81,50 @@ class _Unparseable(Exception):
 def parse_command(text: str) -> list[Pipeline] | None:
     """The chain of pipelines in ``text``, or None when it is not well-formed shell."""
     try:
-        tokens = _tokenize(text)
+        return _Chain().build(_tokenize(text))
     except _Unparseable:
         return None
-    chain: list[Pipeline] = []
-    pipeline: Pipeline = []
-    command = SimpleCommand()
-    pending_redirect: tuple[int | None, str] | None = None
 
-    def end_command() -> None:
-        nonlocal command
-        if command.words or command.redirects:
-            pipeline.append(command)
-        command = SimpleCommand()
 
-    def end_pipeline() -> None:
-        nonlocal pipeline
-        end_command()
-        if pipeline:
-            chain.append(pipeline)
-        pipeline = []
+class _Chain:
+    """Pipelines of simple commands, built from the tokens in order."""
 
-    for kind, value, fd in tokens:
+    def __init__(self) -> None:
+        self.chain: list[Pipeline] = []
+        self.pipeline: Pipeline = []
+        self.command = SimpleCommand()
+
+    def build(self, tokens: list[tuple[str, object, int | None]]) -> list[Pipeline]:
+        pending_redirect: tuple[int | None, str] | None = None
+        for kind, value, fd in tokens:
+            if pending_redirect is not None:
+                if kind != "word":
+                    raise _Unparseable  # a redirection needs its target
+                self.command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
+                pending_redirect = None
+            elif kind == "word":
+                self.command.words.append(value)
+            elif kind == "redirect":
+                pending_redirect = (fd, value)
+            elif value in ("|", "|&"):
+                self._end_command()
+            else:
+                self._end_pipeline()
         if pending_redirect is not None:
-            if kind != "word":
-                return None
-            command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
-            pending_redirect = None
-            continue
-        if kind == "word":
-            command.words.append(value)
-        elif kind == "redirect":
-            pending_redirect = (fd, value)
-        elif value in ("|", "|&"):
-            end_command()
-        else:
-            end_pipeline()
-    if pending_redirect is not None:
-        return None
-    end_pipeline()
-    return chain
+            raise _Unparseable
+        self._end_pipeline()
+        return self.chain
+
+    def _end_command(self) -> None:
+        if self.command.words or self.command.redirects:
+            self.pipeline.append(self.command)
+        self.command = SimpleCommand()
+
+    def _end_pipeline(self) -> None:
+        self._end_command()
+        if self.pipeline:
+            self.chain.append(self.pipeline)
+        self.pipeline = []
 
 
 def split_words(text: str) -> list[str] | None:
@@ -361,54 +365,64 @@ def _ansi_c_quoted(text: str, i: int, buf: list[str]) -> int:
 def _expansion(text: str, i: int, word: _WordBuilder) -> int:
     """Step over ``$name``, ``${...}``, ``$(...)``, ``$((...))`` or a backquoted command
     at ``i``, recording it in ``word``; returns the index after it."""
-    n = len(text)
     start = i
     body: str | None = None
     if text[i] == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        if j >= n:
-            raise _Unparseable
-        body = text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
-        i = j + 1
-    elif text.startswith("$((", i):
-        # Arithmetic, unless bash reads it as a subshell in a substitution (`$((rm x) )`):
-        # its text is kept as commands too, so a reader errs on the side of "it runs".
-        i = _matching_paren(text, i + 1)
-        body = text[start + 2 : i - 1]
+        i, body = _backquoted(text, i)
     elif text.startswith("$(", i):
+        # `$((`: arithmetic, unless bash reads it as a subshell in a substitution
+        # (`$((rm x) )`): its text is kept as commands too, so a reader errs on the side
+        # of "it runs".
         i = _matching_paren(text, i + 1)
         body = text[start + 2 : i - 1]
     elif text.startswith("${", i):
-        depth, i = 0, i + 1
-        while i < n:
-            ch = text[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    i += 1
-                    break
-            elif ch == "'":
-                end = text.find("'", i + 1)
-                if end < 0:
-                    raise _Unparseable
-                i = end
-            i += 1
-        else:
-            raise _Unparseable
+        i = _braced(text, i + 1)
     else:
-        i += 1
-        while i < n and (text[i].isalnum() or text[i] == "_"):
-            i += 1
-        if i == start + 1 and i < n and text[i] in "?#@*!$-0123456789":
-            i += 1
+        i = _parameter(text, i)
     word.expansion(text[start:i], body)
+    return i
+
+
+def _backquoted(text: str, i: int) -> tuple[int, str]:
+    """The end of the backquoted command at ``i``, and its text unescaped."""
+    n, j = len(text), i + 1
+    while j < n and text[j] != "`":
+        j += 2 if text[j] == "\\" else 1
+    if j >= n:
+        raise _Unparseable
+    return j + 1, text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
+
+
+def _braced(text: str, i: int) -> int:
+    """The index after the ``}`` closing the ``${`` whose brace is at ``i``."""
+    depth, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise _Unparseable
+            i = end
+        i += 1
+    raise _Unparseable
+
+
+def _parameter(text: str, start: int) -> int:
+    """The index after ``$name``, or a special parameter (``$?``, ``$1``), at ``start``."""
+    n, i = len(text), start + 1
+    while i < n and (text[i].isalnum() or text[i] == "_"):
+        i += 1
+    if i == start + 1 and i < n and text[i] in "?#@*!$-0123456789":
+        i += 1
     return i
 
 
