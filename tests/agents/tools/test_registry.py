@@ -57,3 +57,11 @@ def test_traits_hang_together():
             assert "command" in tool.args_by_name and not tool.read_only, tool.name
         if tool.access == "read":
             assert tool.reads_range and tool.path_argument, tool.name
+
+
+def test_lists_of_tools_elsewhere_name_only_registered_tools():
+    from agents.evals.scenario import TOOLS as SCENARIO_TOOLS
+    from agents.rules import TOOL_NAMES
+
+    assert set(SCENARIO_TOOLS) <= set(registry.NAMES)
+    assert TOOL_NAMES == registry.NAMES
