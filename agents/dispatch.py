@@ -31,7 +31,7 @@ def claimable(now: datetime) -> Q:
 
 
 def not_held(now: datetime) -> Q:
-    """No worker holds the session (whatever its state)."""
+    """No worker holds the session: ``not agents.runtime.claims.held`` as a filter."""
     return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
 
 

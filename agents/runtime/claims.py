@@ -26,6 +26,12 @@ def lease_live(lease_expires_at: datetime | None, now: datetime) -> bool:
     return lease_expires_at is not None and lease_expires_at >= now
 
 
+def held(*, lease_owner: str, lease_expires_at: datetime | None, now: datetime) -> bool:
+    """Whether a worker holds the session now (whatever its state): a named owner with a
+    live lease."""
+    return bool(lease_owner) and lease_live(lease_expires_at, now)
+
+
 def claimable(*, state: str, lease_expires_at: datetime | None, now: datetime) -> bool:
     """Whether a worker may take a session in ``state`` whose lease ends at
     ``lease_expires_at`` (the owner's death, seen on its machine, is the caller's to add:

@@ -64,7 +64,19 @@ def test_the_dispatchers_filter_claims_exactly_the_sessions_the_predicate_does(p
     offsets = [None, -60, 0, 60]
     for state in ALL_STATES:
         for offset in offsets:
-            lease = None if offset is None else NOW + timedelta(seconds=offset)
-            Session.objects.filter(pk=session.pk).update(state=state, lease_expires_at=lease)
-            in_filter = Session.objects.filter(dispatch.claimable(NOW), pk=session.pk).exists()
-            assert in_filter == claims.claimable(state=state, lease_expires_at=lease, now=NOW), (state, offset)
+            for owner in ("", "host:1:abc"):
+                lease = None if offset is None else NOW + timedelta(seconds=offset)
+                Session.objects.filter(pk=session.pk).update(state=state, lease_expires_at=lease, lease_owner=owner)
+                rows = Session.objects.filter(pk=session.pk)
+                assert rows.filter(dispatch.claimable(NOW)).exists() == claims.claimable(
+                    state=state, lease_expires_at=lease, now=NOW), (state, offset)
+                assert rows.filter(dispatch.not_held(NOW)).exists() != claims.held(
+                    lease_owner=owner, lease_expires_at=lease, now=NOW), (owner, offset)
+
+
+def test_a_session_is_held_only_by_a_named_owner_with_a_live_lease():
+    soon = NOW + timedelta(seconds=5)
+    assert claims.held(lease_owner="host:1:abc", lease_expires_at=soon, now=NOW)
+    assert not claims.held(lease_owner="", lease_expires_at=soon, now=NOW)
+    assert not claims.held(lease_owner="host:1:abc", lease_expires_at=NOW - timedelta(seconds=1), now=NOW)
+    assert not claims.held(lease_owner="host:1:abc", lease_expires_at=None, now=NOW)
