@@ -25,7 +25,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents.models import Session
-from agents.runtime import states
+from agents.runtime import claims
 
 CANDIDATES = 8  # sessions a turn tries, in order, before concluding there is nothing to run
 # The tasks' names; agents.tasks registers its tasks under these.
@@ -45,14 +45,13 @@ def jobs_stop_on_commit(session_id: int) -> None:
 
 
 def claimable(now: datetime) -> Q:
-    """Sessions a worker may take: queued, or running with no live lease (a turn given
-    back at the end of a slice, a worker that died)."""
-    return Q(state=states.QUEUED) | Q(state=states.RUNNING) & (
+    """Sessions a worker may take: ``agents.runtime.claims.claimable`` as a filter."""
+    return Q(state__in=claims.CLAIMABLE_ALWAYS) | Q(state__in=claims.CLAIMABLE_UNLEASED) & (
         Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
 
 
 def not_held(now: datetime) -> Q:
-    """No worker holds the session (whatever its state)."""
+    """No worker holds the session: ``not agents.runtime.claims.held`` as a filter."""
     return Q(lease_owner="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
 
 

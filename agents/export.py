@@ -15,14 +15,13 @@ from typing import Any
 
 from agents.models import ProviderCall
 from agents.runtime.prompts import system_prompt
+from agents.tools import registry
 from observations.blobs import blob_texts
 from observations.models import HistoryEntry
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
 from observations.state_store import session_gateway_state
 from rooms.repository.intent import intent_relpath
 
-_ACCESS_KIND = {"write_file": "write", "edit_file": "edit", "undo_edit": "edit", "list_files": "list",
-                "search": "search"}
 # The gateway's own messages, which the replay makes again under each policy.
 _SKIPPED = frozenset({"intent_update", "handoff"})
 
@@ -126,15 +125,20 @@ def _current_segment(state: dict[str, Any], turns: _Turns) -> None:
             turns.message(entry["text"])
 
 
+def _access_kind(tool: str) -> str | None:
+    entry = registry.BY_NAME.get(tool)
+    return entry.access if entry is not None else None
+
+
 def _event(call_id: str, tool: str, arguments: dict, output: str, source: dict | None) -> ToolEvent:
     accesses: tuple[FileAccess, ...] = ()
     read = source["read"] if source is not None else None
     if read is not None:
         path, start, end, _ = read
         accesses = (FileAccess("read", path, start, end, text_sha256(output)),)
-    elif tool == "read_file" and isinstance(arguments.get("path"), str):
+    elif (kind := _access_kind(tool)) == "read" and isinstance(arguments.get("path"), str):
         accesses = (FileAccess("read", arguments["path"], arguments.get("start"), arguments.get("end"),
                                text_sha256(output)),)
-    elif tool in _ACCESS_KIND and isinstance(arguments.get("path"), str):
-        accesses = (FileAccess(_ACCESS_KIND[tool], arguments["path"]),)
+    elif kind is not None and isinstance(arguments.get("path"), str):
+        accesses = (FileAccess(kind, arguments["path"]),)
     return ToolEvent(call_id=call_id, tool=tool, arguments=arguments, output=output, accesses=accesses)

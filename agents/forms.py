@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from agents.models import AgentProfile
+from observations.gateway.model_spec import model_kind
 
 
 class AgentProfileForm(forms.ModelForm):
@@ -53,8 +54,8 @@ class AgentProfileForm(forms.ModelForm):
         cleaned = super().clean()
         stored = self.instance.pk and self.instance.api_key
         if stored and not cleaned.get("new_api_key") and not cleaned.get("clear_api_key"):
-            old_provider = self.instance.model.partition(":")[0]
-            new_provider = (cleaned.get("model") or "").partition(":")[0]
+            old_provider = model_kind(self.instance.model)
+            new_provider = model_kind(cleaned.get("model") or "")
             if "base_url" in self.changed_data or old_provider != new_provider:
                 # A stored key must never follow its profile to another endpoint.
                 self.add_error("new_api_key", "The stored key belongs to the old endpoint: enter the key "

@@ -6,28 +6,28 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from agents.runtime import states
+from observations.gateway.model_spec import ModelSpecError, parse_model_spec
 from observations.gateway.prices import ModelPrice, price_for
-
-MODEL_PROVIDERS = ("openai", "anthropic", "replay", "script")
 
 
 def validate_model_spec(value: str) -> None:
-    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, without spaces; a
-    replay file is named, never pathed: it is looked up in the hub's replay folder."""
-    provider, colon, name = value.partition(":")
-    if not colon or provider not in MODEL_PROVIDERS or not name or any(c.isspace() for c in value):
+    """``openai:<model>``, ``anthropic:<model>`` or ``replay:<file>``, as
+    observations.gateway.model_spec reads it, said in the form's words."""
+    try:
+        parse_model_spec(value)
+    except ModelSpecError as exc:
+        if exc.code == "path":
+            raise ValidationError(
+                "%(value)r: a replay: model names a file in the hub's replay folder (e.g. "
+                "replay:demo-fix-median.json), not a path.",
+                params={"value": value},
+                code="replay_path",
+            ) from None
         raise ValidationError(
             "%(value)r is not a model spec: write openai:<model>, anthropic:<model> or replay:<file>.",
             params={"value": value},
             code="model_spec",
-        )
-    if provider in ("replay", "script") and ("/" in name or "\\" in name or name.startswith(".") or "\0" in name):
-        raise ValidationError(
-            "%(value)r: a replay: model names a file in the hub's replay folder (e.g. "
-            "replay:demo-fix-median.json), not a path.",
-            params={"value": value},
-            code="replay_path",
-        )
+        ) from None
 
 
 def validate_model_spec_list(value: str) -> None:

@@ -7,11 +7,11 @@ from typing import Any
 
 from agents.models import ApprovalRule, Decision
 from agents.runtime.approvals import PATH_TOOLS, Rule
-from agents.tools.schemas import TOOL_SCHEMAS
+from agents.tools import registry
 from rooms.checks import check_storable_text
 from rooms.errors import RoomError
 
-TOOL_NAMES = tuple(schema.name for schema in TOOL_SCHEMAS)
+TOOL_NAMES = registry.NAMES
 PATTERN_MAX = 300  # ApprovalRule's columns
 
 
@@ -29,7 +29,7 @@ def rule_checked(*, tool: str, path_glob: str = "", command_prefix: str = "", de
         raise RoomError(f"Keep patterns under {PATTERN_MAX} characters.", code="invalid")
     if path_glob and tool not in PATH_TOOLS | {"*"}:
         raise RoomError(f"`{tool}` works on no path: a path glob never matches it.", code="invalid")
-    if command_prefix and tool not in ("shell", "*"):
+    if command_prefix and tool not in registry.SHELL_TOOLS | {"*"}:
         raise RoomError("A command prefix only applies to shell.", code="invalid")
     return {"tool": tool, "path_glob": path_glob, "command_prefix": command_prefix, "decision": decision}
 

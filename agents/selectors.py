@@ -23,6 +23,7 @@ from agents.runtime import states
 from observations.gateway.decisions import Decision, Decisions
 from observations.models import Segment
 from observations.state_store import session_gateway_state
+from rooms.checks import may_act
 from rooms.models import Room
 from rooms.selectors import RoomAccess, SubqueryCount, access_room_by_id
 
@@ -52,8 +53,8 @@ class SessionAccess:
 
     @property
     def can_control(self) -> bool:
-        """Steer, approve, cancel: owners and members; viewers only look."""
-        return self.room_access.can_post
+        """Steer, approve, cancel: rooms.checks.may_act."""
+        return may_act(self.room_access.membership)
 
 
 def access_session(user: AbstractBaseUser | AnonymousUser, session_id: int) -> SessionAccess:
@@ -71,8 +72,8 @@ class TaskAccess:
 
     @property
     def can_control(self) -> bool:
-        """Edit the intent, start sessions: owners and members."""
-        return self.room_access.can_post
+        """Edit the intent, start sessions: rooms.checks.may_act."""
+        return may_act(self.room_access.membership)
 
 
 def access_task(user: AbstractBaseUser | AnonymousUser, task_id: int) -> TaskAccess:

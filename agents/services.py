@@ -33,11 +33,12 @@ from agents.runtime.mentions import mentions
 from agents.selectors import session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
-from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff
+from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff, check_may_act
 from rooms.errors import RoomError, RoomPermissionError
-from rooms.models import Membership, Message, Room
+from rooms.models import Message, Room
 from rooms.repository.intent import intent_write, render_intent
-from rooms.services import membership_of, message_post
+from rooms.selectors import membership_of
+from rooms.services import message_post
 
 TITLE_MAX = 200
 # A queued session's wake_at: workers take queued sessions in its order (after those
@@ -46,9 +47,7 @@ REQUEUE_AFTER = timedelta(seconds=60)
 
 
 def _check_can_act(room: Room, user: AbstractBaseUser) -> None:
-    membership = Membership.objects.filter(room=room, user=user).first()
-    if membership is None or not membership.can_post:
-        raise RoomPermissionError("Only owners and members of this room can do that; viewers only look.")
+    check_may_act(membership_of(room, user))
 
 
 def enqueue_session(session_id: int) -> None:
@@ -415,7 +414,7 @@ def approval_rule_delete(*, room: Room, actor: AbstractBaseUser, rule_id: int) -
 
 
 def _check_can_configure(room: Room, user: AbstractBaseUser) -> None:
-    membership = Membership.objects.filter(room=room, user=user).first()
+    membership = membership_of(room, user)
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")
     check_can_configure(membership)

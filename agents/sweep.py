@@ -1,7 +1,7 @@
 """Beat's pass over sessions nobody is looking after: dead workers' leases, lost turns,
 parked sessions whose reason to wait is gone, sessions past their time limit.
 
-The decisions (``should_wake``, ``over_time_limit``, ``dead_leases``) are plain Python
+The decisions (``should_wake``, ``dead_leases``, and ``agents.runtime.claims``) are plain Python
 over a few columns; the service ``sessions_sweep`` reads those columns and acts through
 the session services. It never loads a session's ``gateway_state`` or ``runtime_state``
 (a sweep every few seconds over every session must not read megabytes): what it needs of
@@ -11,18 +11,17 @@ the runtime's state (chat cursor, held jobs, the pending call) it reads by JSON 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from celery import current_app
 from django.db import transaction
-from django.db.models import Q
 from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from agents.dispatch import RUN_SESSION, jobs_stop_on_commit, turns_missing
 from agents.models import Approval, Session
-from agents.runtime import states
+from agents.runtime import claims, states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
 from agents.runtime.waits import awaited, jobs_ready, session_jobs
@@ -52,21 +51,6 @@ def should_wake(*, state: str, wake_at: datetime | None, now: datetime, approval
         return True
     arguments = waits_on()
     return arguments is not None and jobs_done(arguments)
-
-
-def over_time_limit(*, state: str, started_at: datetime | None, time_limit_seconds: int, now: datetime) -> bool:
-    """Whether a started session that can still end ran past its time limit.
-
-    The one definition the sweep uses; agents.runtime.claims (being written alongside)
-    holds the same predicate for the worker: the integrator keeps one of the two.
-    """
-    if started_at is None or state in states.TERMINAL or state == states.NEEDS_MERGE:
-        return False
-    return started_at + timedelta(seconds=time_limit_seconds) <= now
-
-
-def time_out_reason(time_limit_seconds: int) -> str:
-    return f"timed out: ran longer than its limit of {time_limit_seconds} s"
 
 
 # --- the sweep ----------------------------------------------------------------------------
@@ -149,16 +133,15 @@ def parked_sessions_wake(now: datetime) -> int:
 
 def sessions_time_out(now: datetime) -> int:
     """End every session past its time limit; its jobs are stopped after commit."""
-    active = Session.objects.filter(
-        ~Q(state__in=states.TERMINAL | {states.NEEDS_MERGE}), started_at__isnull=False,
-    ).select_related("task").only("state", "started_at", "time_limit_seconds", "task__room").order_by("pk")
+    active = Session.objects.filter(state__in=claims.TIMEABLE, started_at__isnull=False).select_related(
+        "task").only("state", "started_at", "time_limit_seconds", "task__room").order_by("pk")
     timed_out = 0
     for session in active:
-        if not over_time_limit(state=session.state, started_at=session.started_at,
+        if not claims.over_time_limit(state=session.state, started_at=session.started_at,
                                time_limit_seconds=session.time_limit_seconds, now=now):
             continue
         with transaction.atomic():
-            if session_transition(session, states.TIMED_OUT, reason=time_out_reason(session.time_limit_seconds),
+            if session_transition(session, states.TIMED_OUT, reason=claims.time_out_reason(session.time_limit_seconds),
                                   expected=session.state):
                 timed_out += 1
                 jobs_stop_on_commit(session.pk)

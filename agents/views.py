@@ -34,6 +34,7 @@ from agents.models import AgentProfile
 from agents.runtime import states
 from agents.selectors import SessionAccess
 from agents.views_analysis import insights_context
+from rooms.checks import check_may_act
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.selectors import RoomAccess, access_room
 
@@ -300,8 +301,7 @@ def _status_response(request: HttpRequest, access: SessionAccess, notice: str | 
 
 
 def _require_control(access: RoomAccess) -> None:
-    if not access.can_post:
-        raise RoomPermissionError("Only owners and members of this room can do that; viewers only look.")
+    check_may_act(access.membership)
 
 
 def _forbid_viewers(access: RoomAccess) -> None:

@@ -71,9 +71,24 @@ def check_check_command(command: str) -> str:
     return command
 
 
+MAY_ACT_REFUSAL = "Only owners and members of this room can do that; viewers only look."
+
+
+def may_act(membership: Membership | None) -> bool:
+    """Who may act on a room and its tasks and sessions (post, steer, start, approve,
+    cancel, assign agents): its owners and members. Viewers only look; someone without a
+    membership, however active in rooms of their own, not even that. The one definition:
+    views, consumers (through the services) and services all ask it."""
+    return membership is not None and membership.can_post  # the roles: Membership.can_post
+
+
+def check_may_act(membership: Membership | None, refusal: str = MAY_ACT_REFUSAL) -> None:
+    if not may_act(membership):
+        raise RoomPermissionError(refusal)
+
+
 def check_can_post(membership: Membership) -> None:
-    if not membership.can_post:
-        raise RoomPermissionError("Viewers can read this room but not post in it.")
+    check_may_act(membership, "Viewers can read this room but not post in it.")
 
 
 def check_can_manage_members(membership: Membership) -> None:
@@ -82,8 +97,7 @@ def check_can_manage_members(membership: Membership) -> None:
 
 
 def check_can_assign_agents(membership: Membership) -> None:
-    if not membership.can_post:
-        raise RoomPermissionError("Viewers cannot assign or unassign agents.")
+    check_may_act(membership, "Viewers cannot assign or unassign agents.")
 
 
 def check_is_staff(user) -> None:

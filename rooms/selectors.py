@@ -17,6 +17,7 @@ from django.db.models import (
 from django.http import Http404
 
 from rooms import signals
+from rooms.checks import may_act
 from rooms.models import Membership, Message, Room
 
 HISTORY_PAGE_SIZE = 50
@@ -31,7 +32,7 @@ class RoomAccess:
 
     @property
     def can_post(self) -> bool:
-        return self.membership.can_post
+        return may_act(self.membership)
 
     @property
     def can_manage_members(self) -> bool:
@@ -39,7 +40,7 @@ class RoomAccess:
 
     @property
     def can_assign_agents(self) -> bool:
-        return self.membership.can_post
+        return may_act(self.membership)
 
     @property
     def can_configure(self) -> bool:
@@ -72,6 +73,15 @@ def access_room_by_id(user: AbstractBaseUser | AnonymousUser, room_id: int) -> R
     if membership is None:
         raise Http404("No such room.")
     return RoomAccess(room=membership.room, membership=membership)
+
+
+def membership_of(room: Room | int, user: AbstractBaseUser | AnonymousUser) -> Membership | None:
+    """The user's membership of the room, read fresh (a role may have changed since the
+    page loaded); None for anyone else, the anonymous included."""
+    if not user.is_authenticated:
+        return None
+    room_id = room.pk if isinstance(room, Room) else room
+    return Membership.objects.filter(room_id=room_id, user=user).first()
 
 
 def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:

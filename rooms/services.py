@@ -26,6 +26,7 @@ from rooms.checks import (
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room
 from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
+from rooms.selectors import membership_of
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 
@@ -92,7 +93,7 @@ def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: 
                          allow_network: bool | None = None) -> Room:
     """The room's check command and network access (None: left as it is), set by an owner;
     the room hears of each change."""
-    check_can_configure(membership_of(room, actor))
+    check_can_configure(_membership_of(room, actor))
     check_command = check_check_command(check_command)
     locked = Room.objects.select_for_update().get(pk=room.pk)
     allow_network = locked.allow_network if allow_network is None else bool(allow_network)
@@ -117,7 +118,7 @@ def room_settings_update(*, room: Room, actor: AbstractBaseUser, check_command: 
 def membership_add(
     *, room: Room, actor: AbstractBaseUser, username: str, role: str = Membership.Role.MEMBER
 ) -> Membership:
-    check_can_manage_members(membership_of(room, actor))
+    check_can_manage_members(_membership_of(room, actor))
     if role not in Membership.Role.values:
         raise RoomError(f"Unknown role {role!r}.", code="invalid")
     user = get_user_model().objects.filter(username=(username or "").strip()).first()
@@ -140,7 +141,7 @@ def membership_remove(*, room: Room, actor: AbstractBaseUser, user_id: int, as_s
     if as_staff:
         check_is_staff(actor)
     else:
-        check_can_manage_members(membership_of(room, actor))
+        check_can_manage_members(_membership_of(room, actor))
     if user_id == room.owner_id:
         raise RoomPermissionError("The room's owner cannot be removed.")
     membership = Membership.objects.select_related("user").filter(room=room, user_id=user_id).first()
@@ -186,7 +187,7 @@ def message_post(
     if kind in (Message.Kind.CHAT, Message.Kind.STEER):
         if author is None:
             raise RoomPermissionError("A person's message needs an author.")
-        check_can_post(membership_of(room, author))
+        check_can_post(_membership_of(room, author))
         text = check_message_text(text)
     if kind == Message.Kind.STEER:
         if agent is None or signals.assigned_agent(room, agent.pk) is None:
@@ -257,10 +258,9 @@ def _post_system(*, room: Room, actor: AbstractBaseUser | None, text: str) -> Me
     return message_post(room=room, author=actor, kind=Message.Kind.SYSTEM, text=text)
 
 
-def membership_of(room: Room, user: AbstractBaseUser) -> Membership:
-    """The user's current membership, read fresh (a role may have changed since page
-    load); RoomPermissionError if there is none. For services here and above."""
-    membership = Membership.objects.filter(room=room, user=user).first() if user.is_authenticated else None
+def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
+    """The user's current membership, read fresh (a role may have changed since page load)."""
+    membership = membership_of(room, user)
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")
     return membership

@@ -9,7 +9,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
+from agents.tools import registry
+
+WRITING_TOOLS = registry.WRITING
 
 ReadKey = tuple[str, int | None, int | None, str]  # path, first line, last line, content sha256
 

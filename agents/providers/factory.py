@@ -27,21 +27,17 @@ from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
 from agents.providers.script import ScriptProvider
+from observations.gateway.model_spec import (
+    FILE_KINDS,
+    ModelSpec,
+    ModelSpecError,
+    parse_model_spec,
+)
 
-KINDS = ("openai", "anthropic", "replay", "script")
 DEFAULT_TIMEOUT = 600.0
 # Local OpenAI-compatible servers (Ollama, llama.cpp, vLLM) need no key, but the SDK
 # refuses to start without one.
 NO_KEY = "no-key"
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    kind: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +51,11 @@ class ModelEndpoint:
 
 
 def parse_spec(spec: str) -> ModelSpec:
-    kind, sep, name = spec.strip().partition(":")
-    if not sep or kind not in KINDS:
-        raise InvalidModelSpec(
-            f"unknown model spec {spec!r}: expected openai:<model>, anthropic:<model> or replay:<file> "
-            "(script:<scenario> in evals)"
-        )
-    if not name.strip():
-        raise InvalidModelSpec(f"model spec {spec!r} names no model")
-    return ModelSpec(kind, name.strip())
+    """``observations.gateway.model_spec.parse_model_spec``, refusing as a provider error."""
+    try:
+        return parse_model_spec(spec)
+    except ModelSpecError as exc:
+        raise InvalidModelSpec(str(exc)) from None
 
 
 def parse_fallbacks(text: str) -> tuple[str, ...]:
@@ -140,7 +132,7 @@ def check_model_spec(
         provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env,
                                   script_dir=script_dir)
     except InvalidModelSpec as exc:
-        if parsed.kind in ("replay", "script"):
+        if parsed.kind in FILE_KINDS:
             raise
         return f"{exc}; sessions of this agent fail until it is set."
     if close := getattr(provider, "close", None):

@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any
 
+from agents.tools import registry
 from observations.shell import ShellLine, read_line
 from observations.shell.catalog import INTERPRETERS, PYTHON, SHELLS
 
@@ -33,10 +34,8 @@ _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
 MATCH, MAYBE, NONE = 2, 1, 0
 
 # Read-only by default: these run without asking when no rule says otherwise.
-# recall and history_search read only what this session itself received or wrote.
-READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "search", "await", "post_message", "recall",
-                             "history_search"})
-PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
+READ_ONLY_TOOLS = registry.READ_ONLY
+PATH_TOOLS = registry.PATH_TOOLS
 # Tools whose first argument names what they do: "always" for `git status` is `git status`.
 SUBCOMMAND_TOOLS = frozenset({
     "git", "cargo", "go", "npm", "pnpm", "yarn", "bun", "deno", "uv", "poetry", "pip", "pip3", "docker",
@@ -146,7 +145,7 @@ def always_rule(tool: str, arguments: dict[str, Any]) -> Rule:
     several commands, redirections, interpreters running a script) exactly this line. A
     file tool: files in the same directory (not below it). Anything else: the tool.
     """
-    if tool == "shell" and isinstance(arguments.get("command"), str):
+    if tool in registry.SHELL_TOOLS and isinstance(arguments.get("command"), str):
         line = read_shell_line(arguments["command"])
         prefix = _always_prefix(line)
         if prefix:

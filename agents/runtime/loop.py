@@ -23,6 +23,7 @@ from agents.runtime import nudges, obligations
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
+from agents.tools import registry
 from agents.tools.outcome import ToolOutcome
 from agents.tools.sandbox import SandboxUnavailable
 from agents.tools.shell import JobReport
@@ -36,9 +37,6 @@ from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 
 MAX_VERIFY_ROUNDS = 2
-WRITING_TOOLS = frozenset({"write_file", "edit_file", "undo_edit"})
-# Tools whose result is a range of something, served through the session's ledger.
-RANGE_TOOLS = frozenset({"read_file", "recall"})
 _EXIT = re.compile(r"^exit (-?\d+) after ")
 # A settled tool call: the call as recorded, its outcome, and a note appended for the model.
 Settled = tuple[ToolCall, ToolOutcome, str]
@@ -319,7 +317,7 @@ class StepLoop:
             return call, host.skip(call, "the room's approval rules deny this call"), ""
         if decision == ASK:
             return self._settle_asked(call, arguments)
-        if call.name == "await":
+        if call.name in registry.WAITS:
             return self._settle_await(call)
         return call, host.execute(call), ""
 
@@ -359,9 +357,9 @@ class StepLoop:
         state = self.state
         if outcome.yielded:
             state.yielded_job = outcome.job_handle
-        if call.name in WRITING_TOOLS and not outcome.is_error:
+        if call.name in registry.WRITING and not outcome.is_error:
             state.wrote_files = True
-        elif call.name == "shell":
+        elif call.name in registry.SHELL_TOOLS:
             state.wrote_files = False
         text = outcome.text + suffix
         obs = self.ctx.add_tool_result(observation_input(outcome, text))
@@ -432,7 +430,7 @@ def _await_seconds(call: ToolCall) -> float:
 
 
 def _describe_call(tool: str, arguments: dict[str, Any]) -> str:
-    if tool == "shell":
+    if tool in registry.SHELL_TOOLS:
         return f"the command `{arguments.get('command', '')}`"
     if "path" in arguments:
         return f"{tool} on {arguments['path']}"
@@ -441,12 +439,12 @@ def _describe_call(tool: str, arguments: dict[str, Any]) -> str:
 
 def observation_input(outcome: ToolOutcome, text: str) -> ObservationInput:
     read = None
-    if outcome.tool in RANGE_TOOLS and not outcome.is_error and outcome.path and outcome.range_sha256:
+    if outcome.tool in registry.RANGE_TOOLS and not outcome.is_error and outcome.path and outcome.range_sha256:
         read = FileRange(outcome.path, outcome.line_start, outcome.line_end, outcome.range_sha256)
     exit_code = None
-    if outcome.tool == "shell" and (match := _EXIT.match(text)):
+    if outcome.tool in registry.SHELL_TOOLS and (match := _EXIT.match(text)):
         exit_code = int(match.group(1))
-    written = (outcome.path,) if outcome.tool in WRITING_TOOLS and outcome.path and not outcome.is_error else ()
+    written = (outcome.path,) if outcome.tool in registry.WRITING and outcome.path and not outcome.is_error else ()
     data = text.encode("utf-8", "surrogatepass")
     return ObservationInput(
         call_id=outcome.call_id,

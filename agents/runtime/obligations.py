@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agents.tools.registry import SHELL_TOOLS
 from observations.shell import read_line
 
 # Commands that do no work: a line made only of these (and at least one sleep) waits.
@@ -75,7 +76,7 @@ def refusal(tool: str, arguments: object) -> str | None:
     """Why this call is refused before it runs, or None. Only a shell line made of
     nothing but sleeps (and no-ops: echo, true, :) is: it would hold a job slot and the
     worker to wait, without the early return `await` gives when a person writes."""
-    if tool != "shell" or not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
+    if tool not in SHELL_TOOLS or not isinstance(arguments, dict) or not isinstance(arguments.get("command"), str):
         return None
     line = arguments["command"]
     read = read_line(line)

@@ -16,6 +16,7 @@ from agents.runtime.approvals import (
     Rule,
     decide,
 )
+from agents.tools.registry import SHELL_TOOLS
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,7 @@ class Preview:
 def preview(tool: str, sample: str, rules: list[Rule]) -> Preview:
     """``sample`` is a command line for shell, a path for the file tools, unused otherwise."""
     arguments: dict[str, str] = {}
-    if tool == "shell":
+    if tool in SHELL_TOOLS:
         arguments = {"command": sample.strip()}
     elif tool in PATH_TOOLS:
         path = posixpath.normpath(sample.strip() or ".")

@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from agents.tools.jobs import JobRegistry
+from agents.tools.registry import WAITS
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def awaited(runtime: dict[str, Any]) -> dict[str, Any] | None:
     if held := runtime.get("held_jobs"):
         return {"handles": held}  # held at its end until its jobs end (obligations.py)
     calls, index = runtime.get("calls") or [], runtime.get("next_call", 0)
-    if index < len(calls) and calls[index].get("name") == "await":
+    if index < len(calls) and calls[index].get("name") in WAITS:
         return calls[index].get("arguments") or {}
     return None
 

@@ -29,7 +29,7 @@ from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
-from agents.runtime import states
+from agents.runtime import claims, states
 from agents.runtime.confinement import sandbox_policy
 from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
@@ -242,8 +242,7 @@ class SessionRunner:
             if self.keeper.lost.is_set():
                 raise LeaseLost
             if self._over_time_limit():
-                self.stop(states.TIMED_OUT, f"timed out: ran longer than its limit of "
-                                            f"{self.session.time_limit_seconds} s")
+                self.stop(states.TIMED_OUT, claims.time_out_reason(self.session.time_limit_seconds))
                 return
             result = self.loop.advance()
             if not self.commit(result):
@@ -253,8 +252,9 @@ class SessionRunner:
                 return
 
     def _over_time_limit(self) -> bool:
-        started = self.session.started_at or timezone.now()
-        return timezone.now() > started + timedelta(seconds=self.session.time_limit_seconds)
+        # The runner holds the lease, so the session is running whatever the loaded row says.
+        return claims.over_time_limit(state=states.RUNNING, started_at=self.session.started_at,
+                                      time_limit_seconds=self.session.time_limit_seconds, now=timezone.now())
 
     @transaction.atomic
     def stop(self, target: str, reason: str) -> None:

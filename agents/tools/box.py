@@ -15,7 +15,7 @@ from typing import Any
 
 from observations.gateway.messages import ToolCall, ToolSchema
 
-from . import edits, files, memory, search, shell
+from . import edits, files, memory, registry, search, shell
 from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError, ToolOutcome
 from .paths import PathRefused
@@ -25,10 +25,6 @@ from .schemas import TOOL_SCHEMAS, ArgumentError, check_arguments
 from .shell import JobReport, ShellConfig
 from .snapshots import SnapshotStore
 from .text import clean_data, clean_text, one_line
-
-# Calls without side effects: after a crash mid-call they are simply run again.
-SIDE_EFFECT_FREE = frozenset({"read_file", "list_files", "search", "await", "recall", "history_search"})
-PATH_TOOLS = frozenset({"read_file", "list_files", "search", "write_file", "edit_file"})
 
 
 def _default_purpose(tool: str, values: Mapping[str, Any]) -> str:
@@ -77,7 +73,7 @@ class ToolBox:
         self.interrupted = interrupted
         self.session_memory = session_memory
         allowed = set(allowed_tools or ())
-        self.allowed = frozenset(allowed) if allowed else frozenset(s.name for s in TOOL_SCHEMAS)
+        self.allowed = frozenset(allowed) if allowed else frozenset(registry.NAMES)
         self.jobs = JobRegistry(self.state_dir / "jobs",
                                 silence_limit_seconds=silence_limit_seconds)
         self.records = CallRecords(self.state_dir / "calls")
@@ -99,7 +95,7 @@ class ToolBox:
             return _replayed(recorded)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if call.name not in self.allowed:
-            known = call.name in {s.name for s in TOOL_SCHEMAS}
+            known = call.name in registry.BY_NAME
             reason = "is not available to this agent" if known else "does not exist"
             return self._settle(call.id, call.name, arguments, Result(
                 text=f"Tool {call.name!r} {reason}. Available tools: "
@@ -110,7 +106,7 @@ class ToolBox:
             return self._settle(call.id, call.name, arguments, Result(
                 text=f"Invalid arguments: {exc}.", is_error=True, purpose=call.name))
         values = checked.values
-        if self.records.started(call.id) and call.name not in SIDE_EFFECT_FREE:
+        if self.records.started(call.id) and call.name not in registry.SIDE_EFFECT_FREE:
             return self._settle(call.id, call.name, values, self._unknown(call.id, call.name,
                                                                           values),
                                 unknown=True)
@@ -126,7 +122,7 @@ class ToolBox:
                             is_error=True)
         if not result.purpose:
             result = _with_purpose(result, _default_purpose(call.name, values))
-        if call.name in PATH_TOOLS and result.path is not None:
+        if call.name in registry.PATH_TOOLS and result.path is not None:
             values = dict(values, path=result.path)
         return self._settle(call.id, call.name, values, result,
                             duration_ms=int((time.monotonic() - started) * 1000))
@@ -181,50 +177,75 @@ class ToolBox:
                  "and left no record. It was not run again; check the current state (e.g. "
                  "read the file) before repeating it.",
             is_error=True, purpose=_default_purpose(tool, values),
-            modified_files=tool != "post_message")
+            modified_files=tool in registry.WRITING)
 
     def _dispatch(self, call_id: str, tool: str, v: Mapping[str, Any]) -> Result:
-        root = self.worktree
-        if tool == "read_file":
-            return files.read_file(root, path=v["path"], start=v["start"], end=v["end"])
-        if tool == "list_files":
-            return files.list_files(root, path=v["path"], pattern=v["pattern"])
-        if tool == "search":
-            return search.search(root, pattern=v["pattern"], path=v["path"], glob=v["glob"])
-        if tool == "write_file":
-            return edits.write_file(root, self.snapshots, call_id=call_id, path=v["path"],
-                                    content=v["content"])
-        if tool == "edit_file":
-            return edits.edit_file(root, self.snapshots, call_id=call_id, path=v["path"],
-                                   old=v["old"], new=v["new"], replace_all=v["replace_all"])
-        if tool == "undo_edit":
-            return edits.undo_edit(root, self.snapshots, call_id=call_id,
-                                   target_call_id=v["call_id"])
-        return self._dispatch_beyond_files(call_id, tool, v)
+        return EXECUTORS[tool](self, call_id, v)
 
-    def _dispatch_beyond_files(self, call_id: str, tool: str, v: Mapping[str, Any]) -> Result:
-        """The tools that run commands or reach the room and the session's records."""
-        if tool == "shell":
-            return shell.run_shell(self.jobs, self.shell_config, call_id=call_id,
-                                   command=v["command"], timeout=v["timeout"],
-                                   interrupted=self.interrupted)
-        if tool == "await":
-            return shell.run_await(self.jobs, self.shell_config, call_id=call_id,
-                                   handles=v["handles"], seconds=v["seconds"], stop=v["stop"],
-                                   interrupted=self.interrupted)
-        if tool == "post_message":
-            if self.post_message is None:
-                raise ToolError("post_message: this session has no room chat to post to")
-            self.post_message(clean_text(v["text"]))
-            return Result(text="Posted to the room chat.", purpose="post message")
-        if tool in ("recall", "history_search"):
-            if self.session_memory is None:
-                raise ToolError(f"{tool}: this session keeps no records to look in")
-            if tool == "recall":
-                return memory.recall(self.session_memory, ref=v["ref"], start_line=v["start_line"],
-                                     end_line=v["end_line"])
-            return memory.history_search(self.session_memory, query=v["query"], limit=v["limit"])
-        raise AssertionError(f"no implementation for tool {tool!r}")
+    def _read_file(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return files.read_file(self.worktree, path=v["path"], start=v["start"], end=v["end"])
+
+    def _list_files(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return files.list_files(self.worktree, path=v["path"], pattern=v["pattern"])
+
+    def _search(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return search.search(self.worktree, pattern=v["pattern"], path=v["path"], glob=v["glob"])
+
+    def _write_file(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return edits.write_file(self.worktree, self.snapshots, call_id=call_id, path=v["path"],
+                                content=v["content"])
+
+    def _edit_file(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return edits.edit_file(self.worktree, self.snapshots, call_id=call_id, path=v["path"],
+                               old=v["old"], new=v["new"], replace_all=v["replace_all"])
+
+    def _undo_edit(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return edits.undo_edit(self.worktree, self.snapshots, call_id=call_id,
+                               target_call_id=v["call_id"])
+
+    def _shell(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return shell.run_shell(self.jobs, self.shell_config, call_id=call_id,
+                               command=v["command"], timeout=v["timeout"],
+                               interrupted=self.interrupted)
+
+    def _await(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return shell.run_await(self.jobs, self.shell_config, call_id=call_id,
+                               handles=v["handles"], seconds=v["seconds"], stop=v["stop"],
+                               interrupted=self.interrupted)
+
+    def _post_message(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        if self.post_message is None:
+            raise ToolError("post_message: this session has no room chat to post to")
+        self.post_message(clean_text(v["text"]))
+        return Result(text="Posted to the room chat.", purpose="post message")
+
+    def _memory(self, tool: str) -> memory.SessionMemory:
+        if self.session_memory is None:
+            raise ToolError(f"{tool}: this session keeps no records to look in")
+        return self.session_memory
+
+    def _recall(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return memory.recall(self._memory("recall"), ref=v["ref"], start_line=v["start_line"],
+                             end_line=v["end_line"])
+
+    def _history_search(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        return memory.history_search(self._memory("history_search"), query=v["query"], limit=v["limit"])
+
+
+# One executor per tool of agents.tools.registry (tests/agents/tools/test_registry.py).
+EXECUTORS: dict[str, Callable[[ToolBox, str, Mapping[str, Any]], Result]] = {
+    "read_file": ToolBox._read_file,
+    "list_files": ToolBox._list_files,
+    "search": ToolBox._search,
+    "write_file": ToolBox._write_file,
+    "edit_file": ToolBox._edit_file,
+    "undo_edit": ToolBox._undo_edit,
+    "shell": ToolBox._shell,
+    "await": ToolBox._await,
+    "post_message": ToolBox._post_message,
+    "recall": ToolBox._recall,
+    "history_search": ToolBox._history_search,
+}
 
 
 def _with_purpose(result: Result, purpose: str) -> Result:

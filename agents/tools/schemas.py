@@ -1,4 +1,5 @@
-"""The tool schemas the model sees, and the checking of the arguments it sends back.
+"""The tool schemas the model sees, and the checking of the arguments it sends back,
+both derived from the tools' entries in agents.tools.registry.
 
 Every byte here is sent with every request, so descriptions are short and the
 validation (not the schema) carries the strictness: unknown keys are refused even
@@ -14,123 +15,25 @@ from typing import Any
 
 from observations.gateway.messages import ToolSchema
 
+from . import registry
+
 
 class ArgumentError(ValueError):
     """The model's arguments do not fit the tool; the message says how to fix them."""
 
 
-def _object(properties: dict[str, dict[str, Any]], *required: str) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    return schema
-
-
-_S = {"type": "string"}
-_I = {"type": "integer"}
-
-TOOL_SCHEMAS: tuple[ToolSchema, ...] = (
-    ToolSchema(
-        "read_file",
-        "Read a text file with line numbers; start/end: 1-based inclusive lines "
-        "(max 2000 lines or 100 KB per call).",
-        _object({"path": _S, "start": _I, "end": _I}, "path"),
-    ),
-    ToolSchema(
-        "list_files",
-        "List files under a directory (default: worktree root); pattern: glob, e.g. *.py.",
-        _object({"path": _S, "pattern": _S}),
-    ),
-    ToolSchema(
-        "search",
-        "Grep file contents for a Python regex; glob filters files, e.g. *.py.",
-        _object({"pattern": _S, "path": _S, "glob": _S}, "pattern"),
-    ),
-    ToolSchema(
-        "write_file",
-        "Create or overwrite a file with content.",
-        _object({"path": _S, "content": _S}, "path", "content"),
-    ),
-    ToolSchema(
-        "edit_file",
-        "Replace exact text old with new; old must match once unless replace_all.",
-        _object(
-            {"path": _S, "old": _S, "new": _S, "replace_all": {"type": "boolean"}},
-            "path",
-            "old",
-            "new",
-        ),
-    ),
-    ToolSchema(
-        "undo_edit",
-        "Restore a file to how it was before write_file/edit_file call call_id.",
-        _object({"call_id": _S}, "call_id"),
-    ),
-    ToolSchema(
-        "shell",
-        "Run a bash command in the worktree. A long one continues as a job (you get its "
-        "handle; collect it with await). timeout: kill after N s.",
-        _object({"command": _S, "timeout": {"type": "number"}}, "command"),
-    ),
-    ToolSchema(
-        "await",
-        "Wait for jobs (default: all unfinished) or seconds; returns early if a person "
-        "writes. stop: end the jobs instead.",
-        _object({"handles": {"type": "array", "items": _S}, "seconds": {"type": "number"},
-                 "stop": {"type": "boolean"}}),
-    ),
-    ToolSchema(
-        "post_message",
-        "Post a message to the room chat.",
-        _object({"text": _S}, "text"),
-    ),
-    ToolSchema(
-        "recall",
-        "Exact text of a result you received or a body you wrote, by the ref a receipt or "
-        "handoff shows; start_line/end_line: part of it.",
-        _object({"ref": _S, "start_line": _I, "end_line": _I}, "ref"),
-    ),
-    ToolSchema(
-        "history_search",
-        "Search this session's earlier segments (messages, calls, results); hits carry refs.",
-        _object({"query": _S, "limit": _I}, "query"),
-    ),
-)
-
+TOOL_SCHEMAS: tuple[ToolSchema, ...] = tuple(tool.schema for tool in registry.TOOLS)
 SCHEMAS_BY_NAME = {schema.name: schema for schema in TOOL_SCHEMAS}
 
 # Optional arguments and the value they take when absent (None: "not given").
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "read_file": {"start": 1, "end": None},
-    "list_files": {"path": ".", "pattern": None},
-    "search": {"path": ".", "glob": None},
-    "write_file": {},
-    "edit_file": {"replace_all": False},
-    "undo_edit": {},
-    "shell": {"timeout": None},
-    "await": {"handles": None, "seconds": None, "stop": False},
-    "post_message": {},
-    "recall": {"start_line": None, "end_line": None},
-    "history_search": {"limit": 10},
-}
+DEFAULTS: dict[str, dict[str, Any]] = {tool.name: tool.defaults for tool in registry.TOOLS}
 
-# Constraints the schemas leave out to stay short.
-_MINIMUMS: dict[tuple[str, str], float] = {
-    ("read_file", "start"): 1,
-    ("read_file", "end"): 1,
-    ("shell", "timeout"): 0.001,
-    ("await", "seconds"): 0,
-    ("recall", "start_line"): 1,
-    ("recall", "end_line"): 1,
-    ("history_search", "limit"): 1,
-}
-_NON_BLANK = {("read_file", "path"), ("search", "pattern"), ("shell", "command"),
-              ("undo_edit", "call_id"), ("post_message", "text"), ("write_file", "path"),
-              ("edit_file", "path"), ("recall", "ref"), ("history_search", "query")}
-# Whitespace is a legitimate thing to replace, but nothing is not.
-_NON_EMPTY = {("edit_file", "old")}
-# A command line is C strings: bash never sees what follows a NUL.
-_NO_NUL = {("shell", "command")}
+# Constraints the schemas leave out to stay short (agents.tools.registry.Arg).
+_ARGS = [(tool.name, arg) for tool in registry.TOOLS for arg in tool.arguments]
+_MINIMUMS: dict[tuple[str, str], float] = {(t, a.name): a.minimum for t, a in _ARGS if a.minimum is not None}
+_NON_BLANK = {(t, a.name) for t, a in _ARGS if a.non_blank}
+_NON_EMPTY = {(t, a.name) for t, a in _ARGS if a.non_empty}
+_NO_NUL = {(t, a.name) for t, a in _ARGS if a.no_nul}
 # What an unpaired \udcxx escape in the model's JSON leaves: not text, so no file,
 # command line or stored record can hold it.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
 from observations.gateway.messages import Usage
+from observations.gateway.model_spec import ModelSpecError, parse_model_spec
 
 MILLION = Decimal(1_000_000)
 
@@ -198,8 +199,10 @@ def price_for(spec: str) -> ModelPrice:
     """The list price of ``spec`` (``anthropic:claude-sonnet-4-5``, ``openai:gpt-4.1``,
     ``openai:deepseek-chat`` …). Unknown models get a ModelPrice with ``known`` False;
     its cache multipliers are the provider's (or none, for a compatible server)."""
-    provider, colon, name = spec.partition(":")
-    if not colon:
+    try:
+        parsed = parse_model_spec(spec)
+        provider, name = parsed.kind, parsed.name
+    except ModelSpecError:  # a bare model name, priced by its family
         provider, name = "", spec
     name = name.strip().lower().rsplit("/", 1)[-1]  # "models/gemini-2.5-pro", "openrouter/…"
     if provider == "replay":

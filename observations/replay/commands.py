@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass, field
 
 from observations.replay.paths import PathScope
 from observations.replay.trajectory import FileAccess
@@ -217,57 +218,29 @@ class _Pipe:
         )
 
     def _sed(self, args: list[Word], stream: list[FileAccess] | None) -> list[FileAccess] | None:
-        quiet, in_place = False, False
-        scripts: list[Word] = []
-        files: list[Word] = []
-        it = iter(args)
-        for w in it:
-            t = w.text
-            if t in ("-e", "--expression"):
-                scripts.append(next(it, Word("", opaque=True)))
-            elif t.startswith("--expression="):
-                scripts.append(Word(t.split("=", 1)[1], w.opaque))
-            elif t in ("-n", "--quiet", "--silent"):
-                quiet = True
-            elif t.startswith("--in-place") or (t.startswith("-i") and not t.startswith("--")):
-                in_place = True
-            elif t == "-f" or t.startswith("--file"):
-                return None  # script from a file: unknown
-            elif t.startswith("-") and len(t) > 1 and not t.startswith("--"):
-                flags = t[1:]
-                quiet = quiet or "n" in flags
-                in_place = in_place or "i" in flags
-                if flags.endswith("e"):
-                    scripts.append(next(it, Word("", opaque=True)))
-            elif t.startswith("--"):
-                continue
-            elif not scripts:
-                scripts.append(w)
-            else:
-                files.append(w)
-        if in_place:
-            self.effects.extend(FileAccess("edit", k) for k in self._keys(files))
+        call = _sed_call(args)
+        if call is None:
+            return None  # script from a file: unknown
+        if call.in_place:
+            self.effects.extend(FileAccess("edit", k) for k in self._keys(call.files))
             return []
-        if not scripts or any(s.opaque for s in scripts):
+        if not call.scripts or any(s.opaque for s in call.scripts):
             return None
-        ranges = _sed_ranges(";".join(s.text for s in scripts), quiet)
-        if files:
-            keys = self._readable(files)
-            if keys is None:
-                return None
-            if ranges == "search":
-                return [FileAccess("search", k) for k in keys]
-            if ranges is None or len(keys) != 1:
-                return None
-            return [FileAccess("read", keys[0], a, b) for a, b in ranges]
-        if stream and all(a.kind in ("list", "search") for a in stream):
-            return stream
-        if ranges == "search" and stream:
-            return [FileAccess("search", a.path) for a in stream]
-        if ranges is None or ranges == "search" or not stream or len(stream) != 1:
+        ranges = _sed_ranges(";".join(s.text for s in call.scripts), call.quiet)
+        if call.files:
+            return self._sed_files(call.files, ranges)
+        return _sed_stream(stream, ranges)
+
+    def _sed_files(self, files: list[Word], ranges: list[tuple[int, int | None]] | str | None,
+                   ) -> list[FileAccess] | None:
+        keys = self._readable(files)
+        if keys is None:
             return None
-        out = [_sub_range(stream[0], a, b) for a, b in ranges]
-        return None if any(o is None for o in out) else out  # type: ignore[return-value]
+        if ranges == "search":
+            return [FileAccess("search", k) for k in keys]
+        if ranges is None or len(keys) != 1:
+            return None
+        return [FileAccess("read", keys[0], a, b) for a, b in ranges]
 
     def _grep(
         self, name: str, args: list[Word], stream: list[FileAccess] | None
@@ -338,6 +311,58 @@ class _Pipe:
         if name == "cp":
             operands = operands[-1:]
         self.effects.extend(FileAccess("write", k) for k in self._keys(operands))
+
+
+@dataclass
+class _SedCall:
+    quiet: bool = False
+    in_place: bool = False
+    scripts: list[Word] = field(default_factory=list)
+    files: list[Word] = field(default_factory=list)
+
+
+def _sed_call(args: list[Word]) -> _SedCall | None:
+    """sed's options, scripts and files; None when the script comes from a file."""
+    call = _SedCall()
+    it = iter(args)
+    for w in it:
+        t = w.text
+        if t == "-f" or t.startswith("--file"):
+            return None
+        if t in ("-e", "--expression"):
+            call.scripts.append(next(it, Word("", opaque=True)))
+        elif t.startswith("--expression="):
+            call.scripts.append(Word(t.split("=", 1)[1], w.opaque))
+        elif t in ("-n", "--quiet", "--silent"):
+            call.quiet = True
+        elif t.startswith("--in-place") or (t.startswith("-i") and not t.startswith("--")):
+            call.in_place = True
+        elif t.startswith("-") and len(t) > 1 and not t.startswith("--"):
+            _sed_flags(call, t[1:], it)
+        elif not t.startswith("--"):
+            (call.files if call.scripts else call.scripts).append(w)
+    return call
+
+
+def _sed_flags(call: _SedCall, flags: str, it) -> None:
+    """Bundled short options (``-ne``): an ``e`` at the end takes the next word as a script."""
+    call.quiet = call.quiet or "n" in flags
+    call.in_place = call.in_place or "i" in flags
+    if flags.endswith("e"):
+        call.scripts.append(next(it, Word("", opaque=True)))
+
+
+def _sed_stream(stream: list[FileAccess] | None, ranges: list[tuple[int, int | None]] | str | None,
+                ) -> list[FileAccess] | None:
+    """What sed passes on of the text piped into it."""
+    if stream and all(a.kind in ("list", "search") for a in stream):
+        return stream
+    if ranges == "search" and stream:
+        return [FileAccess("search", a.path) for a in stream]
+    if ranges is None or ranges == "search" or not stream or len(stream) != 1:
+        return None
+    out = [_sub_range(stream[0], a, b) for a, b in ranges]
+    return None if any(o is None for o in out) else out  # type: ignore[return-value]
 
 
 def _sed_ranges(script: str, quiet: bool) -> list[tuple[int, int | None]] | str | None:

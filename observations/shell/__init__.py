@@ -3,7 +3,14 @@ what they run (through wrappers, shells and ``eval``). The approval rules and th
 evaluator both read lines here, so a line means one thing everywhere."""
 
 from observations.shell.programs import Invocation, ShellLine, read_line
-from observations.shell.syntax import Pipeline, Redirect, SimpleCommand, Word, parse_command
+from observations.shell.syntax import (
+           Pipeline,
+           Redirect,
+           SimpleCommand,
+           Word,
+           parse_command,
+           split_words,
+)
 
 __all__ = ["Invocation", "Pipeline", "Redirect", "ShellLine", "SimpleCommand", "Word", "parse_command",
-           "read_line"]
+           "read_line", "split_words"]

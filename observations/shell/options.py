@@ -32,75 +32,99 @@ _SED_SIMPLE = set("dDgGhHnNpPxzF=lLqQ")
 def sed_script_runs_code(script: str) -> bool:
     """Whether a sed script runs a command (`e`, or the `e` flag of `s`); what the hub
     cannot read is taken to run one."""
-    i, n = 0, len(script)
-
-    def skip_regex(i: int, delim: str) -> int:
-        while i < n and script[i] != delim:
-            i += 2 if script[i] == "\\" else 1
-        if i >= n:
-            raise ValueError
-        return i + 1
-
-    def address(i: int) -> int:
-        if i < n and script[i] in "0123456789":
-            while i < n and script[i] in "0123456789~":
-                i += 1
-        elif i < n and script[i] == "$":
-            i += 1
-        elif i < n and script[i] == "/":
-            i = skip_regex(i + 1, "/")
-            while i < n and script[i] in "IM":
-                i += 1
-        elif i + 1 < n and script[i] == "\\":
-            i = skip_regex(i + 2, script[i + 1])
-        return i
-
     try:
-        while i < n:
-            while i < n and script[i] in " \t\n;":
-                i += 1
-            if i >= n:
+        return _SedScript(script).runs_code()
+    except ValueError:
+        return True
+
+
+class _SedScript:
+    """A reader of one sed script, command by command; ValueError when it is cut short."""
+
+    def __init__(self, script: str) -> None:
+        self.s, self.n = script, len(script)
+
+    def runs_code(self) -> bool:
+        i = 0
+        while True:
+            i = self._skip(i, " \t\n;")
+            if i >= self.n:
                 return False
-            i = address(i)
-            if i < n and script[i] == ",":
-                i += 1
-                if i < n and script[i] in "+~":
-                    i += 1
-                i = address(i)
-            while i < n and script[i] in " \t!":
-                i += 1
-            if i >= n:
+            i = self._skip(self._addresses(i), " \t!")
+            if i >= self.n:
                 return False
-            cmd = script[i]
-            i += 1
+            cmd, i = self.s[i], i + 1
             if cmd in "{}" or cmd in _SED_SIMPLE:
-                while i < n and script[i] in "0123456789":
-                    i += 1
-            elif cmd == "#":
-                while i < n and script[i] != "\n":
-                    i += 1
-            elif cmd in "aicrRwW:btTv":
-                while i < n and script[i] != "\n" and not (cmd in ":btTv" and script[i] in ";}"):
-                    i += 2 if script[i] == "\\" else 1
+                i = self._skip(i, "0123456789")
+            elif cmd in "#aicrRwW:btTv":
+                i = self._argument(cmd, i)
             elif cmd in "sy":
-                if i >= n or script[i] in "\\\n":
-                    return True
-                delim = script[i]
-                i = skip_regex(skip_regex(i + 1, delim), delim)
-                flags_start = i
-                while i < n and script[i] not in ";\n}":
-                    if script[i] == "w" and cmd == "s":  # the rest of the line names a file
-                        end = script.find("\n", i)
-                        i = n if end < 0 else end
-                        break
-                    i += 1
-                if cmd == "s" and "e" in script[flags_start:i]:
+                i, runs = self._substitution(cmd, i)
+                if runs:
                     return True
             else:
                 return True  # `e` runs a command; anything unknown is taken to run one
-    except ValueError:
-        return True
-    return False
+
+    def _skip(self, i: int, chars: str) -> int:
+        while i < self.n and self.s[i] in chars:
+            i += 1
+        return i
+
+    def _regex(self, i: int, delim: str) -> int:
+        """The index after the regex starting at ``i`` and closed by ``delim``."""
+        while i < self.n and self.s[i] != delim:
+            i += 2 if self.s[i] == "\\" else 1
+        if i >= self.n:
+            raise ValueError
+        return i + 1
+
+    def _addresses(self, i: int) -> int:
+        i = self._address(i)
+        if i < self.n and self.s[i] == ",":
+            i += 1
+            if i < self.n and self.s[i] in "+~":  # `addr,+N`, `addr,~N`
+                i += 1
+            i = self._address(i)
+        return i
+
+    def _address(self, i: int) -> int:
+        s, n = self.s, self.n
+        if i < n and s[i] in "0123456789":
+            return self._skip(i, "0123456789~")
+        if i < n and s[i] == "$":
+            return i + 1
+        if i < n and s[i] == "/":
+            return self._skip(self._regex(i + 1, "/"), "IM")
+        if i + 1 < n and s[i] == "\\":
+            return self._regex(i + 2, s[i + 1])
+        return i
+
+    def _argument(self, cmd: str, i: int) -> int:
+        """The end of a command's text argument: a comment or a file name runs to the end
+        of the line; a label stops at `;` or `}` too."""
+        s, n = self.s, self.n
+        if cmd == "#":
+            end = s.find("\n", i)
+            return n if end < 0 else end
+        while i < n and s[i] != "\n" and not (cmd in ":btTv" and s[i] in ";}"):
+            i += 2 if s[i] == "\\" else 1
+        return i
+
+    def _substitution(self, cmd: str, i: int) -> tuple[int, bool]:
+        """The end of an `s` or `y` command at its delimiter ``i``, and whether it runs one."""
+        s, n = self.s, self.n
+        if i >= n or s[i] in "\\\n":
+            return i, True
+        delim = s[i]
+        i = self._regex(self._regex(i + 1, delim), delim)
+        flags_start = i
+        while i < n and s[i] not in ";\n}":
+            if s[i] == "w" and cmd == "s":  # the rest of the line names a file
+                end = s.find("\n", i)
+                i = n if end < 0 else end
+                break
+            i += 1
+        return i, cmd == "s" and "e" in s[flags_start:i]
 
 
 def option_width(args: list[Word], i: int, options: catalog.Options) -> int | None:

@@ -162,80 +162,40 @@ class _Reader:
             self.hidden.append("commands nested too deeply to follow")
             return
         name = posixpath.basename(words[0].text)
-        args = words[1:]
-        texts = [w.text for w in args]
-        if name in catalog.WRAPPERS:
-            self._wrapper(name, words, via, depth, offset)
-        elif name in catalog.SHELLS:
-            self._shell(name, words, via, depth)
-        elif name == "eval":
-            self.add(words, via, runs_code=True)
-            if any(w.opaque for w in args):
-                self.hidden.append("`eval` of an expansion")
-            else:
-                self.line(" ".join(texts), (*via, "eval"), depth + 1)
-        elif name in catalog.JOINS_ARGUMENTS:
-            self.add(words, via, runs_code=True)
-            start = options.skip_options(args, catalog.WATCH_OPTIONS)
-            if start is None:
-                self.hidden.append(f"an option of `{name}` the hub does not know")
-            elif args[start:]:
-                self.line(" ".join(w.text for w in args[start:]), (*via, name), depth + 1)
-        elif catalog.PYTHON.match(name):
-            self._python(words, via, depth, offset)
-        elif name in catalog.INTERPRETERS:
-            self.add(words, via, runs_code=options.interpreter_runs_code(args, catalog.INTERPRETERS[name]))
-        elif name in catalog.AWKS:
-            start = options.skip_options(args, catalog.AWK_OPTIONS)
-            from_file = options.starts_with_option(texts, ("-f", "--file"))
-            inline = options.starts_with_option(texts, ("-e", "--source", "-i", "--include", "-l", "--load"))
-            self.add(words, via, runs_code=start is None or inline or not from_file)
-        elif name == "sed":
-            self.add(words, via, runs_code=options.sed_runs_code(texts))
-        elif name == "find":
-            self._find(words, via, depth)
-        elif name == "git":
-            self._git(words, via, depth)
-        elif name in ("make", "gmake"):
-            code = options.starts_with_option(texts, catalog.MAKE_CODE) or any(
-                "=" in t and not t.startswith("-") for t in texts)
-            self.add(words, via, runs_code=code)
-        elif name in catalog.PYTEST:
-            code = options.starts_with_option(texts, catalog.PYTEST_CODE) or any(
-                options.pytest_loads_plugin(texts, k) for k in range(len(texts)))
-            self.add(words, via, runs_code=code)
-        elif name == "tar":
-            self.add(words, via, runs_code=options.starts_with_option(texts, catalog.TAR_CODE))
-        elif name in catalog.EDITORS:
-            self.add(words, via, runs_code=any(t.startswith(("+", "-c", "-S", "--cmd", "-u", "--eval", "-l",
-                                                              "--load", "-f", "--funcall", "-x")) for t in texts))
-        elif name in ("go", "cargo"):
-            self.add(words, via, runs_code=options.starts_with_option(
-                texts, ("-exec", "-toolexec", "--config", "-Z")) or (name == "cargo" and texts[:1] == ["install"]))
-        elif name in ("rsync", "scp", "sftp"):
-            self.add(words, via, runs_code=options.starts_with_option(texts, ("-e", "--rsh", "--rsync-path", "-S",
-                                                                               "-o", "-F")))
-        elif name in ("sqlite3", "psql", "mysql"):
-            operands = [t for t in texts if not t.startswith("-")]
-            self.add(words, via, runs_code=len(operands) > 1 or options.starts_with_option(
-                texts, ("-cmd", "-init", "-c", "--command", "-f", "--file", "-e", "--execute")))
-        elif name in catalog.RUNNERS and texts[:1] and texts[0] in catalog.RUNNERS[name]:
-            self.add(words, via, runs_code=True, wrapper=True)
-            inner = args[1:]
-            start = options.skip_options(inner, catalog.Options(flags=None))
-            if start is None:
-                self.hidden.append(f"an option of `{name} {texts[0]}` the hub does not know")
-            elif name not in ("pnpm", "yarn") or texts[0] == "exec":
-                self.resolve(inner[start:], (*via, f"{name} {texts[0]}"), depth + 1)
-        elif name in catalog.SAFE_SUBCOMMANDS or name == "pip" or re.fullmatch(r"pip[0-9.]*", name):
-            safe = catalog.SAFE_SUBCOMMANDS["pip" if name.startswith("pip") else name]
-            subcommand = next((t for t in texts if not t.startswith("-")), texts[0] if texts else "")
-            self.add(words, via, runs_code=subcommand not in safe)
-        elif name in ("uv",):
-            self.add(words, via, runs_code=texts[:1] not in (["--version"], ["help"], ["tree"], ["pip"])
-                     or texts[1:2] not in (["list"], ["show"], ["freeze"], ["tree"], ["check"]))
+        texts = [w.text for w in words[1:]]
+        for matches, follow in _PROGRAMS:
+            if matches(name, texts):
+                follow(self, name, words, via, depth, offset)
+                return
+        self.add(words, via, runs_code=name in catalog.ALWAYS_RUN_CODE)
+
+    def _eval(self, name: str, words: list[Word], via: tuple[str, ...], depth: int, offset: int | None) -> None:
+        self.add(words, via, runs_code=True)
+        if any(w.opaque for w in words[1:]):
+            self.hidden.append("`eval` of an expansion")
         else:
-            self.add(words, via, runs_code=name in catalog.ALWAYS_RUN_CODE)
+            self.line(" ".join(w.text for w in words[1:]), (*via, "eval"), depth + 1)
+
+    def _joined(self, name: str, words: list[Word], via: tuple[str, ...], depth: int, offset: int | None) -> None:
+        """`watch`-like programs run their arguments joined into one shell line."""
+        args = words[1:]
+        self.add(words, via, runs_code=True)
+        start = options.skip_options(args, catalog.WATCH_OPTIONS)
+        if start is None:
+            self.hidden.append(f"an option of `{name}` the hub does not know")
+        elif args[start:]:
+            self.line(" ".join(w.text for w in args[start:]), (*via, name), depth + 1)
+
+    def _runner(self, name: str, words: list[Word], via: tuple[str, ...], depth: int, offset: int | None) -> None:
+        """`npx x`, `uv run x`, `poetry run x`: a subcommand that runs the command after it."""
+        args, sub = words[1:], words[1].text
+        self.add(words, via, runs_code=True, wrapper=True)
+        inner = args[1:]
+        start = options.skip_options(inner, catalog.Options(flags=None))
+        if start is None:
+            self.hidden.append(f"an option of `{name} {sub}` the hub does not know")
+        elif name not in ("pnpm", "yarn") or sub == "exec":
+            self.resolve(inner[start:], (*via, f"{name} {sub}"), depth + 1)
 
     # ------------------------------------------------------------------ programs
 
@@ -391,27 +351,132 @@ class _Reader:
             rest_texts, catalog.GIT_CODE_ARGUMENTS)
         runs = runs or (sub in ("clone", "fetch", "pull", "ls-remote", "archive") and "-u" in rest_texts)
         runs = runs or (sub == "grep" and options.starts_with_option(rest_texts, ("-O",)))
-        lines: list[str] = []
-        command: list[Word] = []
-        if sub == "rebase":
-            for j, text in enumerate(rest_texts):
-                if text in ("-x", "--exec") and j + 1 < len(rest_texts):
-                    lines.append(rest_texts[j + 1])
-                elif text.startswith("--exec="):
-                    lines.append(text.split("=", 1)[1])
-                elif text.startswith("-x") and len(text) > 2:
-                    lines.append(text[2:])
-        elif sub == "submodule" and "foreach" in rest_texts:
-            after = rest_texts[rest_texts.index("foreach") + 1:]
-            lines.append(" ".join(t for t in after if t not in ("--recursive", "-q", "--quiet")))
-        elif sub == "bisect" and rest_texts[:1] == ["run"]:
-            command = rest[1:]
+        lines = _git_lines(sub, rest_texts)
+        command = rest[1:] if sub == "bisect" and rest_texts[:1] == ["run"] else []
         self.invocations.append(Invocation(tuple([words[0].text, *texts]), via, runs or bool(lines or command),
                                            key_words=("git", *texts[i:])))
         for text in lines:
             self.line(text, (*via, f"git {sub}"), depth + 1)
         if command:
             self.resolve(command, (*via, "git bisect run"), depth + 1)
+
+
+def _git_lines(sub: str, rest: list[str]) -> list[str]:
+    """The shell lines a git subcommand runs: `rebase --exec`, `submodule foreach`."""
+    lines: list[str] = []
+    if sub == "rebase":
+        for j, text in enumerate(rest):
+            if text in ("-x", "--exec") and j + 1 < len(rest):
+                lines.append(rest[j + 1])
+            elif text.startswith("--exec="):
+                lines.append(text.split("=", 1)[1])
+            elif text.startswith("-x") and len(text) > 2:
+                lines.append(text[2:])
+    elif sub == "submodule" and "foreach" in rest:
+        after = rest[rest.index("foreach") + 1:]
+        lines.append(" ".join(t for t in after if t not in ("--recursive", "-q", "--quiet")))
+    return lines
+
+
+# --- what a program runs, by its name: the first entry whose test matches decides ---------
+
+def _named(*names: str):
+    chosen = frozenset(names)
+    return lambda name, texts: name in chosen
+
+
+def _among(collection):
+    return lambda name, texts: name in collection
+
+
+def _checked(runs_code):
+    """A program the hub does not follow into: whether its arguments make it run code."""
+    def follow(reader: _Reader, name: str, words: list[Word], via: tuple[str, ...], depth: int,
+               offset: int | None) -> None:
+        reader.add(words, via, runs_code=runs_code(name, words[1:], [w.text for w in words[1:]]))
+    return follow
+
+
+def _awk_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    start = options.skip_options(args, catalog.AWK_OPTIONS)
+    from_file = options.starts_with_option(texts, ("-f", "--file"))
+    inline = options.starts_with_option(texts, ("-e", "--source", "-i", "--include", "-l", "--load"))
+    return start is None or inline or not from_file
+
+
+def _make_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return options.starts_with_option(texts, catalog.MAKE_CODE) or any(
+        "=" in t and not t.startswith("-") for t in texts)
+
+
+def _pytest_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return options.starts_with_option(texts, catalog.PYTEST_CODE) or any(
+        options.pytest_loads_plugin(texts, k) for k in range(len(texts)))
+
+
+def _editor_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return any(t.startswith(("+", "-c", "-S", "--cmd", "-u", "--eval", "-l", "--load", "-f", "--funcall", "-x"))
+               for t in texts)
+
+
+def _build_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return options.starts_with_option(texts, ("-exec", "-toolexec", "--config", "-Z")) or (
+        name == "cargo" and texts[:1] == ["install"])
+
+
+def _remote_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return options.starts_with_option(texts, ("-e", "--rsh", "--rsync-path", "-S", "-o", "-F"))
+
+
+def _sql_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    operands = [t for t in texts if not t.startswith("-")]
+    return len(operands) > 1 or options.starts_with_option(
+        texts, ("-cmd", "-init", "-c", "--command", "-f", "--file", "-e", "--execute"))
+
+
+def _subcommand_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    safe = catalog.SAFE_SUBCOMMANDS["pip" if name.startswith("pip") else name]
+    subcommand = next((t for t in texts if not t.startswith("-")), texts[0] if texts else "")
+    return subcommand not in safe
+
+
+def _uv_code(name: str, args: list[Word], texts: list[str]) -> bool:
+    return (texts[:1] not in (["--version"], ["help"], ["tree"], ["pip"])
+            or texts[1:2] not in (["list"], ["show"], ["freeze"], ["tree"], ["check"]))
+
+
+def _is_pip(name: str, texts: list[str]) -> bool:
+    return name in catalog.SAFE_SUBCOMMANDS or name == "pip" or re.fullmatch(r"pip[0-9.]*", name) is not None
+
+
+def _is_runner(name: str, texts: list[str]) -> bool:
+    return name in catalog.RUNNERS and bool(texts[:1]) and texts[0] in catalog.RUNNERS[name]
+
+
+_PROGRAMS = (
+    (_among(catalog.WRAPPERS), _Reader._wrapper),
+    (_among(catalog.SHELLS), lambda r, name, words, via, depth, offset: r._shell(name, words, via, depth)),
+    (_named("eval"), _Reader._eval),
+    (_among(catalog.JOINS_ARGUMENTS), _Reader._joined),
+    (lambda name, texts: catalog.PYTHON.match(name) is not None,
+     lambda r, name, words, via, depth, offset: r._python(words, via, depth, offset)),
+    (_among(catalog.INTERPRETERS),
+     _checked(lambda name, args, texts: options.interpreter_runs_code(args, catalog.INTERPRETERS[name]))),
+    (_among(catalog.AWKS), _checked(_awk_code)),
+    (_named("sed"), _checked(lambda name, args, texts: options.sed_runs_code(texts))),
+    (_named("find"), lambda r, name, words, via, depth, offset: r._find(words, via, depth)),
+    (_named("git"), lambda r, name, words, via, depth, offset: r._git(words, via, depth)),
+    (_named("make", "gmake"), _checked(_make_code)),
+    (_among(catalog.PYTEST), _checked(_pytest_code)),
+    (_named("tar"), _checked(lambda name, args, texts: options.starts_with_option(texts, catalog.TAR_CODE))),
+    (_among(catalog.EDITORS), _checked(_editor_code)),
+    (_named("go", "cargo"), _checked(_build_code)),
+    (_named("rsync", "scp", "sftp"), _checked(_remote_code)),
+    (_named("sqlite3", "psql", "mysql"), _checked(_sql_code)),
+    (_is_runner, _Reader._runner),
+    (_is_pip, _checked(_subcommand_code)),
+    (_named("uv"), _checked(_uv_code)),
+)
 
 
 def program_words(words: list[Word]) -> list[Word]:

@@ -81,46 +81,60 @@ class _Unparseable(Exception):
 def parse_command(text: str) -> list[Pipeline] | None:
     """The chain of pipelines in ``text``, or None when it is not well-formed shell."""
     try:
-        tokens = _tokenize(text)
+        return _Chain().build(_tokenize(text))
     except _Unparseable:
         return None
-    chain: list[Pipeline] = []
-    pipeline: Pipeline = []
-    command = SimpleCommand()
-    pending_redirect: tuple[int | None, str] | None = None
 
-    def end_command() -> None:
-        nonlocal command
-        if command.words or command.redirects:
-            pipeline.append(command)
-        command = SimpleCommand()
 
-    def end_pipeline() -> None:
-        nonlocal pipeline
-        end_command()
-        if pipeline:
-            chain.append(pipeline)
-        pipeline = []
+class _Chain:
+    """Pipelines of simple commands, built from the tokens in order."""
 
-    for kind, value, fd in tokens:
+    def __init__(self) -> None:
+        self.chain: list[Pipeline] = []
+        self.pipeline: Pipeline = []
+        self.command = SimpleCommand()
+
+    def build(self, tokens: list[tuple[str, object, int | None]]) -> list[Pipeline]:
+        pending_redirect: tuple[int | None, str] | None = None
+        for kind, value, fd in tokens:
+            if pending_redirect is not None:
+                if kind != "word":
+                    raise _Unparseable  # a redirection needs its target
+                self.command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
+                pending_redirect = None
+            elif kind == "word":
+                self.command.words.append(value)
+            elif kind == "redirect":
+                pending_redirect = (fd, value)
+            elif value in ("|", "|&"):
+                self._end_command()
+            else:
+                self._end_pipeline()
         if pending_redirect is not None:
-            if kind != "word":
-                return None
-            command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
-            pending_redirect = None
-            continue
-        if kind == "word":
-            command.words.append(value)
-        elif kind == "redirect":
-            pending_redirect = (fd, value)
-        elif value in ("|", "|&"):
-            end_command()
-        else:
-            end_pipeline()
-    if pending_redirect is not None:
+            raise _Unparseable
+        self._end_pipeline()
+        return self.chain
+
+    def _end_command(self) -> None:
+        if self.command.words or self.command.redirects:
+            self.pipeline.append(self.command)
+        self.command = SimpleCommand()
+
+    def _end_pipeline(self) -> None:
+        self._end_command()
+        if self.pipeline:
+            self.chain.append(self.pipeline)
+        self.pipeline = []
+
+
+def split_words(text: str) -> list[str] | None:
+    """The words of ``text`` when it is one simple command with no redirection, quotes and
+    escapes removed (an expansion's text left as written), as ``shlex.split`` would give
+    them; None for anything else (several commands, a pipe, an unbalanced quote)."""
+    chain = parse_command(text)
+    if chain is None or len(chain) != 1 or len(chain[0]) != 1 or chain[0][0].redirects:
         return None
-    end_pipeline()
-    return chain
+    return chain[0][0].argv
 
 
 class _WordBuilder:
@@ -154,101 +168,134 @@ class _WordBuilder:
 def _tokenize(text: str) -> list[tuple[str, object, int | None]]:
     """Tokens as (kind, value, fd): ("word", Word, None), ("op", str, None),
     ("redirect", op, fd)."""
-    tokens: list[tuple[str, object, int | None]] = []
-    heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a newline
-    i, n = 0, len(text)
-    word = _WordBuilder()
+    return _Tokenizer(text).run()
 
-    def flush() -> None:
-        taken = word.take()
+
+class _Tokenizer:
+    """One pass over a line. Each ``_…`` step reads what starts at ``i`` if it is its
+    kind of text and returns where reading goes on, or None to leave it to the next
+    step; the order of the steps is bash's order of precedence."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.n = text, len(text)
+        self.tokens: list[tuple[str, object, int | None]] = []
+        self.heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a newline
+        self.word = _WordBuilder()
+        self.steps = (self._escape, self._quote, self._expansion, self._comment, self._blank, self._redirect,
+                      self._control)
+
+    def run(self) -> list[tuple[str, object, int | None]]:
+        i = 0
+        while i < self.n:
+            i = self._step(i)
+        self._flush()
+        if self.heredocs:
+            # A here-document opened on the last line has no body: the text was cut short.
+            raise _Unparseable
+        return self.tokens
+
+    def _step(self, i: int) -> int:
+        for step in self.steps:
+            after = step(i)
+            if after is not None:
+                return after
+        self.word.buf.append(self.text[i])
+        self.word.in_word = True
+        return i + 1
+
+    def _flush(self) -> None:
+        taken = self.word.take()
         if taken is not None:
-            tokens.append(("word", taken, None))
+            self.tokens.append(("word", taken, None))
 
-    while i < n:
+    def _escape(self, i: int) -> int | None:
+        text, word = self.text, self.word
+        if text[i] != "\\":
+            return None
+        if i + 1 < self.n and text[i + 1] == "\n":
+            return i + 2  # line continuation
+        if i + 1 < self.n:
+            word.buf.append(text[i + 1])
+            word.in_word = True
+        return i + 2
+
+    def _quote(self, i: int) -> int | None:
+        text, word = self.text, self.word
         c = text[i]
-        if c == "\\":
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 2  # line continuation
-                continue
-            if i + 1 < n:
-                word.buf.append(text[i + 1])
-                word.in_word = True
-            i += 2
-            continue
         if c == "'":
             end = text.find("'", i + 1)
             if end < 0:
                 raise _Unparseable
             word.buf.append(text[i + 1 : end])
-            word.in_word, i = True, end + 1
-            continue
-        if c == "$" and text.startswith("$'", i):
-            i = _ansi_c_quoted(text, i + 2, word.buf)
             word.in_word = True
-            continue
-        if c == '"' or (c == "$" and text.startswith('$"', i)):
-            i = _double_quoted(text, i + (2 if c == "$" else 1), word)
+            return end + 1
+        if text.startswith("$'", i):
             word.in_word = True
-            continue
-        if c == "$" or c == "`":
-            i = _expansion(text, i, word)
-            continue
-        if c in "*?[" or (c == "~" and not word.in_word):
+            return _ansi_c_quoted(text, i + 2, word.buf)
+        if c == '"' or text.startswith('$"', i):
+            word.in_word = True
+            return _double_quoted(text, i + (2 if c == "$" else 1), word)
+        return None
+
+    def _expansion(self, i: int) -> int | None:
+        text, word = self.text, self.word
+        c = text[i]
+        if c in "$`":
+            return _expansion(text, i, word)
+        # `{a,b}`, `x{1..3}`: bash expands these to words nobody wrote. (`{}` and a `{`
+        # standing alone, which groups commands, are plain words.)
+        if c in "*?[" or (c == "~" and not word.in_word) or (c == "{" and _BRACE_EXPANSION.match(text, i)):
             word.buf.append(c)
             word.opaque = word.in_word = True
-            i += 1
-            continue
-        if c == "{" and _BRACE_EXPANSION.match(text, i):
-            # `{a,b}`, `x{1..3}`: bash expands these to words nobody wrote. (`{}` and a
-            # `{` standing alone, which groups commands, are plain words.)
-            word.buf.append(c)
-            word.opaque = word.in_word = True
-            i += 1
-            continue
-        if c == "#" and not word.in_word:
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
+            return i + 1
+        return None
+
+    def _comment(self, i: int) -> int | None:
+        if self.text[i] != "#" or self.word.in_word:
+            return None
+        end = self.text.find("\n", i)
+        return self.n if end < 0 else end
+
+    def _blank(self, i: int) -> int | None:
+        c = self.text[i]
         if c in " \t\r":
-            flush()
-            i += 1
-            continue
-        if c == "\n":
-            flush()
-            tokens.append(("op", "\n", None))
-            i += 1
-            if heredocs:
-                i = _skip_heredoc_bodies(text, i, heredocs)
-                heredocs = []
-            continue
-        if c in "<>" or (c == "&" and text.startswith(("&>", "&>>"), i)):
-            fd = None
-            if word.in_word and word.buf and _DIGITS.fullmatch("".join(word.buf)) and not word.opaque:
-                fd = int("".join(word.buf))
-                word.take()
-            flush()
-            op = next(o for o in _REDIRECT_OPS if text.startswith(o, i))
-            i += len(op)
-            tokens.append(("redirect", op, fd))
-            if op in ("<<", "<<-"):
-                i, delimiter = _heredoc_delimiter(text, i)
-                heredocs.append((delimiter, op == "<<-"))
-                tokens.append(("word", Word(delimiter), None))
-            continue
-        if c in "|;&()":
-            flush()
-            op = next(o for o in _CONTROL_OPS if text.startswith(o, i))
-            tokens.append(("op", op, None))
-            i += len(op)
-            continue
-        word.buf.append(c)
-        word.in_word = True
+            self._flush()
+            return i + 1
+        if c != "\n":
+            return None
+        self._flush()
+        self.tokens.append(("op", "\n", None))
         i += 1
-    flush()
-    if heredocs:
-        # A here-document opened on the last line has no body: the text was cut short.
-        raise _Unparseable
-    return tokens
+        if self.heredocs:
+            i = _skip_heredoc_bodies(self.text, i, self.heredocs)
+            self.heredocs = []
+        return i
+
+    def _redirect(self, i: int) -> int | None:
+        text, word = self.text, self.word
+        if not (text[i] in "<>" or text.startswith(("&>", "&>>"), i)):
+            return None
+        fd = None
+        if word.in_word and word.buf and _DIGITS.fullmatch("".join(word.buf)) and not word.opaque:
+            fd = int("".join(word.buf))
+            word.take()
+        self._flush()
+        op = next(o for o in _REDIRECT_OPS if text.startswith(o, i))
+        i += len(op)
+        self.tokens.append(("redirect", op, fd))
+        if op in ("<<", "<<-"):
+            i, delimiter = _heredoc_delimiter(text, i)
+            self.heredocs.append((delimiter, op == "<<-"))
+            self.tokens.append(("word", Word(delimiter), None))
+        return i
+
+    def _control(self, i: int) -> int | None:
+        if self.text[i] not in "|;&()":
+            return None
+        self._flush()
+        op = next(o for o in _CONTROL_OPS if self.text.startswith(o, i))
+        self.tokens.append(("op", op, None))
+        return i + len(op)
 
 
 def _double_quoted(text: str, i: int, word: _WordBuilder) -> int:
@@ -318,54 +365,64 @@ def _ansi_c_quoted(text: str, i: int, buf: list[str]) -> int:
 def _expansion(text: str, i: int, word: _WordBuilder) -> int:
     """Step over ``$name``, ``${...}``, ``$(...)``, ``$((...))`` or a backquoted command
     at ``i``, recording it in ``word``; returns the index after it."""
-    n = len(text)
     start = i
     body: str | None = None
     if text[i] == "`":
-        j = i + 1
-        while j < n and text[j] != "`":
-            j += 2 if text[j] == "\\" else 1
-        if j >= n:
-            raise _Unparseable
-        body = text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
-        i = j + 1
-    elif text.startswith("$((", i):
-        # Arithmetic, unless bash reads it as a subshell in a substitution (`$((rm x) )`):
-        # its text is kept as commands too, so a reader errs on the side of "it runs".
-        i = _matching_paren(text, i + 1)
-        body = text[start + 2 : i - 1]
+        i, body = _backquoted(text, i)
     elif text.startswith("$(", i):
+        # `$((`: arithmetic, unless bash reads it as a subshell in a substitution
+        # (`$((rm x) )`): its text is kept as commands too, so a reader errs on the side
+        # of "it runs".
         i = _matching_paren(text, i + 1)
         body = text[start + 2 : i - 1]
     elif text.startswith("${", i):
-        depth, i = 0, i + 1
-        while i < n:
-            ch = text[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    i += 1
-                    break
-            elif ch == "'":
-                end = text.find("'", i + 1)
-                if end < 0:
-                    raise _Unparseable
-                i = end
-            i += 1
-        else:
-            raise _Unparseable
+        i = _braced(text, i + 1)
     else:
-        i += 1
-        while i < n and (text[i].isalnum() or text[i] == "_"):
-            i += 1
-        if i == start + 1 and i < n and text[i] in "?#@*!$-0123456789":
-            i += 1
+        i = _parameter(text, i)
     word.expansion(text[start:i], body)
+    return i
+
+
+def _backquoted(text: str, i: int) -> tuple[int, str]:
+    """The end of the backquoted command at ``i``, and its text unescaped."""
+    n, j = len(text), i + 1
+    while j < n and text[j] != "`":
+        j += 2 if text[j] == "\\" else 1
+    if j >= n:
+        raise _Unparseable
+    return j + 1, text[i + 1 : j].replace("\\`", "`").replace("\\\\", "\\").replace("\\$", "$")
+
+
+def _braced(text: str, i: int) -> int:
+    """The index after the ``}`` closing the ``${`` whose brace is at ``i``."""
+    depth, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif ch == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise _Unparseable
+            i = end
+        i += 1
+    raise _Unparseable
+
+
+def _parameter(text: str, start: int) -> int:
+    """The index after ``$name``, or a special parameter (``$?``, ``$1``), at ``start``."""
+    n, i = len(text), start + 1
+    while i < n and (text[i].isalnum() or text[i] == "_"):
+        i += 1
+    if i == start + 1 and i < n and text[i] in "?#@*!$-0123456789":
+        i += 1
     return i
 
 

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from agents.models import Approval, Session, Task
 from agents.runtime import states
-from agents.sweep import dead_leases, over_time_limit, sessions_sweep, should_wake
+from agents.runtime.claims import over_time_limit
+from agents.sweep import dead_leases, sessions_sweep, should_wake
 from tests.rooms.factories import make_agent, make_room, make_user
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

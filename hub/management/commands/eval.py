@@ -28,6 +28,7 @@ from agents.evals.workers import EvalWorker
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import check_model_spec, parse_spec
 from hub.embedded import EmbeddedRedis
+from observations.gateway.model_spec import REMOTE_KINDS
 
 EVAL_USER = "eval"
 
@@ -91,7 +92,7 @@ class Command(BaseCommand):
             spec = parse_spec(model)
         except InvalidModelSpec as exc:
             raise CommandError(str(exc)) from None
-        if spec.kind not in ("openai", "anthropic"):
+        if spec.kind not in REMOTE_KINDS:
             raise CommandError(f"--model is script, openai:<model> or anthropic:<model>, not {model}")
         try:
             warning = check_model_spec(model)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 from observations.replay.actions import PathScope, editor_accesses, shell_accesses
@@ -38,6 +37,7 @@ from observations.replay.trajectory import (
     Trajectory,
     TrajectoryFormatError,
 )
+from observations.shell.syntax import split_words
 
 SOURCE = "swe-agent"
 _FUNCTION = re.compile(r"<function=([\w.-]+)>(.*?)</function>", re.DOTALL)
@@ -237,9 +237,8 @@ def _from_action(action: str) -> tuple[str, dict[str, Any]]:
         return "submit", {}
     if head != "str_replace_editor":
         return "bash", {"command": action}
-    try:
-        words = shlex.split(action)
-    except ValueError:
+    words = split_words(action)
+    if words is None:
         return "str_replace_editor", {"_raw": action}
     arguments: dict[str, Any] = {}
     if len(words) > 1:
