@@ -136,6 +136,11 @@ class _Pipe:
             return self._grep(name, args, stream)
         if name == "git" and args:
             return self._git(args, stream)
+        return self._file_command(name, args, stream)
+
+    def _file_command(self, name: str, args: list[Word], stream: list[FileAccess] | None,
+                      ) -> list[FileAccess] | None:
+        """Listing, copying and removing programs; summarisers of a listing pass it on."""
         if name in ("ls", "tree", "dir"):
             paths = [w for w in args if not w.text.startswith("-")] or [Word(".")]
             return self._paths("list", paths)
@@ -245,38 +250,7 @@ class _Pipe:
     def _grep(
         self, name: str, args: list[Word], stream: list[FileAccess] | None
     ) -> list[FileAccess] | None:
-        arg_options = _RG_ARG_OPTIONS if name in ("rg", "ag", "ack") else _GREP_ARG_OPTIONS
-        recursive = name in ("rg", "ag", "ack")
-        pattern_given = False
-        operands: list[Word] = []
-        it = iter(args)
-        for w in it:
-            t = w.text
-            if t == "--":
-                operands.extend(it)
-                break
-            if t.startswith("--"):
-                option = t.split("=", 1)[0]
-                recursive = recursive or option in ("--recursive", "--dereference-recursive")
-                if option in ("--regexp", "--file"):
-                    pattern_given = True
-                if "=" not in t and option in _LONG_ARG_OPTIONS:
-                    next(it, None)
-                continue
-            if t.startswith("-") and len(t) > 1:
-                flags = t[1:]
-                for i, flag in enumerate(flags):
-                    if flag in "rR":
-                        recursive = True
-                    if flag in arg_options:
-                        if flag in "ef":
-                            pattern_given = True
-                        if i == len(flags) - 1:
-                            next(it, None)
-                        break
-                continue
-            operands.append(w)
-        files = operands if pattern_given else operands[1:]
+        recursive, files = _grep_files(name, args)
         if not files:
             if recursive:
                 return self._paths("search", [Word(".")])
@@ -427,3 +401,45 @@ def _limit(name: str, count: str, source: FileAccess) -> FileAccess | None:
     if source.start == 1:
         return FileAccess("read", source.path, -n, None)
     return None
+
+
+def _grep_files(name: str, args: list[Word]) -> tuple[bool, list[Word]]:
+    """Whether a grep-like call searches recursively, and the files it names (its
+    operands after the pattern, unless -e/-f gave the pattern)."""
+    arg_options = _RG_ARG_OPTIONS if name in ("rg", "ag", "ack") else _GREP_ARG_OPTIONS
+    recursive = name in ("rg", "ag", "ack")
+    pattern_given = False
+    operands: list[Word] = []
+    it = iter(args)
+    for w in it:
+        t = w.text
+        if t == "--":
+            operands.extend(it)
+            break
+        if t.startswith("--"):
+            option = t.split("=", 1)[0]
+            recursive = recursive or option in ("--recursive", "--dereference-recursive")
+            pattern_given = pattern_given or option in ("--regexp", "--file")
+            if "=" not in t and option in _LONG_ARG_OPTIONS:
+                next(it, None)
+        elif t.startswith("-") and len(t) > 1:
+            flags_recursive, flags_pattern = _grep_short_flags(t[1:], arg_options, it)
+            recursive, pattern_given = recursive or flags_recursive, pattern_given or flags_pattern
+        else:
+            operands.append(w)
+    return recursive, operands if pattern_given else operands[1:]
+
+
+def _grep_short_flags(flags: str, arg_options: frozenset[str], it) -> tuple[bool, bool]:
+    """(recursive, pattern given) for a cluster of short flags; a flag that takes a value
+    ends the cluster, and takes the next word when it is the cluster's last letter."""
+    recursive = pattern_given = False
+    for i, flag in enumerate(flags):
+        if flag in "rR":
+            recursive = True
+        if flag in arg_options:
+            pattern_given = pattern_given or flag in "ef"
+            if i == len(flags) - 1:
+                next(it, None)
+            break
+    return recursive, pattern_given
