@@ -104,7 +104,7 @@ class SessionAdmin(admin.ModelAdmin):
     def duration(self, session: Session) -> str:
         return session_duration(session)
 
-    @admin.action(description="Dispatch retry (attempt N+1 of each selected, ended session)")
+    @admin.action(permissions=["change"], description="Dispatch retry (attempt N+1 of each selected, ended session)")
     def dispatch_retry(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
         dispatched, refused = [], []
         for session in queryset.select_related("task", "task__room", "agent").order_by("pk"):
@@ -122,7 +122,7 @@ class SessionAdmin(admin.ModelAdmin):
         for refusal in refused:
             self.message_user(request, refusal, messages.WARNING)
 
-    @admin.action(description="Cancel the selected sessions")
+    @admin.action(permissions=["change"], description="Cancel the selected sessions")
     def cancel(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
         cancelled, refused = [], []
         reason = f"cancelled by {request.user.get_username()} in the admin"
@@ -215,15 +215,15 @@ class ApprovalAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # requested by a running session (approval_request)
 
-    @admin.action(description="Approve the selected pending calls")
+    @admin.action(permissions=["change"], description="Approve the selected pending calls")
     def approve(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
         self._decide(request, queryset, "approve")
 
-    @admin.action(description="Deny the selected pending calls")
+    @admin.action(permissions=["change"], description="Deny the selected pending calls")
     def deny(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
         self._decide(request, queryset, "deny")
 
-    @admin.action(description="Approve the selected calls, and the same kind of call for the rest of their sessions")
+    @admin.action(permissions=["change"], description="Approve the selected calls, and the same kind of call for the rest of their sessions")
     def approve_always(self, request: HttpRequest, queryset: QuerySet[Approval]) -> None:
         self._decide(request, queryset, "always")
 

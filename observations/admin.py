@@ -34,6 +34,9 @@ class _RecordAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # a session's state and ledger would no longer add up
+
 
 @admin.register(Observation)
 class ObservationAdmin(_RecordAdmin):

@@ -59,7 +59,7 @@ class MembershipAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
         return False  # a plain delete skips closing the person's sockets: see remove_from_room
 
-    @admin.action(description="Remove the selected people from their rooms (closes their open pages)")
+    @admin.action(permissions=["change"], description="Remove the selected people from their rooms (closes their open pages)")
     def remove_from_room(self, request: HttpRequest, queryset: QuerySet[Membership]) -> None:
         removed, refused = [], []
         for membership in queryset.select_related("room", "user").order_by("pk"):

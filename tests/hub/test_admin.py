@@ -285,6 +285,38 @@ def test_the_gateways_records_are_read_only_in_the_admin():
         model_admin = next(a for m, a in admin.site._registry.items()
                            if m._meta.app_label == "observations" and m._meta.model_name == model_name)
         assert not model_admin.has_change_permission(None) and not model_admin.has_add_permission(None), model_name
+        assert not model_admin.has_delete_permission(None), model_name
+
+
+def test_staff_who_may_only_view_cannot_decide_approvals_remove_people_or_cancel_sessions():
+    from django.contrib.auth.models import Permission
+
+    from agents.models import Approval
+    from agents.services import approval_request
+    from rooms.models import Membership
+
+    viewer = make_user("auditor")
+    viewer.is_staff = True
+    viewer.save()
+    viewer.user_permissions.set(Permission.objects.filter(
+        codename__in=["view_approval", "view_membership", "view_session"]))
+    client = Client()
+    client.force_login(viewer)
+    owner, bob, agent = make_user("owner"), make_user("bob"), make_agent("fixer")
+    room = make_room(owner, members=[bob], agents=[agent])
+    task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
+    session = Session.objects.create(task=task, agent=agent, state="awaiting_approval")
+    approval = approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "make deploy"})
+    membership = Membership.objects.get(room=room, user=bob)
+    assert _changelist_action(client, "agents_approval", "approve_always", approval.pk).status_code == 200
+    assert _changelist_action(client, "rooms_membership", "remove_from_room", membership.pk).status_code == 200
+    assert _changelist_action(client, "agents_session", "cancel", session.pk).status_code == 200
+    approval.refresh_from_db()
+    session.refresh_from_db()
+    assert (approval.state, approval.always) == ("pending", False)
+    assert Membership.objects.filter(pk=membership.pk).exists()
+    assert session.state == "awaiting_approval"
+    assert Approval.objects.get().decided_by is None
 
 
 def test_only_staff_act_as_staff_on_a_room_they_are_not_in():
