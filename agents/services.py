@@ -37,6 +37,7 @@ from rooms.checks import check_can_assign_agents, check_can_configure, check_is_
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Message, Room
 from rooms.repository.intent import intent_write, render_intent
+from rooms.repository.lock import task_intent_lock
 from rooms.selectors import membership_of
 from rooms.services import message_post
 
@@ -182,6 +183,15 @@ def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, d
     _check_can_act(task.room, actor)
     if not objective.strip():
         raise RoomError("The objective cannot be empty.", code="invalid")
+    # Two edits at once would otherwise interleave: file A, file B, row B, row A.
+    with task_intent_lock(task.room.repo_path, task.pk):
+        return _task_update_intent(task=task, actor=actor, objective=objective,
+                                   definition_of_done=definition_of_done, prerequisites=prerequisites,
+                                   constraints=constraints)
+
+
+def _task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, definition_of_done: str,
+                        prerequisites: str, constraints: str) -> bool:
     fields = ["objective", "definition_of_done", "prerequisites", "constraints"]
     before = {name: getattr(task, name) for name in fields}
     task.objective, task.definition_of_done = objective.strip(), definition_of_done

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -40,7 +41,9 @@ class RuntimeState:
     def from_dict(cls, data: dict[str, Any] | None) -> RuntimeState:
         if not data:
             return cls()
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        # Copied: the worker compares the state with the dict it came from to skip unchanged
+        # saves, and shared lists would change both alike.
+        known = {k: copy.deepcopy(v) for k, v in data.items() if k in cls.__dataclass_fields__}
         # Saved before "always" was scoped: a bare tool name approved the whole tool.
         known["session_allowed"] = [
             rule if isinstance(rule, dict) else {"decision": "allow", "tool": rule}

@@ -15,7 +15,20 @@ from pathlib import Path
 
 @contextmanager
 def room_repo_lock(repo_path: Path | str) -> Iterator[None]:
-    lock_path = Path(repo_path) / ".git" / "atrium-room.lock"
+    with _flock(Path(repo_path) / ".git" / "atrium-room.lock"):
+        yield
+
+
+@contextmanager
+def task_intent_lock(repo_path: Path | str, task_id: int) -> Iterator[None]:
+    """One editor at a time of a task's intent, across its commit and its row (which run
+    apart: git never runs inside a database transaction). Taken before the room lock."""
+    with _flock(Path(repo_path) / ".git" / f"atrium-task-{task_id}.lock"):
+        yield
+
+
+@contextmanager
+def _flock(lock_path: Path) -> Iterator[None]:
     with open(lock_path, "a+") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:

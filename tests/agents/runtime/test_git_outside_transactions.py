@@ -72,3 +72,45 @@ def test_an_intent_edit_git_refuses_leaves_the_task_as_it_was(monkeypatch, perso
     task.refresh_from_db()
     assert task.objective == "Make the tests pass"
     assert intent_read(repo_path=demo_room.repo_path, task_id=task.pk) == before
+
+
+def test_two_intent_edits_at_once_leave_the_file_and_the_row_agreeing(monkeypatch, person, demo_room):
+    """Without a lock across the commit and the row, edit A's row could land after edit B's
+    file: sessions would follow B while the page showed A."""
+    import threading
+    import time
+
+    from django.db import close_old_connections
+
+    from agents import services
+
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="first")
+    real_write = services.intent_write
+    b_may_start = threading.Event()
+
+    def slow_for_a(**kwargs):
+        changed = real_write(**kwargs)
+        if "edit A" in kwargs["text"]:
+            b_may_start.set()
+            time.sleep(1.0)  # B commits its file (and, unlocked, its row) in this gap
+        return changed
+
+    monkeypatch.setattr(services, "intent_write", slow_for_a)
+
+    def edit(objective: str) -> None:
+        try:
+            task_update_intent(task=Task.objects.get(pk=task.pk), actor=person, objective=objective,
+                               definition_of_done="", prerequisites="", constraints="")
+        finally:
+            close_old_connections()
+
+    a = threading.Thread(target=edit, args=("edit A",))
+    a.start()
+    assert b_may_start.wait(10)
+    b = threading.Thread(target=edit, args=("edit B",))
+    b.start()
+    a.join(20)
+    b.join(20)
+    task.refresh_from_db()
+    on_file = intent_read(repo_path=demo_room.repo_path, task_id=task.pk)
+    assert task.objective == "edit B" and "edit B" in on_file and "edit A" not in on_file
