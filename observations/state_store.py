@@ -15,6 +15,11 @@ from observations.gateway.journal import Record, StateJournal, apply_delta
 from observations.models import StateRecord
 
 
+class StateRecordsBroken(RuntimeError):
+    """The records cannot give the state back (one was deleted by hand): restoring from
+    them would silently start the session over, or skip a unit."""
+
+
 @dataclass(frozen=True)
 class StoredState:
     state: dict[str, Any]  # what dump_state gave when the last record was written
@@ -36,10 +41,14 @@ def gateway_state_read(session) -> StoredState | None:
     newest = (StateRecord.objects.filter(session=session, snapshot=True).order_by("-seq")
               .values_list("seq", flat=True).first())
     if newest is None:
+        if StateRecord.objects.filter(session=session).exists():
+            raise StateRecordsBroken(f"session {session.pk}: its state has deltas but no snapshot")
         legacy = type(session).objects.filter(pk=session.pk).values_list("gateway_state", flat=True).first()
         return StoredState(state=legacy, seq=0, snapshot_bytes=0, since_snapshot=0) if legacy else None
     rows = list(StateRecord.objects.filter(session=session, seq__gte=newest).order_by("seq")
                 .values_list("seq", "data", "size"))
+    if [seq for seq, _, _ in rows] != list(range(newest, newest + len(rows))):
+        raise StateRecordsBroken(f"session {session.pk}: a delta of its state is missing")
     state = json.loads(rows[0][1])
     for _, data, _ in rows[1:]:
         apply_delta(state, json.loads(data))

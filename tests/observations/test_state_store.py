@@ -15,7 +15,12 @@ from observations.gateway.journal import StateJournal
 from observations.gateway.state import dump_state, load_state
 from observations.models import Observation, StateRecord
 from observations.services import observations_sync
-from observations.state_store import gateway_state_read, gateway_state_save, session_gateway_state
+from observations.state_store import (
+    StateRecordsBroken,
+    gateway_state_read,
+    gateway_state_save,
+    session_gateway_state,
+)
 from tests.gateway.factories import (
     TOOLS,
     call,
@@ -138,3 +143,19 @@ def test_a_units_sync_reads_only_the_rows_it_touched(make_session):
     rows = list(Observation.objects.filter(session=session).order_by("seq"))
     assert [(r.seq, r.state, r.fold_number) for r in rows] == [
         (o.obs_id, o.state.value, o.fold) for o in ctx.observations]
+
+
+def test_records_with_a_gap_or_without_their_snapshot_refuse_to_restore(make_session):
+    session = make_session()
+    ctx = make_context(window=12_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    journal = StateJournal()
+    for n in range(4):
+        unit(ctx, n)
+        save(session, journal, ctx)
+    StateRecord.objects.filter(session=session, seq=2).delete()
+    with pytest.raises(StateRecordsBroken, match="missing"):
+        gateway_state_read(session)
+    StateRecord.objects.filter(session=session, snapshot=True).delete()
+    with pytest.raises(StateRecordsBroken, match="no snapshot"):
+        gateway_state_read(session)
