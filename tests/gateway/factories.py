@@ -6,7 +6,7 @@ import hashlib
 
 from observations.gateway import segments
 from observations.gateway.budget import Budget
-from observations.gateway.context import SessionContext
+from observations.gateway.context import SegmentNeeded, SessionContext
 from observations.gateway.messages import ToolCall, ToolSchema
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
@@ -72,6 +72,15 @@ def new_segment(ctx: SessionContext, reason: str = "test", prose: dict[str, str]
     handoff = segments.handoff_for(ctx, reason=reason, prose=prose or segments.records_prose(ctx),
                                    prose_source="records")
     return segments.start_segment(ctx, handoff)
+
+
+def prepare(ctx: SessionContext):
+    """The step boundary, with a new segment first when the gateway asks for one."""
+    try:
+        return ctx.prepare()
+    except SegmentNeeded as need:
+        new_segment(ctx, need.reason)
+        return ctx.prepare()
 
 
 def call(call_id: str, name: str = "read_file", **arguments) -> ToolCall:

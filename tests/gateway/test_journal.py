@@ -6,7 +6,6 @@ import copy
 import json
 
 from observations.gateway import journal as journal_module
-from observations.gateway.context import SegmentNeeded
 from observations.gateway.journal import StateJournal, encode, replay
 from observations.gateway.messages import serialize_request
 from observations.gateway.receipts import INTENT_UPDATE_FOLDED
@@ -17,6 +16,7 @@ from tests.gateway.factories import (
     file_text,
     make_context,
     new_segment,
+    prepare,
     read_input,
     shell_input,
 )
@@ -24,11 +24,7 @@ from tests.gateway.factories import (
 
 def unit(ctx, n: int) -> None:
     """One step of a varied session: re-reads, writes, payloads, steers, intent edits."""
-    try:
-        ctx.prepare()
-    except SegmentNeeded as need:
-        new_segment(ctx, need.reason)
-        ctx.prepare()
+    prepare(ctx)
     ctx.record_usage(round(ctx.estimate * 1.1))
     body = file_text(f"m{n % 4}.py", n, 30)
     ctx.add_assistant(f"step {n}", (

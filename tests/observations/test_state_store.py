@@ -10,7 +10,6 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from observations.gateway.context import SegmentNeeded
 from observations.gateway.journal import StateJournal
 from observations.gateway.state import dump_state, load_state
 from observations.models import Observation, StateRecord
@@ -27,6 +26,7 @@ from tests.gateway.factories import (
     file_text,
     make_context,
     new_segment,
+    prepare,
     read_input,
     shell_input,
 )
@@ -35,11 +35,7 @@ pytestmark = pytest.mark.django_db
 
 
 def unit(ctx, n: int) -> None:
-    try:
-        ctx.prepare()
-    except SegmentNeeded as need:
-        new_segment(ctx, need.reason)
-        ctx.prepare()
+    prepare(ctx)
     ctx.record_usage(round(ctx.estimate * 1.1))
     ctx.add_assistant(f"step {n}", (call(f"r{n}", path=f"f{n % 7}.py"), call(f"s{n}", "shell")))
     ctx.add_tool_result(read_input(f"r{n}", f"f{n % 7}.py", file_text(f"f{n % 7}.py", n // 20, 80)))
