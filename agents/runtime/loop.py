@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
-from agents.runtime import nudges, obligations
+from agents.runtime import conflicts, nudges, obligations
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
@@ -112,6 +112,9 @@ class Host(Protocol):
     def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
     def run_check(self) -> CheckResult: ...
     def finish(self) -> tuple[bool, str]: ...
+    # The conflict of the last finish, handed to the session (the text it is told), or
+    # None when a person has to resolve it.
+    def hand_back_conflict(self, round_number: int) -> str | None: ...
     def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
@@ -401,9 +404,24 @@ class StepLoop:
                 return UnitResult(Outcome.CONTINUE)
         merged, detail = host.finish()
         host.emit("merge", {"merged": merged, "detail": detail})
-        if not merged:
+        if merged:
+            return UnitResult(Outcome.SUCCEEDED, reason=detail)
+        return self._hand_back_conflict(detail)
+
+    def _hand_back_conflict(self, detail: str) -> UnitResult:
+        """A conflict the session can resolve goes back to it, a bounded number of times
+        (agents/runtime/conflicts.py); anything else waits for a person."""
+        state = self.state
+        if state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
+            return UnitResult(Outcome.NEEDS_MERGE, reason=f"{detail}; still unmerged after "
+                                                          f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
+        report = self.host.hand_back_conflict(state.merge_rounds + 1)
+        if report is None:
             return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
-        return UnitResult(Outcome.SUCCEEDED, reason=detail)
+        state.merge_rounds += 1
+        self.ctx.add_user(report, kind="merge")
+        self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
+        return UnitResult(Outcome.CONTINUE)
 
 
     def _open_jobs(self) -> UnitResult | None:
