@@ -58,6 +58,15 @@ class RoomAgentAdmin(admin.ModelAdmin):
     list_filter = ["agent", "room"]
     search_fields = ["agent__name", "room__name", "room__slug"]
     autocomplete_fields = ["room", "agent"]
+    # Assigned and unassigned on the room page (agent_assign / agent_unassign: the
+    # owner's check and the room's post); here they are read.
+    readonly_fields = ["room", "agent", "added_by", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
 
 @admin.register(Task)
