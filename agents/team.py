@@ -13,10 +13,8 @@ from pathlib import Path
 
 from agents.models import AgentMention, Session, SessionEvent
 from agents.runtime import states
-from agents.runtime.room import session_base
+from agents.runtime.room import session_changed_files
 from rooms.models import Room
-from rooms.repository.activity import worktree_changed_files
-from rooms.repository.worktrees import Worktree
 
 MAX_LIVE_SHOWN = 20  # live sessions listed (each costs a git diff)
 MAX_FILES_SHOWN = 8  # files listed per session
@@ -56,7 +54,7 @@ def room_team(room: Room) -> Team:
                 .filter(task__room=room).exclude(state__in=states.TERMINAL)
                 .select_related("agent", "task").order_by("created_at", "pk")[:MAX_LIVE_SHOWN + 1])
     repo = Path(room.repo_path)
-    working = [Worker(session=s, files=_changed_files(s, repo, room.default_branch)) for s in live[:MAX_LIVE_SHOWN]]
+    working = [Worker(session=s, files=session_changed_files(s, repo, room.default_branch)) for s in live[:MAX_LIVE_SHOWN]]
     rounds = Counter(SessionEvent.objects.filter(session__task__room=room, kind="merge.handed_back")
                      .values_list("session_id", flat=True))
     handed = {s.pk: s for s in Session.objects.without_state().defer("analysis")
@@ -70,13 +68,3 @@ def room_team(room: Room) -> Team:
         mentions_delivered=mentions[AgentMention.State.DELIVERED],
         mentions_stopped=mentions[AgentMention.State.STOPPED],
     )
-
-
-def _changed_files(session: Session, repo: Path, target: str) -> tuple[str, ...]:
-    if not session.worktree_path:
-        return ()
-    base = session_base(session, repo, target)
-    if not base:
-        return ()
-    worktree = Worktree(path=Path(session.worktree_path), branch=session.branch, repo=repo)
-    return worktree_changed_files(worktree, base)

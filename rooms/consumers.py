@@ -13,7 +13,8 @@ Protocol (JSON text frames):
            the room's sessions changes state (the page refreshes its work region);
            ``{"type": "ack", "id", "seq"}`` once a frame with an id is stored;
            ``{"type": "error", "code", "message", "id"}`` for refused input (the
-           connection stays open). Close code 4403: not (or no longer) a member.
+           connection stays open). Close code 4403: not (or no longer) a member;
+           4409: the socket fell too far behind (reconnect and replay from the last seq).
 
 The socket is a view of the database: every message is persisted by a service and
 reaches sockets through the channel layer after commit; replays read the database.

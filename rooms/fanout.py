@@ -7,14 +7,20 @@ Here the first socket of a group in a process joins the group with one channel o
 process's own; every event read from it is put in the inbox of each of the process's
 sockets in that group, and the last socket to leave takes the membership away.
 
+The membership is renewed every ``RENEW_SECONDS`` (the layer expires one after its
+``group_expiry``, a day by default) and again after a failed read (a Redis restarted
+empty has forgotten it).
+
 An inbox holds at most ``INBOX_CAPACITY`` events, as a socket's channel did (the Redis
-layer's capacity): a socket that cannot keep up loses events rather than the process's
-memory, and the stream fills gaps in room rows from the database (rooms.streams).
+layer's capacity). A socket that falls that far behind is told so (``BEHIND``) and
+closes: its page reconnects and replays what it missed from the database, rather than
+silently missing a room's last rows or a removal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from typing import Any
@@ -23,6 +29,8 @@ log = logging.getLogger(__name__)
 
 INBOX_CAPACITY = 100
 RETRY_SECONDS = 1.0  # after a failed read (Redis away), before reading again
+RENEW_SECONDS = 3600.0
+BEHIND = {"type": "stream.behind"}
 
 Inbox = asyncio.Queue
 
@@ -34,21 +42,22 @@ class GroupFanout:
         self.layer = layer
         self._inboxes: dict[str, set[Inbox]] = {}
         self._readers: dict[str, tuple[str, asyncio.Task]] = {}
-        self._lock = asyncio.Lock()  # a join and a leave of one group never interleave
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # per group, with its users
+        self._renewer: asyncio.Task | None = None
 
     async def join(self, group: str, inbox: Inbox) -> None:
         """From now on, ``inbox`` gets every event sent to ``group``."""
-        async with self._lock:
-            # group_add also renews the membership, which the layer expires after its
-            # group_expiry: a group one socket watches for days is renewed at each join.
-            channel = self._readers[group][0] if group in self._readers else await self.layer.new_channel()
-            await self.layer.group_add(group, channel)
-            self._inboxes.setdefault(group, set()).add(inbox)
+        async with self._group_lock(group):
             if group not in self._readers:
+                channel = await self.layer.new_channel()
+                await self.layer.group_add(group, channel)
                 self._readers[group] = (channel, asyncio.ensure_future(self._read(group, channel)))
+                if self._renewer is None or self._renewer.done():
+                    self._renewer = asyncio.ensure_future(self._renew())
+            self._inboxes.setdefault(group, set()).add(inbox)
 
     async def leave(self, group: str, inbox: Inbox) -> None:
-        async with self._lock:
+        async with self._group_lock(group):
             inboxes = self._inboxes.get(group, set())
             inboxes.discard(inbox)
             if inboxes or group not in self._readers:
@@ -56,6 +65,8 @@ class GroupFanout:
             del self._inboxes[group]
             channel, reader = self._readers.pop(group)
             reader.cancel()
+            if not self._readers and self._renewer is not None:
+                self._renewer.cancel()
             try:
                 await self.layer.group_discard(group, channel)
             except Exception:  # the layer is down: its group expiry removes the channel
@@ -63,6 +74,21 @@ class GroupFanout:
 
     def members(self, group: str) -> int:
         return len(self._inboxes.get(group, ()))
+
+    @contextlib.asynccontextmanager
+    async def _group_lock(self, group: str):
+        """A join and a leave of one group never interleave; other groups do not wait."""
+        lock, users = self._locks.get(group) or (asyncio.Lock(), 0)
+        self._locks[group] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[group]
+            if users == 1:
+                del self._locks[group]
+            else:
+                self._locks[group] = (lock, users - 1)
 
     async def _read(self, group: str, channel: str) -> None:
         while True:
@@ -73,12 +99,30 @@ class GroupFanout:
             except Exception:
                 log.warning("could not read %s; retrying", group, exc_info=True)
                 await asyncio.sleep(RETRY_SECONDS)
+                with contextlib.suppress(Exception):  # a Redis that restarted empty forgot us
+                    await self.layer.group_add(group, channel)
                 continue
             for inbox in tuple(self._inboxes.get(group, ())):
+                _put(inbox, event, group)
+
+    async def _renew(self) -> None:
+        while self._readers:
+            await asyncio.sleep(RENEW_SECONDS)
+            for group, (channel, _reader) in tuple(self._readers.items()):
                 try:
-                    inbox.put_nowait(event)
-                except asyncio.QueueFull:
-                    log.warning("a socket of %s is %d events behind; dropped one", group, INBOX_CAPACITY)
+                    await self.layer.group_add(group, channel)
+                except Exception:
+                    log.warning("could not renew %s", group, exc_info=True)
+
+
+def _put(inbox: Inbox, event: dict[str, Any], group: str) -> None:
+    if not inbox.full():
+        inbox.put_nowait(event)
+        return
+    while not inbox.empty():  # what it has not read is replayed from the database
+        inbox.get_nowait()
+    inbox.put_nowait(BEHIND)
+    log.warning("a socket of %s fell %d events behind; it reconnects", group, INBOX_CAPACITY)
 
 
 _by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupFanout] = weakref.WeakKeyDictionary()

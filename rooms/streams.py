@@ -34,6 +34,7 @@ from rooms import fanout
 from rooms.errors import RoomError
 
 CLOSE_FORBIDDEN = 4403
+CLOSE_BEHIND = 4409  # fell too far behind the live stream: reconnect and replay
 REPLAY_BATCH = 200  # rows read and sent per database round trip
 REPLAY_PAGE = 1000  # the most rows a hello replays
 MAX_ID = 2**63 - 1  # the largest id or seq the database holds
@@ -91,6 +92,11 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
+
+    async def stream_behind(self, event: dict[str, Any]) -> None:
+        """rooms.fanout dropped what this socket had not read yet: the client's reconnect
+        replays it from the database (and checks access again)."""
+        await self.close(code=CLOSE_BEHIND)
 
     async def disconnect(self, code: int) -> None:
         await self._leave()

@@ -34,6 +34,7 @@ from observations.gateway.messages import Request, ToolCall, serialize_request
 from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read
 from rooms.repository.worktrees import (
+    BroughtIn,
     MergeResult,
     Worktree,
     WorktreeError,
@@ -57,7 +58,6 @@ class DjangoHost:
         self.check_command = self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._conflict: MergeResult | None = None  # of the last finish
-        self._markers_left: tuple[str, ...] = ()
 
     # -------------------------------------------------------------- inputs
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
@@ -141,9 +141,9 @@ class DjangoHost:
     def finish(self) -> tuple[bool, str]:
         session = self.session
         agent = session.agent
-        self._conflict, self._markers_left = None, worktree_unresolved(worktree=self.worktree)
-        if self._markers_left:  # main is being merged in and the agent has not resolved it all
-            return False, "conflict markers left in " + ", ".join(self._markers_left)
+        self._conflict = None
+        if left := worktree_unresolved(worktree=self.worktree):  # the loop asks conflict_left first
+            return False, "conflict markers left in " + ", ".join(left)
         commit = worktree_commit(
             worktree=self.worktree,
             message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",
@@ -162,18 +162,30 @@ class DjangoHost:
     def hand_back_conflict(self, round_number: int) -> str | None:
         """Main merged into the session's branch, conflicts left for the agent; None for a
         conflict in files only the hub writes (a person decides)."""
-        if self._markers_left:
-            return markers_left_report(self._markers_left)
         result = self._conflict
         if result is None or any(hub_owned(path) for path in result.conflicts):
             return None
-        target = self.room.default_branch
+        return self._report(self._bring_in(), round_number)
+
+    def conflict_left(self, round_number: int) -> tuple[str, str] | None:
+        if not (left := worktree_unresolved(worktree=self.worktree)):
+            return None
+        brought = self._bring_in()  # the merge under way, reported again
+        # Files staged with their markers are no longer "unmerged" for git: name them.
+        report = self._report(brought, round_number) if brought and brought.conflicts else markers_left_report(left)
+        return "conflict markers left in " + ", ".join(left), report
+
+    def _bring_in(self) -> BroughtIn | None:
         try:
-            brought = worktree_bring_in(worktree=self.worktree, target=target)
+            return worktree_bring_in(worktree=self.worktree, target=self.room.default_branch)
         except (GitError, WorktreeError):
             return None
-        return conflict_report(conflicts=brought.conflicts, texts=brought.texts,
-                               merged_meanwhile=brought.merged_meanwhile, round_number=round_number, target=target)
+
+    def _report(self, brought: BroughtIn | None, round_number: int) -> str | None:
+        if brought is None:
+            return None
+        return conflict_report(conflicts=brought.conflicts, texts=brought.texts, merged_meanwhile=brought.merged_meanwhile,
+                               round_number=round_number, target=self.room.default_branch)
 
     def call_model(self, request: Request) -> Completion:
         if not self.session.agent.record_requests:

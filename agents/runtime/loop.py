@@ -117,6 +117,8 @@ class Host(Protocol):
     # The conflict of the last finish, handed to the session (the text it is told), or
     # None when a person has to resolve it.
     def hand_back_conflict(self, round_number: int) -> str | None: ...
+    # A merge of main under way with markers left: (detail, what the agent is told).
+    def conflict_left(self, round_number: int) -> tuple[str, str] | None: ...
     def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
@@ -398,6 +400,10 @@ class StepLoop:
             ctx.add_user(nudges.NUDGE_TEXT[nudge], kind="nudge")
             host.emit("nudge", {"kind": nudge})
             return UnitResult(Outcome.CONTINUE)
+        if (left := host.conflict_left(state.merge_rounds + 1)) is not None:
+            # Main is being merged in and markers remain (also after a worker crash that
+            # lost the round's count): the conflicts again, before a check that would fail.
+            return self._hand_back(*left)
         if host.check_command:
             try:
                 check = host.run_check()
@@ -423,16 +429,24 @@ class StepLoop:
         return self._hand_back_conflict(detail)
 
     def _hand_back_conflict(self, detail: str) -> UnitResult:
-        """A conflict the session can resolve goes back to it, a bounded number of times
-        (agents/runtime/conflicts.py); anything else waits for a person."""
-        state = self.state
-        if state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
-            return UnitResult(Outcome.NEEDS_MERGE, reason=f"{detail}; still unmerged after "
-                                                          f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
-        report = self.host.hand_back_conflict(state.merge_rounds + 1)
+        """A conflict the session can resolve goes back to it (agents/runtime/conflicts.py);
+        anything else waits for a person."""
+        if self.state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
+            return self._hand_back(detail, None)
+        report = self.host.hand_back_conflict(self.state.merge_rounds + 1)
         if report is None:
             return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
+        return self._hand_back(detail, report)
+
+    def _hand_back(self, detail: str, report: str | None) -> UnitResult:
+        """At most MAX_MERGE_ROUNDS times; each round gets the check's rounds afresh (a
+        resolution is new work, not another try at the last fix)."""
+        state = self.state
+        if report is None or state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
+            return UnitResult(Outcome.NEEDS_MERGE, reason=f"{detail}; still unmerged after "
+                                                          f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
         state.merge_rounds += 1
+        state.verify_rounds = 0
         self.ctx.add_user(report, kind="merge")
         self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
         return UnitResult(Outcome.CONTINUE)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.models import Session
-from agents.selectors import room_live_sessions, room_open_tasks, session_files_touched
+from agents.selectors import room_live_sessions, room_open_tasks
 from agents.tools.room import MergeLine, RoomSnapshot, SessionLine, TaskLine
 from rooms.repository.activity import (
     branch_tip,
@@ -33,14 +33,17 @@ def session_base(session: Session, repo: Path, target: str) -> str:
 
 
 def session_changed_files(session: Session, repo: Path, target: str) -> tuple[str, ...]:
-    """What the session changed so far: its worktree against its base (shell edits
-    included, not yet committed or not) and the writes its records hold."""
-    files = set(session_files_touched(session))
+    """What the session changed so far: its worktree against its base (its tools' writes
+    and shell edits, committed or not). Git only: another session's saved state is
+    never read (it is large, and its records may be mid-write)."""
     base = session_base(session, repo, target)
-    if base and session.worktree_path:
-        worktree = Worktree(path=Path(session.worktree_path), branch=session.branch, repo=repo)
-        files.update(worktree_changed_files(worktree, base))
-    return tuple(sorted(files))
+    if not (base and session.worktree_path):
+        return ()
+    worktree = Worktree(path=Path(session.worktree_path), branch=session.branch, repo=repo)
+    try:
+        return worktree_changed_files(worktree, base)
+    except GitError:
+        return ()
 
 
 class DatabaseRoomView:

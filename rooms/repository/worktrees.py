@@ -11,10 +11,10 @@ Nothing here imports Django: paths come in as arguments.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -157,7 +157,8 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     # are the ones to keep: HEAD's would undo main's in the merge commit.
     merging = (_admin_dir(worktree) / "MERGE_HEAD").exists()
     git(*where, "reset", "--quiet", "MERGE_HEAD" if merging else "HEAD", "--", HUB_OWNED, cwd=path)
-    if not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
+    # A merge resolved by keeping the branch's side stages nothing and is still a commit.
+    if not merging and not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
     args = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message]
@@ -191,10 +192,7 @@ def worktree_bring_in(*, worktree: Worktree, target: str = MAIN_BRANCH) -> Broug
     log = git(*where, "log", "--oneline", "--no-decorate", "HEAD..MERGE_HEAD", cwd=path)
     unmerged = git(*where, "diff", "--name-only", "--diff-filter=U", "-z", cwd=path)
     conflicts = tuple(dict.fromkeys(p for p in unmerged.split("\0") if p))
-    texts = {}
-    for relative in conflicts:
-        with contextlib.suppress(OSError, UnicodeDecodeError):  # deleted on one side, or binary
-            texts[relative] = (path / relative).read_text()
+    texts = {relative: text for relative in conflicts if (text := _worktree_text(path, relative)) is not None}
     return BroughtIn(conflicts=conflicts, merged_meanwhile=tuple(log.splitlines()), texts=texts)
 
 
@@ -207,16 +205,33 @@ def worktree_unresolved(*, worktree: Worktree) -> tuple[str, ...]:
     # markers and all (a shell `git add`).
     _tree, conflicts, _messages = _preflight(worktree.repo, worktree.branch, merge_head.read_text().strip(),
                                              worktree.branch)
-    left = []
-    for relative in conflicts:
-        file = worktree.path / relative
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            if file.is_file() and CONFLICT_MARKER.search(file.read_text()):
-                left.append(relative)
-    return tuple(left)
+    return tuple(p for p in conflicts if CONFLICT_MARKER.search(_worktree_text(worktree.path, p) or ""))
 
 
-CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
+# Seven or more: a repository's conflict-marker-size may make them longer.
+CONFLICT_MARKER = re.compile(r"^(?:<{7,}|>{7,})(?: |$)", re.MULTILINE)
+MAX_CONFLICT_FILE_BYTES = 256 * 1024
+
+
+def _worktree_text(worktree_path: Path, relative: str) -> str | None:
+    """A conflicting file's text as the hub may read it: a regular file inside the
+    worktree (the agent writes there: never a link out of it, a pipe or a device), at most
+    MAX_CONFLICT_FILE_BYTES; None otherwise (deleted on one side, binary, too large)."""
+    file = worktree_path / relative
+    try:
+        if not file.resolve().is_relative_to(worktree_path.resolve()):
+            return None
+        # No following a last link, no blocking on a pipe; then only a regular file is read.
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = os.read(fd, MAX_CONFLICT_FILE_BYTES + 1)
+        finally:
+            os.close(fd)
+        return data.decode() if len(data) <= MAX_CONFLICT_FILE_BYTES else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _admin_dir(worktree: Worktree) -> Path:

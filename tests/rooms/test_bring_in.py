@@ -3,10 +3,13 @@ and the merge recorded by the next commit: on real git repositories."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rooms.repository.git import git
 from rooms.repository.worktrees import (
+    _worktree_text,
     worktree_bring_in,
     worktree_commit,
     worktree_create,
@@ -75,3 +78,28 @@ def test_a_branch_main_merges_into_cleanly_is_merged_without_conflicts(repo, wor
     assert worktree_unresolved(worktree=tree) == ()
     assert worktree_commit(worktree=tree, message="main in")
     assert (tree.path / "README.md").read_text() == "# demo, renamed\n"
+
+
+def test_keeping_the_branchs_own_side_is_still_recorded_as_the_merge(repo, conflicted):  # noqa: F811
+    worktree_bring_in(worktree=conflicted)
+    (conflicted.path / "app.py").write_text("def add(a, b):\n    return a + b\n")  # as the branch had it
+    assert worktree_commit(worktree=conflicted, message="kept mine")
+    assert worktree_merge(repo=repo, branch=conflicted.branch).status == "merged"
+    assert (repo / "app.py").read_text().endswith("return a + b\n")
+
+
+def test_the_hub_reads_no_conflicting_path_that_leads_out_of_the_worktree(repo, worktrees_dir, tmp_path):  # noqa: F811
+    secret = tmp_path / "secret.txt"
+    secret.write_text("<<<<<<< HEAD\nthe hub's secret\n=======\nx\n>>>>>>> main\n")
+    tree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=3)
+    (tree.path / "app.py").unlink()
+    (tree.path / "app.py").symlink_to(secret)
+    worktree_commit(worktree=tree, message="a link where app.py was")
+    (repo / "app.py").write_text("def add(a, b):\n    return sum((a, b))\n")
+    _commit_all(repo, "main changed app.py")
+    assert worktree_merge(repo=repo, branch=tree.branch).status == "conflict"
+    brought = worktree_bring_in(worktree=tree)
+    assert "secret" not in "".join(brought.texts.values())
+    os.mkfifo(tree.path / "pipe")  # never read (a read would block the worker)
+    assert _worktree_text(tree.path, "pipe") is None
+    assert _worktree_text(tree.path, "app.py") is None or "secret" not in _worktree_text(tree.path, "app.py")

@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from rooms import events, fanout
+from rooms import events, fanout, streams
 from tests.rooms.factories import make_room, make_user
 from tests.rooms.test_consumers import Socket, cookie_for, post
 from tests.rooms.test_stream_lifecycle import members
@@ -46,7 +46,7 @@ def test_the_sockets_of_one_process_share_one_membership_and_all_get_every_messa
     async_to_sync(scenario)()
 
 
-def test_a_socket_that_does_not_read_loses_its_own_events_only(monkeypatch):
+def test_a_socket_that_does_not_read_is_told_it_fell_behind_and_the_others_get_everything(monkeypatch):
     monkeypatch.setattr(fanout, "INBOX_CAPACITY", 3)
     layer = get_channel_layer()
 
@@ -61,10 +61,60 @@ def test_a_socket_that_does_not_read_loses_its_own_events_only(monkeypatch):
             await layer.group_send(group, {"type": "test.event", "n": n})
             got.append((await asyncio.wait_for(reading.get(), 3))["n"])
         assert got == list(range(6))
-        assert stuck.qsize() == 3 and [stuck.get_nowait()["n"] for _ in range(3)] == [0, 1, 2]
+        # Full at the fourth event: emptied and told, then the fifth and sixth.
+        assert [stuck.get_nowait() for _ in range(stuck.qsize())] == [
+            fanout.BEHIND, {"type": "test.event", "n": 4}, {"type": "test.event", "n": 5}]
         await hub.leave(group, reading)
         await hub.leave(group, stuck)
         assert hub.members(group) == 0
+
+    async_to_sync(scenario)()
+
+
+def test_a_socket_told_it_fell_behind_closes_and_its_reconnect_replays_what_it_missed(monkeypatch):
+    owner = make_user()
+    room = make_room(owner)
+    cookie = cookie_for(owner)
+
+    async def scenario():
+        socket = Socket(room.slug, cookie)
+        assert await socket.open()
+        await socket.hello()
+        [consumer_inbox] = fanout.fanout_for(get_channel_layer())._inboxes[events.room_group(room.pk)]
+        seen = (await socket.receive())["seq"] if await post(room, owner, "seen") else None
+        # The fan-out emptied this socket's inbox (the next post was in it) and told it.
+        missed = (await post(room, owner, "missed while behind")).seq
+        while not consumer_inbox.empty():
+            consumer_inbox.get_nowait()
+        consumer_inbox.put_nowait(fanout.BEHIND)
+        assert (await socket.communicator.receive_output(3)) == {"type": "websocket.close", "code": streams.CLOSE_BEHIND}
+        again = Socket(room.slug, cookie)  # as the page does: from the last seq it showed
+        assert await again.open()
+        assert [f["seq"] for f in await again.hello(last_seq=seen)] == [missed]
+        await again.close()
+
+    async_to_sync(scenario)()
+
+
+def test_joins_and_leaves_of_one_group_share_one_membership_through_any_interleaving():
+    layer = get_channel_layer()
+
+    async def scenario():
+        group = "fanout-interleaved"
+        hub = fanout.fanout_for(layer)
+        inboxes = [fanout.new_inbox() for _ in range(20)]
+        await asyncio.gather(*(hub.join(group, inbox) for inbox in inboxes))
+        assert hub.members(group) == 20
+        assert len(await database_sync_to_async(members)(group)) == 1
+        # Half leave while the other half join again (a page reloading).
+        await asyncio.gather(*(hub.leave(group, inbox) for inbox in inboxes[:10]),
+                             *(hub.join(group, inbox) for inbox in inboxes[10:]))
+        await layer.group_send(group, {"type": "test.event"})
+        for inbox in inboxes[10:]:
+            assert (await asyncio.wait_for(inbox.get(), 3))["type"] == "test.event"
+        assert all(inbox.empty() for inbox in inboxes[:10])
+        await asyncio.gather(*(hub.leave(group, inbox) for inbox in inboxes[10:]))
+        assert await database_sync_to_async(members)(group) == [] and not hub._locks
 
     async_to_sync(scenario)()
 

@@ -43,6 +43,7 @@ class FakeHost:
     merges: list[bool] = field(default_factory=list)  # outcomes of successive finishes, then `merged`
     handback: str | None = None  # what hand_back_conflict answers
     handed_back: list[int] = field(default_factory=list)
+    left: list = field(default_factory=list)  # what conflict_left answers at successive finishes
     segment_asked: str = ""  # a person pressed New segment
     jobs: list = field(default_factory=list)  # obligations.JobView
 
@@ -93,6 +94,9 @@ class FakeHost:
     def hand_back_conflict(self, round_number):
         self.handed_back.append(round_number)
         return self.handback
+
+    def conflict_left(self, round_number):
+        return self.left.pop(0) if self.left else None
 
     def call_model(self, request):
         self.requests.append(request)
@@ -145,6 +149,23 @@ def test_handing_a_conflict_back_is_bounded():
     loop, result = run(host)
     assert result.outcome is Outcome.NEEDS_MERGE and "after 3 rounds" in result.reason
     assert host.handed_back == [1, 2, 3]
+
+
+def test_markers_left_from_a_merge_under_way_go_back_before_the_check_runs():
+    # E.g. a worker crash lost the round's count: the merge under way is found again.
+    host = FakeHost(turns=[turn("done"), turn("done")], check_command="make check", checks=[0],
+                    left=[("conflict markers left in a.py", "resolve a.py again")])
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED and loop.state.merge_rounds == 1
+    kinds = [k for k in host.kinds() if k in ("verify", "merge", "merge.handed_back")]
+    assert kinds == ["merge.handed_back", "verify", "merge"]
+
+
+def test_a_resolution_gets_the_checks_rounds_afresh():
+    host = FakeHost(turns=[turn("done"), turn("resolved"), turn("fixed")], check_command="make check",
+                    checks=[0, 1, 0], merges=[False, True], handback="resolve a.py")
+    loop, result = run(host, state=RuntimeState(verify_rounds=2))  # the check's rounds were used up
+    assert result.outcome is Outcome.SUCCEEDED, result.reason
 
 
 def test_a_conflict_only_a_person_can_resolve_ends_in_needs_merge_at_once():
