@@ -137,7 +137,7 @@ def line(batch: Batch, base: Batch) -> str:
             f"first claim p50 {percentile(batch.first_claim, 50):5.1f} s p99 {percentile(batch.first_claim, 99):5.1f} s; "
             f"step p50 {percentile(batch.step_latency, 50):.3f} s p99 {percentile(batch.step_latency, 99):.3f} s "
             f"(n={len(batch.step_latency)}); stuck {batch.stuck}, failed {batch.failed}; "
-            f"database connections ≤ {batch.connections}; "
+            f"{f'database connections ≤ {batch.connections}; ' if batch.connections else ''}"
             f"per session ×{batch.per_session / base.per_session:.2f} of {base.sessions}")
 
 
