@@ -1,0 +1,106 @@
+"""Gateway keys: made and revoked by a room's people, looked up by the endpoint.
+
+A token is ``atr-gw-`` and 43 URL-safe characters (256 random bits). Only its SHA-256
+is stored, so a copy of the database lets nobody call the endpoint, and a lookup by
+digest is an exact index match (nothing to learn from its timing: the digest of a
+guess says nothing about the digests near it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from agents.models import AgentProfile, GatewayKey, RoomAgent
+from rooms.checks import check_may_act, check_storable_text
+from rooms.errors import RoomError, RoomPermissionError
+from rooms.models import Membership, Room
+from rooms.selectors import membership_of
+
+TOKEN_PREFIX = "atr-gw-"
+TOKEN_MAX_LENGTH = 200  # anything longer is not one of ours; not even hashed
+NAME_MAX_LENGTH = 80  # GatewayKey.name's column
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class MadeKey:
+    """A new key and its token: the only time the token exists outside the client."""
+
+    key: GatewayKey
+    token: str
+
+
+@transaction.atomic
+def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, name: str) -> MadeKey:
+    """A key for one of the room's agents. Anyone who may act in the room may make one:
+    the key does what they could do from the room page, start the agent's model."""
+    check_may_act(membership_of(room, actor))
+    name = check_storable_text((name or "").strip(), what="The key's name")
+    if not name:
+        raise RoomError("A key needs a name (what will use it, e.g. “laptop aider”).", code="invalid")
+    if len(name) > NAME_MAX_LENGTH:
+        raise RoomError(f"A key's name is at most {NAME_MAX_LENGTH} characters.", code="invalid")
+    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+    if room_agent is None:
+        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    key = GatewayKey.objects.create(
+        room=room, agent=room_agent.agent, name=name, digest=token_digest(token),
+        prefix=token[: len(TOKEN_PREFIX) + 4], created_by=actor,
+    )
+    return MadeKey(key=key, token=token)
+
+
+@transaction.atomic
+def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int) -> GatewayKey:
+    """Revoke a key of the room: its maker or an owner may. Requests already running
+    finish; the next one is refused."""
+    membership = membership_of(room, actor)
+    check_may_act(membership)
+    key = GatewayKey.objects.select_for_update().filter(room=room, pk=key_id).first()
+    if key is None:
+        raise RoomError("No such key in this room.", code="unknown_key")
+    if key.created_by_id != actor.pk and membership.role != Membership.Role.OWNER:
+        raise RoomPermissionError("Only the key's maker or the room's owners can revoke it.")
+    if key.revoked_at is None:
+        key.revoked_at, key.revoked_by = timezone.now(), actor
+        key.save(update_fields=["revoked_at", "revoked_by"])
+    return key
+
+
+def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
+    return GatewayKey.objects.filter(room=room).select_related("agent", "created_by", "revoked_by")
+
+
+async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:
+    """The live key ``token`` names, with its room and agent; None for anything else: no
+    token, not one of ours, revoked, its agent no longer assigned to its room, or (with
+    ``room_slug``, the room-scoped URLs) a key of another room. One answer for all of
+    them, so a caller learns nothing about keys or rooms it has no key for."""
+    if not token or len(token) > TOKEN_MAX_LENGTH or not token.startswith(TOKEN_PREFIX) or not token.isascii():
+        return None
+    key = await (
+        GatewayKey.objects.select_related("room", "agent")
+        .filter(digest=token_digest(token), revoked_at__isnull=True)
+        .afirst()
+    )
+    if key is None or (room_slug is not None and key.room.slug != room_slug):
+        return None
+    if not await RoomAgent.objects.filter(room_id=key.room_id, agent_id=key.agent_id).aexists():
+        return None
+    await GatewayKey.objects.filter(pk=key.pk).aupdate(last_used_at=timezone.now())
+    return key
+
+
+def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
+    return AgentProfile.objects.filter(room_agents__room=room).order_by("name")

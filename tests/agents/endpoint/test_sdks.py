@@ -1,0 +1,124 @@
+"""The official SDKs, pointed at the hub under a real Daphne, get what the upstream
+(the local wire-protocol server) answered: streamed and not, with tool calls, and its
+rate limits and 5xx with their retry headers. The client's gateway key never goes
+upstream; the profile's model and key do."""
+
+from __future__ import annotations
+
+import json
+
+import anthropic
+import openai
+import pytest
+
+from tests.agents.endpoint.conftest import (
+    UPSTREAM_KEY,
+    anthropic_tool_use_stream,
+    openai_tool_call_stream,
+)
+from tests.agents.providers.wire_server import load_fixture
+
+pytestmark = pytest.mark.timeout(120)
+
+TOOLS_OPENAI = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
+                                                  "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+TOOLS_ANTHROPIC = [{"name": "shell", "description": "Run a command.",
+                    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+
+
+def test_the_openai_sdk_lists_the_model_and_calls_tools_streamed_and_not(setup, wire, hub):
+    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    assert [m.id for m in client.models.list()] == ["gpt-4.1"]
+
+    wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"),
+               headers={"x-request-id": "req_upstream_1"})
+    raw = client.chat.completions.with_raw_response.create(
+        model="whatever-the-client-says", messages=[{"role": "user", "content": "fix it"}], tools=TOOLS_OPENAI)
+    completion = raw.parse()
+    assert raw.headers["x-request-id"] == "req_upstream_1"
+    assert [(c.id, c.function.name) for c in completion.choices[0].message.tool_calls] == [
+        ("call_read_0001", "read_file"), ("call_list_0002", "list_files")]
+    assert completion.usage.prompt_tokens_details.cached_tokens == 1536
+
+    sent = wire.requests_to("/v1/chat/completions")[-1]
+    assert sent.json["model"] == "gpt-4.1"  # the profile's, not the client's
+    assert sent.json["tools"] == TOOLS_OPENAI
+    assert sent.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    assert setup.openai_key not in sent.raw.decode() + json.dumps(sent.headers)
+
+    wire.reply("/v1/chat/completions", text=openai_tool_call_stream(), headers={"Content-Type": "text/event-stream"})
+    chunks = list(client.chat.completions.create(
+        model="gpt-4.1", messages=[{"role": "user", "content": "fix it"}], tools=TOOLS_OPENAI, stream=True,
+        stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    arguments = "".join(tc.function.arguments or "" for c in chunks if c.choices
+                        for tc in c.choices[0].delta.tool_calls or ())
+    assert text == "Reading the test."
+    assert json.loads(arguments) == {"path": "a.py"}
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+    assert chunks[-1].usage.total_tokens == 15
+    assert wire.requests_to("/v1/chat/completions")[-1].json["stream"] is True
+
+
+def test_the_anthropic_sdk_calls_tools_streamed_and_not(setup, wire, hub):
+    client = anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key, max_retries=0)
+    assert [m.id for m in client.models.list()] == ["claude-sonnet-5"]
+
+    wire.reply("/v1/messages", json_body=load_fixture("anthropic_message_tool_use.json"))
+    message = client.messages.create(model="claude-whatever", max_tokens=1000, tools=TOOLS_ANTHROPIC,
+                                     messages=[{"role": "user", "content": "run the tests"}],
+                                     extra_headers={"anthropic-beta": "some-beta-2026"})
+    assert [(b.type, getattr(b, "name", None)) for b in message.content] == [
+        ("text", None), ("tool_use", "shell"), ("tool_use", "list_files")]
+    assert message.usage.cache_read_input_tokens == 4096
+    sent = wire.requests_to("/v1/messages")[-1]
+    assert (sent.json["model"], sent.json["max_tokens"], sent.json["tools"]) == (
+        "claude-sonnet-5", 1000, TOOLS_ANTHROPIC)
+    # The key as this SDK sends it: x-api-key or, in newer SDKs, a Bearer token.
+    assert UPSTREAM_KEY in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "")[len("Bearer "):])
+    assert sent.headers["anthropic-beta"] == "some-beta-2026"
+    assert setup.anthropic_key not in sent.raw.decode() + json.dumps(sent.headers)
+
+    wire.reply("/v1/messages", text=anthropic_tool_use_stream(), headers={"Content-Type": "text/event-stream"})
+    with client.messages.stream(model="claude-sonnet-5", max_tokens=1000, tools=TOOLS_ANTHROPIC,
+                                messages=[{"role": "user", "content": "run the tests"}]) as stream:
+        final = stream.get_final_message()
+    assert final.content[0].text == "Running the tests."
+    assert (final.content[1].name, final.content[1].input) == ("shell", {"command": "pytest -q"})
+    assert final.stop_reason == "tool_use"
+
+
+def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(setup, wire, hub):
+    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    wire.reply("/v1/chat/completions", status=429,
+               json_body={"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
+               headers={"retry-after": "7", "x-ratelimit-remaining-requests": "0"})
+    with pytest.raises(openai.RateLimitError) as caught:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.response.headers["retry-after"] == "7"
+    assert caught.value.response.headers["x-ratelimit-remaining-requests"] == "0"
+    assert caught.value.code == "rate_limit_exceeded"
+
+    claude = anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key, max_retries=0)
+    wire.reply("/v1/messages", status=529, json_body={"type": "error", "error": {"type": "overloaded_error",
+                                                                                 "message": "Overloaded"}},
+               headers={"retry-after": "3"})
+    with pytest.raises(anthropic.APIStatusError) as overloaded:
+        claude.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    assert overloaded.value.status_code == 529
+    assert overloaded.value.response.headers["retry-after"] == "3"
+    assert overloaded.value.body["error"]["type"] == "overloaded_error"
+
+    # The profile's own key refused upstream is not the client's key refused: a 502.
+    wire.reply("/v1/messages", status=401, json_body={"type": "error", "error": {"type": "authentication_error",
+                                                                                 "message": "invalid x-api-key"}})
+    with pytest.raises(anthropic.InternalServerError) as refused:
+        claude.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.status_code == 502
+    assert "agent's own key" in refused.value.message
+
+    # A stream that fails upstream before it starts is an error status, not a stream.
+    wire.reply("/v1/chat/completions", status=503, text='{"error": {"message": "down", "type": "server_error"}}')
+    with pytest.raises(openai.InternalServerError) as down:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
+    assert down.value.status_code == 503
