@@ -1,13 +1,14 @@
 """The upstream call: the client's request, sent to its key's agent profile through
 the official SDK of the profile's provider, and its answer relayed as it comes.
 
-This first step passes the request through in the client's own format, so a key's
-profile must speak it: an ``openai:`` profile serves ``/v1/chat/completions``, an
-``anthropic:`` one ``/v1/messages`` (anything else is a clear 400; translating between
-the formats is for later). The model the client names is replaced by the profile's;
-every other field goes as the client wrote it. The SDK's own retries are off: a rate
-limit or an upstream 5xx reaches the client with its retry headers, and the client's
-SDK retries as it would against the provider itself.
+A client that speaks the profile's provider's format is passed through (``relay``):
+the model the client names is replaced by the profile's, every other field goes as the
+client wrote it, and the answer comes back byte for byte, streamed as it arrives. A
+client of the other format is translated (``translated``, ``translate``): its request
+goes through the profile's own provider as a neutral Request and the turn comes back
+in the client's format. The SDKs' own retries are off: a rate limit or an upstream 5xx
+reaches the client with its retry headers, and the client's SDK retries as it would
+against the provider itself.
 
 The key routing rule is the providers' (``agents.providers.factory.upstream_endpoint``):
 the hub's environment key only goes to the environment's or the official URL.
@@ -16,6 +17,7 @@ the hub's environment key only goes to the environment's or the official URL.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -23,18 +25,29 @@ from typing import Any
 
 import anthropic
 import openai
+from asgiref.sync import sync_to_async
 
+from agents.endpoint import translate
 from agents.endpoint.wire import Format, WireError, sse_error
 from agents.models import AgentProfile
 from agents.providers.ambient import withheld_headers
-from agents.providers.errors import InvalidModelSpec, display_url, redact
+from agents.providers.errors import (
+    ConnectionFailed,
+    ContextOverflow,
+    InvalidModelSpec,
+    ProviderError,
+    Transient,
+    display_url,
+    redact,
+)
 from agents.providers.factory import (
     DEFAULT_TIMEOUT,
     UpstreamEndpoint,
+    build_provider,
     parse_spec,
     upstream_endpoint,
 )
-from observations.gateway.model_spec import ModelSpec
+from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +56,6 @@ RELAYED_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-request-id"
 RELAYED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 # Client request headers that change what the upstream does, passed on.
 FORWARDED_HEADERS = {"anthropic": ("anthropic-beta",), "openai": ()}
-ENDPOINT_OF = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 
 @dataclass
@@ -57,26 +69,66 @@ class Relay:
     stream: AsyncIterator[bytes] | None = None
 
 
-def profile_endpoint(profile: AgentProfile, fmt: Format) -> UpstreamEndpoint:
-    """Where the profile's model is called, refused in the client's words when it cannot
-    serve a request of this format."""
+def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
+    """Where the profile's model is called; a 400 for a profile whose model is not
+    called over the network (``replay:``), a 500 for one that has no usable key."""
     try:
         parsed: ModelSpec = parse_spec(profile.model)
     except InvalidModelSpec:
-        raise WireError(f"The agent {profile.name!r} has no valid model spec.", kind="invalid_request_error") from None
-    if parsed.kind != fmt:
-        other = "anthropic" if fmt == "openai" else "openai"
-        hint = f" send {ENDPOINT_OF[other]} requests instead" if parsed.kind == other else ""
-        raise WireError(
-            f"This key's agent {profile.name!r} runs {parsed}; the gateway passes requests through in the "
-            f"provider's own format, so{hint or ' it cannot serve this endpoint'}.",
-            param="model",
-        )
+        raise WireError(f"The agent {profile.name!r} has no valid model spec.") from None
+    if parsed.kind not in REMOTE_KINDS:
+        raise WireError(f"This key's agent {profile.name!r} runs {parsed}, which is played inside the hub, not "
+                        "called over the network; the gateway endpoint serves openai: and anthropic: agents.",
+                        param="model")
     try:
         return upstream_endpoint(parsed, api_key=profile.api_key or None, base_url=profile.base_url or None)
     except InvalidModelSpec as exc:
         raise WireError(f"The agent {profile.name!r} cannot reach its model: {exc}", status=500,
                         kind="api_error") from None
+
+
+async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -> Relay:
+    """A client of the other format: its request as a neutral Request, sent through the
+    profile's own provider (the same call a session makes, SDK retries off), the turn
+    back in the client's format, streamed as events when it asked for a stream."""
+    provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
+                              timeout=DEFAULT_TIMEOUT)
+    model = profile.model.partition(":")[2]
+    request = translate.request_from(fmt, body, model=model)
+    try:
+        turn = await sync_to_async(provider.complete, thread_sensitive=False)(request)
+    except ProviderError as exc:
+        raise _provider_failure(exc) from None
+    finally:
+        if close := getattr(provider, "close", None):
+            close()
+    if body.get("stream") is True:
+        events = translate.stream_events(fmt, turn, model=model)
+        return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=_replayed(events))
+    return Relay(200, {"Content-Type": "application/json"},
+                 content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
+
+
+async def _replayed(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
+
+
+def _provider_failure(exc: ProviderError) -> WireError:
+    """A provider's classified failure, in the words of the client's format."""
+    if isinstance(exc, ContextOverflow):
+        return WireError(f"The request is longer than the model's context window: {exc.message}",
+                         code="context_length_exceeded")
+    if isinstance(exc, Transient):
+        status = exc.status or 504
+        kind = "rate_limit_error" if status == 429 else "overloaded_error" if status == 529 else "api_error"
+        error = WireError(exc.message, status=status, kind=kind)
+        error.retry_after = exc.retry_after
+        return error
+    if isinstance(exc, ConnectionFailed) or exc.status in (401, 403) or exc.status is None:
+        return WireError(exc.message, status=502, kind="api_error")
+    return WireError(exc.message, status=exc.status if 400 <= exc.status < 500 else 502,
+                     kind="invalid_request_error" if exc.status < 500 else "api_error")
 
 
 def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:

@@ -63,6 +63,8 @@ def _endpoint(fmt: Format | None, methods: tuple[str, ...]) -> Callable[[View], 
 
 def error_response(fmt: Format, error: WireError) -> JsonResponse:
     response = JsonResponse(wire.error_body(fmt, error), status=error.status)
+    if error.retry_after is not None:
+        response["Retry-After"] = str(max(0, round(error.retry_after)))
     if fmt == "openai" and error.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="atrium"'
     return response
@@ -107,9 +109,12 @@ async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpRe
 
 
 async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:
-    endpoint = upstream.profile_endpoint(key.agent, fmt)
+    endpoint = upstream.profile_endpoint(key.agent)
     started = time.monotonic()
-    answer = await upstream.relay(endpoint, fmt, body, request.headers)
+    if endpoint.kind == fmt:
+        answer = await upstream.relay(endpoint, fmt, body, request.headers)
+    else:
+        answer = await upstream.translated(key.agent, fmt, body)
     log.info("gateway endpoint: key %s (room %s) %s → %s in %.0f ms", key.pk, key.room_id, fmt, answer.status,
              (time.monotonic() - started) * 1000)
     if answer.stream is not None:

@@ -36,6 +36,7 @@ class WireError(Exception):
         self.kind = kind
         self.param = param
         self.code = code
+        self.retry_after: float | None = None  # seconds, sent as a Retry-After header
 
 
 def error_body(fmt: Format, error: WireError) -> dict[str, Any]:

@@ -141,10 +141,8 @@ def test_malformed_bodies_get_a_400_naming_the_field_in_the_clients_format(setup
     assert wire.requests == []
 
 
-def test_a_key_is_refused_at_the_other_format_and_other_paths_say_so_in_json(setup, wire, hub):
+def test_a_replay_agent_is_refused_and_other_paths_and_methods_say_so_in_json(setup, wire, hub):
     hi = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
-    status, _, body = post(hub.url + "/v1/messages", json.dumps(hi), **{"x-api-key": setup.openai_key})
-    assert status == 400 and "/v1/chat/completions" in body["error"]["message"]
     status, _, body = post(hub.url + "/v1/chat/completions", json.dumps(hi), Authorization=f"Bearer {setup.replay_key}")
     assert status == 400 and "replay:demo.jsonl" in body["error"]["message"]
     with pytest.raises(openai.NotFoundError):

@@ -122,3 +122,83 @@ def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(s
     with pytest.raises(openai.InternalServerError) as down:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
     assert down.value.status_code == 503
+
+
+def test_an_openai_client_reaches_an_anthropic_agent_through_translation(setup, wire, hub):
+    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.anthropic_key, max_retries=0)
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "run the tests"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\": \"ls\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.py"},
+    ]
+    tools = [{"type": "function", "function": {"name": "shell", "description": "Run a command.",
+                                               "parameters": TOOLS_ANTHROPIC[0]["input_schema"]}}]
+    wire.reply("/v1/messages", json_body=load_fixture("anthropic_message_tool_use.json"))
+    completion = client.chat.completions.create(model="m", messages=history, tools=tools, max_tokens=500)
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content == "Let me run the tests to see the failure."
+    assert [(c.id, c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls] == [
+        ("toolu_01_shell", "shell", {"command": "pytest -q"}), ("toolu_02_list", "list_files", {})]
+    assert (completion.usage.prompt_tokens, completion.usage.prompt_tokens_details.cached_tokens) == (312 + 1024 + 4096,
+                                                                                                     4096)
+    sent = wire.requests_to("/v1/messages")[-1].json
+    assert (sent["model"], sent["max_tokens"]) == ("claude-sonnet-5", 500)
+    assert sent["system"][0]["text"] == "Be brief."
+    assert sent["tools"][0]["name"] == "shell"
+    assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
+    assert sent["messages"][1]["content"][0] == {"type": "tool_use", "id": "call_1", "name": "shell",
+                                                 "input": {"command": "ls"}}
+    assert sent["messages"][2]["content"][0]["type"] == "tool_result"
+    assert sent["messages"][2]["content"][0]["tool_use_id"] == "call_1"
+
+    wire.reply("/v1/messages", json_body=load_fixture("anthropic_message_tool_use.json"))
+    chunks = list(client.chat.completions.create(model="m", messages=history, tools=tools, stream=True))
+    calls = [tc for c in chunks if c.choices for tc in c.choices[0].delta.tool_calls or ()]
+    assert [(tc.index, tc.function.name) for tc in calls] == [(0, "shell"), (1, "list_files")]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+    assert wire.requests_to("/v1/messages")[-1].json.get("stream") is not True  # the turn is streamed to the client
+
+    wire.reply("/v1/messages", status=429, headers={"retry-after": "9"},
+               json_body={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.chat.completions.create(model="m", messages=history)
+    assert limited.value.response.headers["retry-after"] == "9"
+
+
+def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, wire, hub):
+    client = anthropic.Anthropic(base_url=hub.url, api_key=setup.openai_key, max_retries=0)
+    messages = [
+        {"role": "user", "content": "fix it"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
+                                          {"type": "tool_use", "id": "toolu_1", "name": "read_file",
+                                           "input": {"path": "a.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"},
+                                     {"type": "text", "text": "and hurry"}]},
+    ]
+    tools = [{"name": "read_file", "description": "Read a file.", "input_schema": TOOLS_OPENAI[0]["function"]["parameters"]}]
+    for _ in range(2):
+        wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"))
+    message = client.messages.create(model="m", max_tokens=700, system="Be brief.", tools=tools, messages=messages)
+    assert message.stop_reason == "tool_use"
+    assert [(b.type, getattr(b, "input", None)) for b in message.content] == [
+        ("text", None), ("tool_use", {"path": "tests/test_calc.py", "start": 1, "end": 40}), ("tool_use", {})]
+    sent = wire.requests_to("/v1/chat/completions")[-1].json
+    assert sent["model"] == "gpt-4.1" and sent["max_tokens"] == 700
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    assert sent["messages"][3] == {"role": "tool", "tool_call_id": "toolu_1", "content": "x = 1"}
+    assert sent["tools"][0]["function"]["name"] == "read_file"
+
+    with client.messages.stream(model="m", max_tokens=700, tools=tools, messages=messages) as stream:
+        final = stream.get_final_message()
+    assert final.content[0].text == "I'll read the failing test and list the package first."
+    assert [(b.name, b.input) for b in final.content[1:]] == [
+        ("read_file", {"path": "tests/test_calc.py", "start": 1, "end": 40}), ("list_files", {})]
+
+    # What the neutral shapes cannot hold is refused, naming the block.
+    with pytest.raises(anthropic.BadRequestError, match=r"messages\.0\.content\.0"):
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}])
+    assert len(wire.requests_to("/v1/chat/completions")) == 2
