@@ -6,6 +6,7 @@ upstream; the profile's model and key do."""
 from __future__ import annotations
 
 import json
+import time
 
 import anthropic
 import openai
@@ -202,3 +203,16 @@ def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, 
         client.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}])
     assert len(wire.requests_to("/v1/chat/completions")) == 2
+
+
+def test_a_stream_reaches_the_client_as_the_upstream_sends_it_not_when_it_ends(setup, wire, hub):
+    events = openai_tool_call_stream().split("\n\n")[:-1]
+    first, rest = "\n\n".join(events[:2]) + "\n\n", "\n\n".join(events[2:]) + "\n\n"
+    wire.stream("/v1/chat/completions", [(0.0, first), (2.5, rest)])
+    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    arrivals = []
+    for chunk in client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True):
+        arrivals.append((time.monotonic(), chunk))
+    assert arrivals[0][1].choices[0].delta.content == "Reading "
+    assert arrivals[-1][0] - arrivals[0][0] >= 2.0  # the first event did not wait for the last
+    assert "".join(c.choices[0].delta.content or "" for _, c in arrivals if c.choices) == "Reading the test."
