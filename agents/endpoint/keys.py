@@ -8,13 +8,16 @@ guess says nothing about the digests near it).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import QuerySet
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from agents.models import AgentProfile, GatewayKey, RoomAgent
@@ -86,20 +89,44 @@ async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None)
     """The live key ``token`` names, with its room and agent; None for anything else: no
     token, not one of ours, revoked, its agent no longer assigned to its room, or (with
     ``room_slug``, the room-scoped URLs) a key of another room. One answer for all of
-    them, so a caller learns nothing about keys or rooms it has no key for."""
+    them, so a caller learns nothing about keys or rooms it has no key for.
+
+    At most ``LOOKUP_SLOTS`` lookups of a process run at once, each on a connection it
+    closes when done: a request then holds no database connection while it waits for
+    the upstream, so a hundred streaming clients do not take a hundred connections."""
     if not token or len(token) > TOKEN_MAX_LENGTH or not token.startswith(TOKEN_PREFIX) or not token.isascii():
         return None
-    key = await (
-        GatewayKey.objects.select_related("room", "agent")
-        .filter(digest=token_digest(token), revoked_at__isnull=True)
-        .afirst()
-    )
-    if key is None or (room_slug is not None and key.room.slug != room_slug):
-        return None
-    if not await RoomAgent.objects.filter(room_id=key.room_id, agent_id=key.agent_id).aexists():
-        return None
-    await GatewayKey.objects.filter(pk=key.pk).aupdate(last_used_at=timezone.now())
-    return key
+    async with _lookup_slots():
+        return await sync_to_async(_lookup)(token_digest(token), room_slug)
+
+
+LOOKUP_SLOTS = 8
+LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is for people: a minute's precision
+_slots: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+
+def _lookup_slots() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    held = _slots.get(id(loop))
+    if held is None or held[0] is not loop:
+        held = _slots[id(loop)] = (loop, asyncio.Semaphore(LOOKUP_SLOTS))
+    return held[1]
+
+
+def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
+    try:
+        assigned = RoomAgent.objects.filter(room_id=OuterRef("room_id"), agent_id=OuterRef("agent_id"))
+        key = (GatewayKey.objects.select_related("room", "agent")
+               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned)).first())
+        if key is None or (room_slug is not None and key.room.slug != room_slug):
+            return None
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
+            GatewayKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return key
+    finally:
+        if not connection.in_atomic_block:  # a test's transaction is not ours to close
+            connection.close()
 
 
 def assignable_agents(room: Room) -> QuerySet[AgentProfile]:

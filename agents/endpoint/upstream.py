@@ -16,6 +16,7 @@ the hub's environment key only goes to the environment's or the official URL.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -131,7 +132,19 @@ def _provider_failure(exc: ProviderError) -> WireError:
                      kind="invalid_request_error" if exc.status < 500 else "api_error")
 
 
+# SDK clients by endpoint, per event loop (an async client belongs to the loop it was
+# first used on). Building one costs tens of milliseconds of CPU (its SSL context), which
+# would hold up every request in the process; kept, it also keeps its connections.
+_CLIENTS: dict[tuple[int, str, str, str, bool], Any] = {}
+MAX_CLIENTS = 64
+
+
 def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
+    loop = asyncio.get_running_loop()
+    cache_key = (id(loop), fmt, endpoint.base_url, endpoint.api_key, endpoint.trusted)
+    client = _CLIENTS.get(cache_key)
+    if client is not None and getattr(client, "_atrium_loop", None) is loop:
+        return client
     sdk: Any = openai if fmt == "openai" else anthropic
     headers = None
     if not endpoint.trusted:
@@ -139,8 +152,15 @@ def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
         headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key, omit=sdk.Omit(),
                                    also=also)
     cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
-    return cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
-               default_headers=headers)
+    client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
+                 default_headers=headers)
+    client._atrium_loop = loop
+    while len(_CLIENTS) >= MAX_CLIENTS:
+        old = _CLIENTS.pop(next(iter(_CLIENTS)))
+        if getattr(old, "_atrium_loop", None) is loop:
+            loop.create_task(old.close())
+    _CLIENTS[cache_key] = client
+    return client
 
 
 async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
@@ -149,7 +169,6 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
     upstream said it) or raise WireError for what the client should hear from us."""
     client = _client(endpoint, fmt)
     stack = contextlib.AsyncExitStack()
-    stack.push_async_callback(client.close)
     streaming = body.get("stream") is True
     rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens")}
     extra_headers = {name: request_headers[name] for name in FORWARDED_HEADERS[fmt] if name in request_headers}

@@ -47,12 +47,16 @@ class Received:
         return json.loads(self.raw)
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients at once (benchmarks): the default 5 resets them
+
+
 class WireServer:
     def __init__(self) -> None:
         self._replies: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.requests: list[Received] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
