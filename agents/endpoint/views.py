@@ -17,7 +17,13 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+    UnreadablePostError,
+)
 from django.views.decorators.csrf import csrf_exempt
 
 from agents.endpoint import upstream, wire
@@ -96,16 +102,26 @@ async def models(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResp
 
 @_endpoint("openai", ("POST",))
 async def chat_completions(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
-    body = wire.parse_body(request.body)
+    body = wire.parse_body(_body(request))
     wire.check_openai_chat(body)
     return await _relay(request, key, "openai", body)
 
 
 @_endpoint("anthropic", ("POST",))
 async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
-    body = wire.parse_body(request.body)
+    body = wire.parse_body(_body(request))
     wire.check_anthropic_messages(body)
     return await _relay(request, key, "anthropic", body)
+
+
+def _body(request: HttpRequest) -> bytes:
+    """The raw body, up to the endpoint's own limit: an agent's history is easily larger
+    than Django's form-data limit (``DATA_UPLOAD_MAX_MEMORY_SIZE``, which ``request.body``
+    applies), and the limit that matters here is the providers' (``wire.MAX_BODY_BYTES``)."""
+    try:
+        return request.read(wire.MAX_BODY_BYTES + 1)
+    except UnreadablePostError:
+        raise WireError("The request body could not be read.") from None
 
 
 async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:

@@ -11,6 +11,7 @@ import time
 import anthropic
 import openai
 import pytest
+from django.conf import settings
 
 from tests.agents.endpoint.conftest import (
     UPSTREAM_KEY,
@@ -216,3 +217,11 @@ def test_a_stream_reaches_the_client_as_the_upstream_sends_it_not_when_it_ends(s
     assert arrivals[0][1].choices[0].delta.content == "Reading "
     assert arrivals[-1][0] - arrivals[0][0] >= 2.0  # the first event did not wait for the last
     assert "".join(c.choices[0].delta.content or "" for _, c in arrivals if c.choices) == "Reading the test."
+
+
+def test_a_long_history_passes_beyond_djangos_form_data_limit(setup, wire, hub):
+    text = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1024)
+    wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"))
+    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    assert wire.requests_to("/v1/chat/completions")[-1].json["messages"][0]["content"] == text
