@@ -48,6 +48,7 @@ from agents.providers.factory import (
     parse_spec,
     upstream_endpoint,
 )
+from observations.gateway.messages import ModelTurn, Request
 from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -92,22 +93,29 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -
     """A client of the other format: its request as a neutral Request, sent through the
     profile's own provider (the same call a session makes, SDK retries off), the turn
     back in the client's format, streamed as events when it asked for a stream."""
-    provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
-                              timeout=DEFAULT_TIMEOUT)
     model = profile.model.partition(":")[2]
     request = translate.request_from(fmt, body, model=model)
     try:
-        turn = await sync_to_async(provider.complete, thread_sensitive=False)(request)
+        turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:
         raise _provider_failure(exc) from None
-    finally:
-        if close := getattr(provider, "close", None):
-            close()
     if body.get("stream") is True:
         events = translate.stream_events(fmt, turn, model=model)
         return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=_replayed(events))
     return Relay(200, {"Content-Type": "application/json"},
                  content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
+
+
+def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
+    """One call of the profile's provider, in a worker thread: building the sync SDK
+    client and waiting for it would hold up the event loop."""
+    provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
+                              timeout=DEFAULT_TIMEOUT)
+    try:
+        return provider.complete(request)
+    finally:
+        if close := getattr(provider, "close", None):
+            close()
 
 
 async def _replayed(events: list[bytes]) -> AsyncIterator[bytes]:

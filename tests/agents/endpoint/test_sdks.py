@@ -169,6 +169,13 @@ def test_an_openai_client_reaches_an_anthropic_agent_through_translation(setup, 
         client.chat.completions.create(model="m", messages=history)
     assert limited.value.response.headers["retry-after"] == "9"
 
+    # The upstream's overflow comes back as the client's own context-length error.
+    wire.reply("/v1/messages", status=400, json_body={"type": "error", "error": {
+        "type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}})
+    with pytest.raises(openai.BadRequestError) as overflow:
+        client.chat.completions.create(model="m", messages=history)
+    assert overflow.value.code == "context_length_exceeded"
+
 
 def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, wire, hub):
     client = anthropic.Anthropic(base_url=hub.url, api_key=setup.openai_key, max_retries=0)
