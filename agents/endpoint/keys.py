@@ -21,7 +21,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from agents.models import AgentProfile, GatewayKey, RoomAgent
-from rooms.checks import check_may_act, check_storable_text
+from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Room
 from rooms.selectors import membership_of
@@ -65,15 +65,19 @@ def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, na
 
 
 @transaction.atomic
-def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int) -> GatewayKey:
-    """Revoke a key of the room: its maker or an owner may. Requests already running
-    finish; the next one is refused."""
-    membership = membership_of(room, actor)
-    check_may_act(membership)
+def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int, as_staff: bool = False) -> GatewayKey:
+    """Revoke a key of the room: its maker or an owner may (``as_staff``: staff, from the
+    admin, without being a member). Requests already running finish; the next one is
+    refused. Revoking a revoked key changes nothing."""
+    if as_staff:
+        check_is_staff(actor)
+    else:
+        membership = membership_of(room, actor)
+        check_may_act(membership)
     key = GatewayKey.objects.select_for_update().filter(room=room, pk=key_id).first()
     if key is None:
         raise RoomError("No such key in this room.", code="unknown_key")
-    if key.created_by_id != actor.pk and membership.role != Membership.Role.OWNER:
+    if not as_staff and key.created_by_id != actor.pk and membership.role != Membership.Role.OWNER:
         raise RoomPermissionError("Only the key's maker or the room's owners can revoke it.")
     if key.revoked_at is None:
         key.revoked_at, key.revoked_by = timezone.now(), actor

@@ -109,3 +109,20 @@ def test_the_panel_shows_a_new_token_once_and_revokes(room, people):
     # The room page loads the panel.
     page = mo.get(reverse("rooms:detail", args=[room.slug])).content.decode()
     assert f'hx-get="{url}"' in page
+
+
+def test_staff_revoke_keys_from_the_admin_and_make_none_there(room, people):
+    agent = room.room_agents.get().agent
+    made = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="aider")
+    staff = make_user("root")
+    staff.is_staff = staff.is_superuser = True
+    staff.save()
+    admin = login(staff)
+    assert admin.get("/admin/agents/gatewaykey/add/").status_code == 403
+    page = admin.get("/admin/agents/gatewaykey/").content.decode()
+    assert made.key.prefix in page and made.token not in page
+    admin.post("/admin/agents/gatewaykey/", {"action": "revoke", "_selected_action": [made.key.pk]})
+    assert lookup(made.token) is None
+    assert GatewayKey.objects.get().revoked_by == staff
+    with pytest.raises(RoomPermissionError):  # as_staff is for staff only
+        gateway_key_revoke(room=room, actor=people["mo"], key_id=made.key.pk, as_staff=True)
