@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from agents.endpoint.keys import gateway_key_revoke
 from agents.forms import AgentProfileForm
 from agents.models import (
+    AgentMention,
     AgentProfile,
     Approval,
     ApprovalRule,
@@ -27,7 +28,7 @@ from agents.templatetags.agents_work import session_duration
 from rooms.errors import RoomError
 
 # What the changelist of sessions leaves unread: the runtime's and gateway's JSON state.
-_SESSION_BULK = ("gateway_state", "runtime_state", "analysis")
+_SESSION_BULK = ("gateway_state", "runtime_state", "analysis", "room_status_notes")
 
 
 def _field_names(model) -> list[str]:
@@ -59,6 +60,15 @@ class RoomAgentAdmin(admin.ModelAdmin):
     list_filter = ["agent", "room"]
     search_fields = ["agent__name", "room__name", "room__slug"]
     autocomplete_fields = ["room", "agent"]
+    # Assigned and unassigned on the room page (agent_assign / agent_unassign: the
+    # owner's check and the room's post); here they are read.
+    readonly_fields = ["room", "agent", "added_by", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
 
 
 @admin.register(Task)
@@ -157,6 +167,18 @@ class SessionEventAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # the log is append-only, written by the runtime
+
+
+@admin.register(AgentMention)
+class AgentMentionAdmin(admin.ModelAdmin):
+    list_display = ["sender", "session", "state", "reason", "created_at", "delivered_at"]
+    list_filter = ["state", ("session__task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
+    search_fields = ["sender__name", "session__agent__name", "reason", "message__text"]
+    list_select_related = ["sender", "session", "session__agent", "session__task"]
+    readonly_fields = _field_names(AgentMention)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # made by the post that mentions, judged by the mention guard
 
 
 @admin.register(ProviderCall)

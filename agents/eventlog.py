@@ -22,7 +22,7 @@ ARGUMENT_PREVIEW = 160  # characters of a tool call's arguments shown inline
 # badge) and its insights (analysis, charts).
 STATUS_KINDS = frozenset({
     "session.state_changed", "step.started", "model.reply", "approval.requested", "approval.decided", "merge",
-    "segment.started", "segment.requested", "input.delivered",
+    "merge.handed_back", "segment.started", "segment.requested", "input.delivered",
     "fold", "loop.suspected", "verify",
 })
 

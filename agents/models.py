@@ -214,6 +214,9 @@ class Session(models.Model):
     time_limit_seconds = models.PositiveIntegerField(default=3600)
     branch = models.CharField(max_length=200, blank=True)
     worktree_path = models.CharField(max_length=500, blank=True)
+    # The room's main branch when the session's worktree was made: room_status reports
+    # what merged into main since (agents/tools/room.py).
+    base_commit = models.CharField(max_length=64, blank=True)
     # Last committed step; the loop resumes after it.
     step = models.PositiveIntegerField(default=0)
     tokens_input = models.PositiveBigIntegerField(default=0)
@@ -238,6 +241,9 @@ class Session(models.Model):
     # A person asked for a new segment (the session page's button); the next boundary
     # starts one and clears this.
     segment_requested_by = models.CharField(max_length=150, blank=True)
+    # What the session's last room_status call reported (agents/tools/room.py): the next
+    # call sends only what changed since, also after a resume on another worker.
+    room_status_notes = models.JSONField(default=dict, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     # The trace analysis (agents/analysis/trace.py) as of event `analysis_seq`; recomputed
     # when the log has grown since, so room and agent totals add stored figures.
@@ -251,8 +257,8 @@ class Session(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
-    # The gateway's old whole-state column and the step loop's state.
-    STATE_FIELDS = ("gateway_state", "runtime_state")
+    # The gateway's old whole-state column, the step loop's state and room_status's notes.
+    STATE_FIELDS = ("gateway_state", "runtime_state", "room_status_notes")
 
     class Meta:
         ordering = ["-created_at"]
@@ -286,6 +292,36 @@ class SessionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.kind}"
+
+
+class AgentMention(models.Model):
+    """An agent's room post that names another agent, for one of that agent's live
+    sessions in the room: delivered at the session's next step boundary, marked as an
+    agent's words, unless the mention guard (agents/runtime/mentions.py) stopped it."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        STOPPED = "stopped"
+
+    message = models.ForeignKey("rooms.Message", on_delete=models.CASCADE, related_name="+")
+    sender = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="+")
+    sender_session = models.ForeignKey("Session", null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="+")
+    session = models.ForeignKey("Session", on_delete=models.CASCADE, related_name="agent_mentions")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    reason = models.TextField(blank=True, help_text="Why the guard stopped it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "id"]
+        constraints = [models.UniqueConstraint(fields=["message", "session"], name="one_mention_per_session")]
+        # The guard counts a pair's recent mentions at every agent post that names an agent.
+        indexes = [models.Index(fields=["sender", "created_at"], name="agent_mention_pairs")]
+
+    def __str__(self) -> str:
+        return f"{self.sender} -> session {self.session_id} ({self.state})"
 
 
 class ProviderCall(models.Model):

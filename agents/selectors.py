@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, Min, OuterRef, Q, QuerySet
 from django.http import Http404
 
 from agents.models import (
+    AgentMention,
     AgentProfile,
     Approval,
     ProviderCall,
@@ -20,11 +21,12 @@ from agents.models import (
     Task,
 )
 from agents.runtime import states
+from agents.runtime.mentions import MentionOutcome, mentioned, post_note
 from observations.gateway.decisions import Decision, Decisions
 from observations.models import Segment
 from observations.state_store import session_gateway_state
 from rooms.checks import may_act
-from rooms.models import Room
+from rooms.models import Membership, Room
 from rooms.selectors import RoomAccess, SubqueryCount, access_room_by_id
 
 LOOP_SUSPECTED = "loop.suspected"
@@ -241,6 +243,49 @@ def session_files_touched(session: Session) -> list[str]:
     did you touch?"."""
     files = session_gateway_state(session).get("files", ())
     return sorted(note["path"] for note in files if note.get("written"))
+
+
+# --- what room_status reads (agents/runtime/room.py) ------------------------------------
+
+
+def room_open_tasks(room_id: int) -> list[Task]:
+    """The room's tasks that no session has finished yet (none succeeded), oldest first."""
+    done = Session.objects.filter(task=OuterRef("pk"), state=states.SUCCEEDED)
+    return list(Task.objects.filter(room_id=room_id).exclude(Exists(done)).order_by("created_at", "pk"))
+
+
+def room_live_sessions(room_id: int, *, besides: int) -> list[Session]:
+    """The room's sessions that are not over (needs_merge included), but ``besides``, oldest first."""
+    return list(Session.objects.without_state().filter(task__room_id=room_id).exclude(pk=besides)
+                .exclude(state__in=states.TERMINAL).select_related("agent", "task").order_by("created_at", "pk"))
+
+
+def agent_mention_history(*, sender_id: int, session: Session, since) -> tuple[list[float], int, bool]:
+    """What the mention guard weighs for a post of ``sender_id`` that names ``session``'s
+    agent: when the sender's posts that reached that agent since ``since`` were made
+    (epoch seconds, one per post), how many agents' mentions ``session`` took, and
+    whether a stop of this sender towards ``session`` was posted since ``since``."""
+    pair = (AgentMention.objects.filter(sender_id=sender_id, session__agent_id=session.agent_id,
+                                        created_at__gte=since)
+            .exclude(state=AgentMention.State.STOPPED).values("message_id").annotate(at=Min("created_at")))
+    taken = AgentMention.objects.filter(session=session).exclude(state=AgentMention.State.STOPPED).count()
+    stopped = AgentMention.objects.filter(sender_id=sender_id, session=session, state=AgentMention.State.STOPPED,
+                                          created_at__gte=since).exists()
+    return [row["at"].timestamp() for row in pair], taken, stopped
+
+
+def agent_post_note(*, message) -> str:
+    """What an agent's post came to, for the agent: which sessions its mentions reach,
+    which the guard stopped, which names have no session here or are people."""
+    rows = AgentMention.objects.filter(message_id=message.pk).select_related("session__agent").order_by("pk")
+    outcomes = [MentionOutcome(r.session.agent.name, r.session_id, r.state != AgentMention.State.STOPPED, r.reason)
+                for r in rows]
+    reached = {o.agent for o in outcomes}
+    agents = RoomAgent.objects.filter(room_id=message.room_id).exclude(agent_id=message.agent_id)
+    names = [name for name in agents.values_list("agent__name", flat=True) if name not in reached]
+    people = Membership.objects.filter(room_id=message.room_id).values_list("user__username", flat=True)
+    return post_note(outcomes=outcomes, idle_agents=mentioned(message.text, names),
+                     people=mentioned(message.text, people))
 
 
 # --- a room's agents ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from django.utils import timezone
 from agents.dispatch import jobs_stop_on_commit, not_held, turn_send_on_commit
 from agents.events import session_event_append
 from agents.models import (
+    AgentMention,
     AgentProfile,
     Approval,
     ApprovalRule,
@@ -29,8 +30,8 @@ from agents.providers import CallRecord
 from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
 from agents.runtime.doorbell import ring_on_commit
-from agents.runtime.mentions import mentions
-from agents.selectors import session_decisions
+from agents.runtime.mentions import MentionRules, judge_agent_mention, mentions
+from agents.selectors import agent_mention_history, session_decisions
 from observations.blobs import blob_put
 from observations.gateway.messages import Usage
 from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff, check_may_act
@@ -362,6 +363,58 @@ def sessions_wake_reached(*, message: Message) -> None:
         for mentioned in RoomAgent.objects.filter(room=room).select_related("agent"):
             if mentions(message.text, mentioned.agent.name):
                 steers_wake_sessions(room=room, agent=mentioned.agent)
+    elif message.kind == Message.Kind.AGENT and message.agent is not None:
+        agent_mentions_route(message=message)
+
+
+def agent_mentions_route(*, message: Message) -> None:
+    """An agent's post that names other agents of the room: each of their live sessions
+    there gets it at its next step boundary (woken if parked), unless the mention guard
+    (agents.runtime.mentions.judge_agent_mention) stops it; a stop is logged on the
+    session and posted to the room for people. In the post's transaction, which holds
+    the room row (its seq), so two posts of the room are judged one after the other."""
+    room, sender = message.room, message.agent
+    rules = MentionRules(**settings.ATRIUM_AGENT_MENTIONS)
+    now = timezone.now()
+    since = now - timedelta(seconds=rules.window_seconds)
+    for room_agent in RoomAgent.objects.filter(room=room).exclude(agent=sender).select_related("agent"):
+        receiver = room_agent.agent
+        if not mentions(message.text, receiver.name):
+            continue
+        sessions = list(Session.objects.without_state().filter(task__room=room, agent=receiver).exclude(
+            state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task").order_by("pk"))
+        # Judged before any row of this post exists: one post counts once for the pair.
+        verdicts = []
+        for session in sessions:
+            pair_times, taken, stopped = agent_mention_history(sender_id=sender.pk, session=session, since=since)
+            verdicts.append((session, judge_agent_mention(
+                pair_times=pair_times, session_taken=taken, stopped_recently=stopped, now=now.timestamp(),
+                rules=rules, sender=sender.name, receiver=receiver.name)))
+        for session, verdict in verdicts:
+            AgentMention.objects.create(
+                message=message, sender=sender, sender_session_id=message.session_id, session=session,
+                state=AgentMention.State.PENDING if verdict.deliver else AgentMention.State.STOPPED,
+                reason=verdict.reason)
+            if verdict.deliver:
+                session_wake(session)
+                ring_on_commit([session.pk])  # a running await returns to read it
+                continue
+            session_event_append(session, "mention.stopped", {
+                "message_id": message.pk, "seq": message.seq, "from": sender.name, "reason": verdict.reason})
+            if verdict.announce:
+                message_post(room=room, author=None, kind=Message.Kind.SYSTEM, text=(
+                    f"Mention loop stopped: {sender.name}'s message #{message.seq} was not delivered to "
+                    f"{receiver.name} (session {session.pk}) because {verdict.reason}. Write to either agent "
+                    "to go on."))
+
+
+def agent_mentions_mark_delivered(*, session: Session, message_ids: tuple[int, ...]) -> int:
+    """The session's boundary read these agents' posts (compare-and-swap: once)."""
+    if not message_ids:
+        return 0
+    return AgentMention.objects.filter(session=session, message_id__in=message_ids,
+                                       state=AgentMention.State.PENDING).update(
+        state=AgentMention.State.DELIVERED, delivered_at=timezone.now())
 
 
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:

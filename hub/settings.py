@@ -241,6 +241,10 @@ ATRIUM_LOOP_RULES = {
     "window": envint("ATRIUM_LOOP_WINDOW_STEPS", "10"),
     "stall_steps": envint("ATRIUM_LOOP_STALL_STEPS", "20"),
 }
+# Agents mentioning agents (agents/runtime/mentions.py): at most `per_pair` posts from one
+# agent reach another within `window_seconds`, and a session takes at most `per_session`
+# agents' mentions; what the guard stops is posted to the room for people to see.
+ATRIUM_AGENT_MENTIONS = {"per_pair": 3, "window_seconds": 600, "per_session": 10}
 # Model calls: attempts on 429/5xx/timeouts, and the first backoff (doubling, jittered).
 ATRIUM_PROVIDER_MAX_ATTEMPTS = envint("ATRIUM_PROVIDER_MAX_ATTEMPTS", "5")
 ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECONDS", "1.0")

@@ -51,10 +51,12 @@ class MembershipAdmin(admin.ModelAdmin):
     autocomplete_fields = ["room", "user"]
     actions = ["remove_from_room"]
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Membership | None = None) -> list[str]:
-        # Moving a membership to another person or room would be a removal that skips
-        # membership_remove (their sockets would stay open).
-        return ["room", "user", "created_at"] if obj is not None else ["created_at"]
+    # Moving a membership to another person or room would be a removal that skips
+    # membership_remove (their sockets would stay open); a role changes nowhere else.
+    readonly_fields = ["room", "user", "role", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # people are added on the room page (membership_add: its checks, its room post)
 
     def has_delete_permission(self, request: HttpRequest, obj: Membership | None = None) -> bool:
         return False  # a plain delete skips closing the person's sockets: see remove_from_room
@@ -88,6 +90,11 @@ class MessageAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         # Messages get their seq from message_post; a hand-made one would break the sequence.
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Sockets replay a room's messages by dense seq: a deleted one is a hole every
+        # replay and gap fill runs into.
         return False
 
     @admin.display(description="text")

@@ -25,8 +25,12 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
+from channels.utils import await_many_dispatch
 
+from rooms import fanout
 from rooms.errors import RoomError
 
 CLOSE_FORBIDDEN = 4403
@@ -48,6 +52,7 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._sending = asyncio.Lock()  # one sender of seq rows at a time: replay or live
+        self._inbox = fanout.new_inbox()  # the group's events, put there by rooms.fanout
 
     @abstractmethod
     def stream_group(self) -> str:
@@ -66,8 +71,14 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
         return None
 
     async def __call__(self, scope, receive, send) -> None:
+        """As Channels' consumer runs, but group events come from the inbox rather than a
+        channel of the socket's own in the layer (one per socket is what rooms.fanout saves)."""
+        self.scope, self.base_send = scope, send
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
         try:
-            await super().__call__(scope, receive, send)
+            await await_many_dispatch([receive, self._inbox.get], self.dispatch)
+        except StopConsumer:
+            pass
         finally:
             # A crash or a cancel skips websocket_disconnect: leave the group here too.
             await asyncio.shield(self._leave())
@@ -89,10 +100,7 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
             self._replay.cancel()
         if self._joined is not None:
             group, self._joined = self._joined, None
-            try:
-                await self.channel_layer.group_discard(group, self.channel_name)
-            except Exception:  # the layer is down: its group expiry removes the channel
-                log.warning("could not leave %s", group, exc_info=True)
+            await fanout.fanout_for(self.channel_layer).leave(group, self._inbox)
 
     async def stream_start(self, last_seq: Any) -> None:
         """Handle hello: validate ``last_seq``, join the group, start the replay (which
@@ -110,8 +118,9 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
         # the replay: it holds the send lock from here on.
         await self._sending.acquire()
         try:
-            self._joined = self.stream_group()
-            await self.channel_layer.group_add(self._joined, self.channel_name)
+            group = self.stream_group()
+            await fanout.fanout_for(self.channel_layer).join(group, self._inbox)
+            self._joined = group
             self.last_sent_seq = last_seq
             latest = await self.latest_seq()
         except BaseException:

@@ -80,7 +80,7 @@ def _event(event: Event, facts: SessionFacts, calls: dict[str, dict[str, Any]]) 
     p, kind = event.payload, event.kind
     if kind == "input.delivered":
         text = facts.people.get(p.get("message_id"), "(message not found)")
-        who = "steer" if p.get("kind") == "steer" else "in the room"
+        who = {"steer": "steer", "agent": "an agent, in the room"}.get(p.get("kind"), "in the room")
         return [f"**{p.get('author') or 'someone'}** ({who}):", "", *_quote(text), ""]
     if kind == "model.reply":
         lines = [f"## Step {p.get('step')}", ""]

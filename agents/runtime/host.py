@@ -21,6 +21,7 @@ from agents.providers import Completion, ProviderError
 from agents.rules import room_rules
 from agents.runtime import inputs
 from agents.runtime.approvals import Rule
+from agents.runtime.conflicts import conflict_report, markers_left_report
 from agents.runtime.loop import Approval, CheckResult, Input
 from agents.runtime.obligations import JobView
 from agents.runtime.waits import jobs_ready
@@ -30,8 +31,18 @@ from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from observations.gateway.messages import Request, ToolCall, serialize_request
+from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read
-from rooms.repository.worktrees import Worktree, worktree_commit, worktree_merge
+from rooms.repository.worktrees import (
+    MergeResult,
+    Worktree,
+    WorktreeError,
+    hub_owned,
+    worktree_bring_in,
+    worktree_commit,
+    worktree_merge,
+    worktree_unresolved,
+)
 
 CHECK_OUTPUT_MAX = 12_000
 
@@ -45,6 +56,8 @@ class DjangoHost:
         self.worktree = worktree
         self.check_command = self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
+        self._conflict: MergeResult | None = None  # of the last finish
+        self._markers_left: tuple[str, ...] = ()
 
     # -------------------------------------------------------------- inputs
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
@@ -128,6 +141,9 @@ class DjangoHost:
     def finish(self) -> tuple[bool, str]:
         session = self.session
         agent = session.agent
+        self._conflict, self._markers_left = None, worktree_unresolved(worktree=self.worktree)
+        if self._markers_left:  # main is being merged in and the agent has not resolved it all
+            return False, "conflict markers left in " + ", ".join(self._markers_left)
         commit = worktree_commit(
             worktree=self.worktree,
             message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",
@@ -137,10 +153,27 @@ class DjangoHost:
                                 message=f"Merge {self.worktree.branch}: {session.task.title}",
                                 target=self.room.default_branch)
         if result.status == "conflict":
+            self._conflict = result
             return False, "merge conflict in " + ", ".join(result.conflicts or ("the repository",))
         if commit is None and result.status == "up_to_date":
             return True, "no changes to merge"
         return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
+
+    def hand_back_conflict(self, round_number: int) -> str | None:
+        """Main merged into the session's branch, conflicts left for the agent; None for a
+        conflict in files only the hub writes (a person decides)."""
+        if self._markers_left:
+            return markers_left_report(self._markers_left)
+        result = self._conflict
+        if result is None or any(hub_owned(path) for path in result.conflicts):
+            return None
+        target = self.room.default_branch
+        try:
+            brought = worktree_bring_in(worktree=self.worktree, target=target)
+        except (GitError, WorktreeError):
+            return None
+        return conflict_report(conflicts=brought.conflicts, texts=brought.texts,
+                               merged_meanwhile=brought.merged_meanwhile, round_number=round_number, target=target)
 
     def call_model(self, request: Request) -> Completion:
         if not self.session.agent.record_requests:

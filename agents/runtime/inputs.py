@@ -1,10 +1,11 @@
-"""People's messages waiting for a session: steers, and chat that mentions its agent."""
+"""Messages waiting for a session: people's steers and chat that mentions its agent, and
+other agents' posts that mention it (agents.services.agent_mentions_route)."""
 
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from agents.models import Session
+from agents.models import AgentMention, Session
 from agents.runtime.loop import Input
 from agents.runtime.mentions import mentions
 from rooms.models import Message
@@ -27,19 +28,27 @@ def _mentions(session: Session, chat_after: int) -> list[Message]:
     return [m for m in candidates if mentions(m.text, name)]
 
 
+def _agent_mentions(session: Session) -> QuerySet[AgentMention]:
+    return AgentMention.objects.filter(session=session, state=AgentMention.State.PENDING)
+
+
 def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
     """What the next boundary delivers. A steer sent to the agent (not to a session) is
     bound to this session first, with a compare-and-swap, so two sessions of the same
     agent never both act on it."""
     _steers(session).filter(session__isnull=True).update(session=session)
     steers = list(_steers(session).filter(session=session).select_related("author"))
-    messages = sorted(steers + _mentions(session, chat_after), key=lambda m: m.seq)
-    return [
+    people = [
         Input(id=m.pk, seq=m.seq, kind=m.kind, author=m.author.get_username() if m.author else "someone", text=m.text,
               replaces=tuple(n for n in m.replaces if isinstance(n, int)) if m.kind == Message.Kind.STEER else ())
-        for m in messages
+        for m in steers + _mentions(session, chat_after)
     ]
+    agents = [
+        Input(id=m.message_id, seq=m.message.seq, kind="agent", author=m.sender.name, text=m.message.text)
+        for m in _agent_mentions(session).select_related("message", "sender")
+    ]
+    return sorted(people + agents, key=lambda i: i.seq)
 
 
 def has_pending_input(session: Session, *, chat_after: int) -> bool:
-    return _steers(session).exists() or bool(_mentions(session, chat_after))
+    return _steers(session).exists() or _agent_mentions(session).exists() or bool(_mentions(session, chat_after))

@@ -19,8 +19,9 @@ from typing import Any, Protocol
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
-from agents.runtime import nudges, obligations
+from agents.runtime import conflicts, nudges, obligations
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
+from agents.runtime.mentions import render_agent_message
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
 from agents.tools import registry
@@ -57,7 +58,7 @@ class Input:
 
     id: int
     seq: int  # the room chat's sequence number
-    kind: str  # "steer" or "chat" (a chat message that mentions the agent)
+    kind: str  # "steer", "chat" (a chat message that mentions the agent) or "agent" (another agent's post that does)
     author: str
     text: str
     replaces: tuple[int, ...] = ()  # decisions (D<n>) a steer replaces
@@ -89,6 +90,7 @@ class UnitResult:
     reason: str = ""
     wake_at: float | None = None
     delivered: tuple[int, ...] = ()  # steer ids to mark delivered when this unit commits
+    delivered_mentions: tuple[int, ...] = ()  # agents' posts (message ids) this unit delivered
     call_records: list[CallRecord] = field(default_factory=list)
     approval_request: ToolCall | None = None
     # A segment ended in this unit: its number and its messages, calls and results, to
@@ -112,6 +114,9 @@ class Host(Protocol):
     def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
     def run_check(self) -> CheckResult: ...
     def finish(self) -> tuple[bool, str]: ...
+    # The conflict of the last finish, handed to the session (the text it is told), or
+    # None when a person has to resolve it.
+    def hand_back_conflict(self, round_number: int) -> str | None: ...
     def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
@@ -136,13 +141,7 @@ class StepLoop:
             ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
         inputs = host.pending_inputs(chat_after=state.chat_cursor)
-        for item in inputs:
-            decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
-            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
-                                          "decision": decision.label, "replaces": list(item.replaces)})
-        if inputs:
-            state.person_waiting = True
-            state.chat_cursor = max([state.chat_cursor] + [i.seq for i in inputs if i.kind == "chat"])
+        self._deliver(inputs)
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
@@ -150,21 +149,26 @@ class StepLoop:
             state.loop_alarms.append(alarm.key)
             ctx.add_user(alarm.nudge, kind="nudge")
             host.emit("loop.suspected", alarm.payload(ctx.step))
-        delivered = tuple(item.id for item in inputs if item.kind == "steer")
         asked = host.segment_request()
         if asked and not ctx.segment_requested:
             ctx.segment_requested = asked
         records: list[CallRecord] = []
+
+        def done(result: UnitResult) -> UnitResult:
+            # What this unit read is marked delivered when it commits, and not before.
+            result.delivered = tuple(item.id for item in inputs if item.kind == "steer")
+            result.delivered_mentions = tuple(item.id for item in inputs if item.kind == "agent")
+            result.call_records = records
+            return self._with_segment(result)
+
         try:
             boundary = self._prepare(records)
             self._emit_boundary(boundary)
             completion = self._call(boundary, records)
         except ContextTooLarge as exc:
-            return self._with_segment(UnitResult(Outcome.FAILED, reason=str(exc), delivered=delivered,
-                                                 call_records=records))
+            return done(UnitResult(Outcome.FAILED, reason=str(exc)))
         except ProviderError as exc:
-            return self._with_segment(UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}",
-                                                 delivered=delivered, call_records=records))
+            return done(UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}"))
         turn = completion.turn
         record = completion.record
         if record.usage_reported:
@@ -191,10 +195,23 @@ class StepLoop:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
             state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "unstorable": c.id in unstorable}
                            for c in calls]
-            return self._with_segment(UnitResult(Outcome.CONTINUE, delivered=delivered, call_records=records))
-        result = self._finish_turn(text)
-        result.delivered, result.call_records = delivered, records
-        return self._with_segment(result)
+            return done(UnitResult(Outcome.CONTINUE))
+        return done(self._finish_turn(text))
+
+    def _deliver(self, inputs: list[Input]) -> None:
+        ctx, state, host = self.ctx, self.state, self.host
+        for item in inputs:
+            if item.kind == "agent":
+                # Another agent's words: shown as such, never a decision people made.
+                ctx.add_user(render_agent_message(item.author, item.text), kind="agent")
+                host.emit("input.delivered", {"message_id": item.id, "kind": "agent", "author": item.author})
+                continue
+            decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
+            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
+                                          "decision": decision.label, "replaces": list(item.replaces)})
+        if any(i.kind != "agent" for i in inputs):
+            state.person_waiting = True
+            state.chat_cursor = max([state.chat_cursor] + [i.seq for i in inputs if i.kind == "chat"])
 
     def _prepare(self, records: list[CallRecord]) -> Boundary:
         """The next request; a new segment first when folds cannot (or should not) make
@@ -401,9 +418,24 @@ class StepLoop:
                 return UnitResult(Outcome.CONTINUE)
         merged, detail = host.finish()
         host.emit("merge", {"merged": merged, "detail": detail})
-        if not merged:
+        if merged:
+            return UnitResult(Outcome.SUCCEEDED, reason=detail)
+        return self._hand_back_conflict(detail)
+
+    def _hand_back_conflict(self, detail: str) -> UnitResult:
+        """A conflict the session can resolve goes back to it, a bounded number of times
+        (agents/runtime/conflicts.py); anything else waits for a person."""
+        state = self.state
+        if state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
+            return UnitResult(Outcome.NEEDS_MERGE, reason=f"{detail}; still unmerged after "
+                                                          f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
+        report = self.host.hand_back_conflict(state.merge_rounds + 1)
+        if report is None:
             return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
-        return UnitResult(Outcome.SUCCEEDED, reason=detail)
+        state.merge_rounds += 1
+        self.ctx.add_user(report, kind="merge")
+        self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
+        return UnitResult(Outcome.CONTINUE)
 
 
     def _open_jobs(self) -> UnitResult | None:

@@ -23,6 +23,7 @@ class RuntimeState:
     session_allowed: list[dict[str, str]] = field(default_factory=list)
     verify_rounds: int = 0  # failed checks sent back to the model
     verifies: int = 0  # checks run
+    merge_rounds: int = 0  # merge conflicts handed back to the model (agents/runtime/conflicts.py)
     nudged: list[str] = field(default_factory=list)
     wrote_files: bool = False  # since the last check command ran
     person_waiting: bool = False  # a person's message was delivered and not yet answered

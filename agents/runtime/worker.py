@@ -37,11 +37,13 @@ from agents.runtime.liveness import lease_owner_gone, worker_id
 from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
+from agents.runtime.room import DatabaseRoomView
 from agents.runtime.state import RuntimeState
 from agents.runtime.waits import awaited, session_jobs, watch_jobs
-from agents.selectors import session_lengths
+from agents.selectors import agent_post_note, session_lengths
 from agents.services import (
     REQUEUE_AFTER,
+    agent_mentions_mark_delivered,
     approval_request,
     enqueue_session,
     provider_call_record,
@@ -60,6 +62,7 @@ from observations.history import history_record
 from observations.services import calibration_load, calibration_save, observations_sync
 from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
+from rooms.repository.activity import branch_tip
 from rooms.repository.intent import intent_read, intent_relpath
 from rooms.repository.worktrees import worktree_create
 from rooms.services import message_mark_delivered, message_post
@@ -153,8 +156,11 @@ class SessionRunner:
         self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
                                         session_id=session.pk, base=room.default_branch)
         if not session.branch:
+            # A new worktree's branch is main as it was: room_status's "since you started".
+            base = branch_tip(Path(room.repo_path), self.worktree.branch)
             Session.objects.filter(pk=session.pk).update(branch=self.worktree.branch,
-                                                         worktree_path=str(self.worktree.path))
+                                                         worktree_path=str(self.worktree.path), base_commit=base)
+            session.base_commit = base
         self.toolbox = ToolBox(
             worktree=self.worktree.path,
             state_dir=Path(settings.JOBS_DIR) / str(session.pk),
@@ -167,6 +173,7 @@ class SessionRunner:
             git_dir=Path(room.repo_path) / ".git",
             network=room.allow_network,
             session_memory=DatabaseMemory(session.pk),
+            room_view=DatabaseRoomView(session, owner=owner),
         )
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
@@ -227,9 +234,11 @@ class SessionRunner:
         when the session's doorbell rang (agents.runtime.doorbell)."""
         return self.keeper.lost.is_set() or self._input_waiting()
 
-    def _post_message(self, text: str) -> None:
-        message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,
-                     agent=self.session.agent, session=self.session)
+    def _post_message(self, text: str) -> str:
+        """Post for the agent; what its mentions came to, for its tool result."""
+        message = message_post(room=self.session.task.room, author=None, kind=Message.Kind.AGENT, text=text,
+                               agent=self.session.agent, session=self.session)
+        return agent_post_note(message=message)
 
     # ---------------------------------------------------------------- running
     def run(self) -> None:
@@ -321,6 +330,7 @@ class SessionRunner:
         calibration_save(ctx.calibration)
         for message in Message.objects.filter(pk__in=result.delivered):
             message_mark_delivered(message=message, session=session)
+        agent_mentions_mark_delivered(session=session, message_ids=result.delivered_mentions)
         for kind, payload in self.host.take_events():
             session_event_append(session, kind, payload)
         if result.approval_request is not None:

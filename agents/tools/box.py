@@ -15,7 +15,7 @@ from typing import Any
 
 from observations.gateway.messages import ToolCall, ToolSchema
 
-from . import edits, files, memory, registry, search, shell
+from . import edits, files, memory, registry, room, search, shell
 from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError, ToolOutcome
 from .paths import PathRefused
@@ -49,7 +49,9 @@ class ToolBox:
     the agent profile's tool permissions (empty or None: every tool). Commands run
     confined by ``sandbox`` (default: this interpreter's read-only, nothing else of the
     hub), with ``git_dir`` (the room repository's .git) read-only, the session's private
-    temp under ``state_dir``, and the network only if ``network``.
+    temp under ``state_dir``, and the network only if ``network``. ``post_message``
+    posts to the room and may answer a note for the agent (whom its mentions reached);
+    ``room_view`` is what room_status reads (agents/tools/room.py).
     """
 
     def __init__(
@@ -58,7 +60,7 @@ class ToolBox:
         worktree: Path,
         state_dir: Path,
         yield_seconds: float = 45.0,
-        post_message: Callable[[str], None] | None = None,
+        post_message: Callable[[str], str | None] | None = None,
         interrupted: Callable[[], bool] | None = None,
         allowed_tools: Iterable[str] | None = None,
         silence_limit_seconds: float = 900.0,
@@ -66,12 +68,14 @@ class ToolBox:
         git_dir: Path | None = None,
         network: bool = False,
         session_memory: memory.SessionMemory | None = None,
+        room_view: room.RoomView | None = None,
     ) -> None:
         self.worktree = Path(worktree).resolve()
         self.state_dir = Path(state_dir).resolve()
         self.post_message = post_message
         self.interrupted = interrupted
         self.session_memory = session_memory
+        self.room_view = room_view
         allowed = set(allowed_tools or ())
         self.allowed = frozenset(allowed) if allowed else frozenset(registry.NAMES)
         self.jobs = JobRegistry(self.state_dir / "jobs",
@@ -216,8 +220,13 @@ class ToolBox:
     def _post_message(self, call_id: str, v: Mapping[str, Any]) -> Result:
         if self.post_message is None:
             raise ToolError("post_message: this session has no room chat to post to")
-        self.post_message(clean_text(v["text"]))
-        return Result(text="Posted to the room chat.", purpose="post message")
+        note = self.post_message(clean_text(v["text"]))
+        return Result(text="Posted to the room chat." + (f"\n{note}" if note else ""), purpose="post message")
+
+    def _room_status(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        if self.room_view is None:
+            raise ToolError("room_status: this session has no room to look at")
+        return room.room_status(self.room_view, call_id=call_id)
 
     def _memory(self, tool: str) -> memory.SessionMemory:
         if self.session_memory is None:
@@ -243,6 +252,7 @@ EXECUTORS: dict[str, Callable[[ToolBox, str, Mapping[str, Any]], Result]] = {
     "shell": ToolBox._shell,
     "await": ToolBox._await,
     "post_message": ToolBox._post_message,
+    "room_status": ToolBox._room_status,
     "recall": ToolBox._recall,
     "history_search": ToolBox._history_search,
 }

@@ -122,9 +122,14 @@ TOOLS: tuple[Tool, ...] = (
          (Arg("handles", "array"), Arg("seconds", "number", minimum=0), Arg("stop", "boolean", default=False)),
          read_only=True, side_effect_free=True, waits=True),
     Tool("post_message",
-         "Post a message to the room chat.",
+         "Post a message to the room chat; @name reaches that agent or person.",
          (Arg("text", "string", required=True, non_blank=True),),
          read_only=True),
+    # Re-running it after a crash is harmless: its notes remember the call (agents/tools/room.py).
+    Tool("room_status",
+         "The room's open tasks, other sessions and their changed files, merges into main "
+         "since you began; later calls: only changes.",
+         read_only=True, side_effect_free=True),
     # recall and history_search read only what this session itself received or wrote.
     Tool("recall",
          "Exact text of a result you received or a body you wrote, by the ref a receipt or "

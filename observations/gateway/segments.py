@@ -353,5 +353,6 @@ def closing_history(ctx: SessionContext) -> list[HistoryItem]:
 
 
 def _message_label(kind: str) -> str:
-    return {"steer": "a person's steer", "chat": "a person in the room chat", "task": "the task",
+    return {"steer": "a person's steer", "chat": "a person in the room chat", "agent": "another agent's post",
+            "task": "the task",
             "job": "a job's result", "nudge": "a nudge", "verify": "the room's check"}.get(kind, "a message")

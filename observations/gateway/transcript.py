@@ -92,7 +92,8 @@ class Entry:
     """One message of the transcript.
 
     kind: "intent" (the intent block), "intent_update", "task", "handoff", "user",
-    "steer", "chat", "note", "job", "nudge", "verify", "assistant", "tool_result".
+    "steer", "chat", "agent" (another agent's post), "note", "job", "nudge", "verify", "assistant",
+    "tool_result".
     """
 
     kind: str

@@ -11,7 +11,9 @@ Nothing here imports Django: paths come in as arguments.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +53,10 @@ class MergeResult:
     @property
     def merged(self) -> bool:
         return self.status != "conflict"
+
+
+def hub_owned(path: str) -> bool:
+    return path == HUB_OWNED or path.startswith(HUB_OWNED + "/")
 
 
 def session_branch(session_id: int | str) -> str:
@@ -147,7 +153,10 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     # file: the worktree's files are the agent's, its repository the hub's.
     where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
     git(*where, "add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
-    git(*where, "reset", "--quiet", "--", HUB_OWNED, cwd=path)  # staged there by a shell command
+    # Staged there by a shell command. While main is being merged in, main's intent files
+    # are the ones to keep: HEAD's would undo main's in the merge commit.
+    merging = (_admin_dir(worktree) / "MERGE_HEAD").exists()
+    git(*where, "reset", "--quiet", "MERGE_HEAD" if merging else "HEAD", "--", HUB_OWNED, cwd=path)
     if not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
@@ -156,6 +165,58 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
         args.append(f"--author={author}")
     git(*where, *args, cwd=path)
     return git(*where, "rev-parse", "HEAD", cwd=path).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class BroughtIn:
+    """Main merged into a session's branch in its worktree, for the agent to finish."""
+
+    conflicts: tuple[str, ...]  # paths left with conflict markers (empty: merged cleanly)
+    merged_meanwhile: tuple[str, ...]  # main's commits the branch did not have, one line each
+    texts: dict[str, str]  # each conflicting file's text, markers included
+
+
+def worktree_bring_in(*, worktree: Worktree, target: str = MAIN_BRANCH) -> BroughtIn:
+    """Start merging ``target`` into the session's branch in its worktree and leave the
+    merge for the agent: conflicts stay in the files as markers, and the next
+    ``worktree_commit`` records the merge. A merge already under way is reported again.
+    The worktree must be committed (``worktree_commit``) first."""
+    path = worktree.path
+    where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
+    if not (_admin_dir(worktree) / "MERGE_HEAD").exists():
+        git(*where, "-c", "commit.gpgsign=false", "merge", "--no-ff", "--no-commit", "--quiet", target,
+            cwd=path, check=False)
+        if not (_admin_dir(worktree) / "MERGE_HEAD").exists():
+            raise WorktreeError(f"{target} could not be merged into {worktree.branch} in {path}")
+    log = git(*where, "log", "--oneline", "--no-decorate", "HEAD..MERGE_HEAD", cwd=path)
+    unmerged = git(*where, "diff", "--name-only", "--diff-filter=U", "-z", cwd=path)
+    conflicts = tuple(dict.fromkeys(p for p in unmerged.split("\0") if p))
+    texts = {}
+    for relative in conflicts:
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # deleted on one side, or binary
+            texts[relative] = (path / relative).read_text()
+    return BroughtIn(conflicts=conflicts, merged_meanwhile=tuple(log.splitlines()), texts=texts)
+
+
+def worktree_unresolved(*, worktree: Worktree) -> tuple[str, ...]:
+    """The files of a merge under way that still hold conflict markers; () when none is."""
+    merge_head = _admin_dir(worktree) / "MERGE_HEAD"
+    if not merge_head.exists():
+        return ()
+    # The merge's conflicts, computed again: the index forgets them once a file is staged,
+    # markers and all (a shell `git add`).
+    _tree, conflicts, _messages = _preflight(worktree.repo, worktree.branch, merge_head.read_text().strip(),
+                                             worktree.branch)
+    left = []
+    for relative in conflicts:
+        file = worktree.path / relative
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if file.is_file() and CONFLICT_MARKER.search(file.read_text()):
+                left.append(relative)
+    return tuple(left)
+
+
+CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
 
 
 def _admin_dir(worktree: Worktree) -> Path:

@@ -213,6 +213,28 @@ def test_removing_a_member_in_the_admin_closes_their_open_room_page():
     assert not Membership.objects.filter(room=room, user=bob).exists()
 
 
+def test_messages_memberships_and_room_agents_change_only_through_their_services():
+    from agents.models import RoomAgent
+    from rooms.models import Membership, Message
+
+    client = _staff()
+    owner = make_user("owner")
+    room = make_room(owner)
+    message = Message.objects.filter(room=room).first()
+    assert client.get(f"/admin/rooms/message/{message.pk}/delete/").status_code == 403
+    _changelist_action(client, "rooms_message", "delete_selected", message.pk)
+    assert Message.objects.filter(pk=message.pk).exists()
+    assert client.get("/admin/rooms/membership/add/").status_code == 403
+    membership = Membership.objects.get(room=room, user=owner)
+    client.post(f"/admin/rooms/membership/{membership.pk}/change/", {"role": "viewer"})
+    assert Membership.objects.get(pk=membership.pk).role == "owner"
+    room_agent = RoomAgent.objects.create(room=room, agent=make_agent("helper"), added_by=owner)
+    assert client.get("/admin/agents/roomagent/add/").status_code == 403
+    assert client.get(f"/admin/agents/roomagent/{room_agent.pk}/delete/").status_code == 403
+    _changelist_action(client, "agents_roomagent", "delete_selected", room_agent.pk)
+    assert RoomAgent.objects.filter(pk=room_agent.pk).exists()
+
+
 def test_the_admin_cannot_delete_a_membership_around_the_service_nor_remove_the_owner():
     from django.urls import reverse
 

@@ -40,6 +40,9 @@ class FakeHost:
     requests: list = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
     merged: bool = True
+    merges: list[bool] = field(default_factory=list)  # outcomes of successive finishes, then `merged`
+    handback: str | None = None  # what hand_back_conflict answers
+    handed_back: list[int] = field(default_factory=list)
     segment_asked: str = ""  # a person pressed New segment
     jobs: list = field(default_factory=list)  # obligations.JobView
 
@@ -84,7 +87,12 @@ class FakeHost:
         return CheckResult(self.check_command, self.checks.pop(0), "1 failed" if self.checks else "ok", 12)
 
     def finish(self):
-        return self.merged, "merged" if self.merged else "conflict in a.py"
+        merged = self.merges.pop(0) if self.merges else self.merged
+        return merged, "merged" if merged else "conflict in a.py"
+
+    def hand_back_conflict(self, round_number):
+        self.handed_back.append(round_number)
+        return self.handback
 
     def call_model(self, request):
         self.requests.append(request)
@@ -118,6 +126,32 @@ def test_a_turn_without_tool_calls_finishes_and_merges():
 def test_a_merge_conflict_ends_in_needs_merge():
     loop, result = run(FakeHost(turns=[turn("done")], merged=False))
     assert result.outcome is Outcome.NEEDS_MERGE and "a.py" in result.reason
+
+
+def test_a_conflict_the_session_can_resolve_goes_back_to_it_and_the_check_runs_before_the_next_merge():
+    host = FakeHost(turns=[turn("done"), turn("resolved"), turn("resolved again")], merges=[False, False, True],
+                    handback="main moved on: resolve a.py", check_command="make check", checks=[0, 0, 0])
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED
+    assert host.handed_back == [1, 2] and loop.state.merge_rounds == 2
+    assert [k for k in host.kinds() if k in ("verify", "merge", "merge.handed_back")] == [
+        "verify", "merge", "merge.handed_back", "verify", "merge", "merge.handed_back", "verify", "merge"]
+    told = [m.text for m in host.requests[1].messages if m.text == "main moved on: resolve a.py"]
+    assert told, "the conflict was not in the next request"
+
+
+def test_handing_a_conflict_back_is_bounded():
+    host = FakeHost(turns=[turn("done")] * 5, merged=False, handback="resolve a.py")
+    loop, result = run(host)
+    assert result.outcome is Outcome.NEEDS_MERGE and "after 3 rounds" in result.reason
+    assert host.handed_back == [1, 2, 3]
+
+
+def test_a_conflict_only_a_person_can_resolve_ends_in_needs_merge_at_once():
+    host = FakeHost(turns=[turn("done")], merged=False, handback=None)
+    loop, result = run(host)
+    assert result.outcome is Outcome.NEEDS_MERGE and result.reason == "conflict in a.py"
+    assert loop.state.merge_rounds == 0
 
 
 def test_at_the_boundary_a_steer_is_delivered_before_the_request_is_sent():

@@ -17,7 +17,8 @@ from observations.gateway.messages import ToolCall
 from .conftest import call
 
 # Sent with every request: a change that grows the schemas has to move this number.
-SCHEMA_BUDGET_CHARS = 2771  # recall and history_search (issue 8) +520; await can stop jobs (issue 10) +21
+SCHEMA_BUDGET_CHARS = 3016  # recall and history_search (issue 8) +520; await can stop jobs (issue 10) +21;
+# room_status and mentions in post_message (issue 17) +245
 
 
 def _serialized_size(schemas) -> int:
@@ -32,14 +33,15 @@ def _serialized_size(schemas) -> int:
 # each is the size today, so any growth has to move its number here.
 TOOL_BUDGET_BYTES = {
     "read_file": 287, "list_files": 217, "search": 250, "write_file": 207, "edit_file": 293,
-    "undo_edit": 204, "shell": 293, "await": 299, "post_message": 163, "recall": 313, "history_search": 245,
+    "undo_edit": 204, "shell": 293, "await": 299, "post_message": 199, "room_status": 209, "recall": 313,
+    "history_search": 245,
 }
 
 
 def test_the_tool_schemas_stay_within_their_size_budget(box):
     assert [s.name for s in box.schemas()] == [
         "read_file", "list_files", "search", "write_file", "edit_file", "undo_edit", "shell",
-        "await", "post_message", "recall", "history_search",
+        "await", "post_message", "room_status", "recall", "history_search",
     ]
     assert _serialized_size(box.schemas()) <= SCHEMA_BUDGET_CHARS
     sizes = {s.name: tool_part(s)["bytes"] for s in box.schemas()}

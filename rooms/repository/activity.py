@@ -1,0 +1,73 @@
+"""What sessions did in a room's repository, read without changing anything: the files a
+session's worktree changed since its base, and what merged into main since a commit.
+
+Read-only git only: ``--no-optional-locks`` keeps even a diff from refreshing another
+session's index while its agent works there, and a worktree's repository is named
+explicitly (as ``worktree_commit`` does), never found through the worktree's ``.git``
+file, which is the agent's to write. Nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rooms.repository.git import GitError, git
+from rooms.repository.worktrees import HUB_OWNED, Worktree, WorktreeError, _admin_dir
+
+_RECORD, _FIELD = "\x1e", "\x1f"
+
+
+@dataclass(frozen=True, slots=True)
+class MainCommit:
+    sha: str
+    subject: str
+    files: tuple[str, ...]  # changed against its first parent, hub-owned files left out
+
+
+def branch_tip(repo: Path, branch: str) -> str:
+    return git("rev-parse", "--verify", f"{branch}^{{commit}}", cwd=repo).strip()
+
+
+def fork_point(repo: Path, branch: str, target: str) -> str:
+    """Where ``branch`` left ``target``: the base of a session that recorded none."""
+    return git("merge-base", target, branch, cwd=repo).strip()
+
+
+def worktree_changed_files(worktree: Worktree, base: str) -> tuple[str, ...]:
+    """Files that differ between ``base`` and the worktree's files as they are now
+    (committed on the branch or not), and new files git does not ignore; none under the
+    hub-owned ``.atrium``. Empty when the worktree is gone."""
+    if not Path(worktree.path).is_dir():
+        return ()
+    try:
+        where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={worktree.path}")
+    except WorktreeError:  # unregistered (being removed): nothing to read
+        return ()
+    outside = ("--", ".", f":(exclude){HUB_OWNED}")
+    changed = git("--no-optional-locks", *where, "diff", "--name-only", "-z", base, *outside,
+                  cwd=worktree.path, check=False)
+    added = git("--no-optional-locks", *where, "ls-files", "--others", "--exclude-standard", "-z", *outside,
+                cwd=worktree.path, check=False)
+    return tuple(sorted({p for p in (changed + "\0" + added).split("\0") if p}))
+
+
+def main_commits_since(repo: Path, base: str, target: str) -> tuple[MainCommit, ...]:
+    """The commits that entered ``target`` after ``base`` along its first parents (merges
+    of sessions, intent commits), oldest first, each with the files it changed; commits
+    that changed only hub-owned files are left out. Empty if ``base`` is unknown."""
+    repo = Path(os.path.realpath(repo))
+    try:
+        out = git("log", "--first-parent", "--diff-merges=first-parent", "--name-only", "-z",
+                  f"--format={_RECORD}%H{_FIELD}%s{_FIELD}", f"{base}..{target}", cwd=repo)
+    except GitError:
+        return ()
+    commits = []
+    for record in out.split(_RECORD)[1:]:
+        sha, subject, rest = record.split(_FIELD, 2)
+        files = tuple(p.strip("\n") for p in rest.split("\0") if p.strip("\n"))
+        files = tuple(p for p in files if p != HUB_OWNED and not p.startswith(f"{HUB_OWNED}/"))
+        if files:
+            commits.append(MainCommit(sha=sha, subject=subject, files=files))
+    return tuple(reversed(commits))

@@ -1,0 +1,102 @@
+"""A process's sockets of one group share one channel-layer membership (rooms.fanout):
+every socket still gets every event, a slow socket loses only its own, and a failed
+read does not end the membership. Through the real Redis channel layer."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from rooms import events, fanout
+from tests.rooms.factories import make_room, make_user
+from tests.rooms.test_consumers import Socket, cookie_for, post
+from tests.rooms.test_stream_lifecycle import members
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_the_sockets_of_one_process_share_one_membership_and_all_get_every_message():
+    owner = make_user()
+    room = make_room(owner)
+    group, cookie = events.room_group(room.pk), cookie_for(owner)
+
+    async def scenario():
+        sockets = [Socket(room.slug, cookie) for _ in range(3)]
+        for socket in sockets:
+            assert await socket.open()
+            await socket.hello()
+        assert len(await database_sync_to_async(members)(group)) == 1
+        seq = (await post(room, owner, "to all three")).seq
+        for socket in sockets:
+            assert (await socket.receive())["seq"] == seq
+
+        for socket in sockets[:2]:
+            await socket.close()
+        assert len(await database_sync_to_async(members)(group)) == 1  # the third still watches
+        seq = (await post(room, owner, "to the last one")).seq
+        assert (await sockets[2].receive())["seq"] == seq
+
+        await sockets[2].close()
+        assert await database_sync_to_async(members)(group) == []
+
+    async_to_sync(scenario)()
+
+
+def test_a_socket_that_does_not_read_loses_its_own_events_only(monkeypatch):
+    monkeypatch.setattr(fanout, "INBOX_CAPACITY", 3)
+    layer = get_channel_layer()
+
+    async def scenario():
+        group = "fanout-slow-reader"
+        hub = fanout.fanout_for(layer)
+        reading, stuck = fanout.new_inbox(), fanout.new_inbox()
+        await hub.join(group, reading)
+        await hub.join(group, stuck)
+        got = []
+        for n in range(6):
+            await layer.group_send(group, {"type": "test.event", "n": n})
+            got.append((await asyncio.wait_for(reading.get(), 3))["n"])
+        assert got == list(range(6))
+        assert stuck.qsize() == 3 and [stuck.get_nowait()["n"] for _ in range(3)] == [0, 1, 2]
+        await hub.leave(group, reading)
+        await hub.leave(group, stuck)
+        assert hub.members(group) == 0
+
+    async_to_sync(scenario)()
+
+
+class FailsOnce:
+    """The real layer, whose first read fails as when Redis goes away for a moment."""
+
+    def __init__(self, layer) -> None:
+        self.layer, self.failed = layer, False
+
+    def __getattr__(self, name):
+        return getattr(self.layer, name)
+
+    async def receive(self, channel):
+        if not self.failed:
+            self.failed = True
+            raise ConnectionError("Redis went away")
+        return await self.layer.receive(channel)
+
+
+def test_a_failed_read_is_retried_and_the_membership_stays(monkeypatch, caplog):
+    monkeypatch.setattr(fanout, "RETRY_SECONDS", 0.05)
+    layer = FailsOnce(get_channel_layer())
+
+    async def scenario():
+        group = "fanout-read-fails"
+        hub = fanout.GroupFanout(layer)
+        inbox = fanout.new_inbox()
+        await hub.join(group, inbox)
+        await layer.group_send(group, {"type": "test.event", "n": 1})
+        assert (await asyncio.wait_for(inbox.get(), 3))["n"] == 1
+        await hub.leave(group, inbox)
+
+    async_to_sync(scenario)()
+    assert layer.failed and "retrying" in caplog.text
