@@ -19,6 +19,7 @@ urlpatterns = [
     path("rooms/<slug:slug>/agents/", room_agents.agent_assign, name="agent_assign"),
     path("rooms/<slug:slug>/agents/<id:agent_id>/remove/", room_agents.agent_unassign, name="agent_unassign"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
+    path("rooms/<slug:slug>/team/", views.room_team, name="room_team"),
     path("rooms/<slug:slug>/tasks/new/", views.task_create, name="task_create"),
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
     path("rooms/<slug:slug>/settings/", room_settings.room_settings, name="room_settings"),

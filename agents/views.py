@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents import selectors, services
+from agents import selectors, services, team
 from agents.forms import (
     AgentProfileForm,
     ApprovalDecisionForm,
@@ -81,6 +81,13 @@ def _warn_specs(request: HttpRequest, agent: AgentProfile) -> None:
 
 
 # --- a room's tasks ---------------------------------------------------------------------------
+
+
+@require_GET
+def room_team(request: HttpRequest, slug: str) -> HttpResponse:
+    """The team panel: who works on what, agents' mentions, conflicts resolved."""
+    access = access_room(request.user, slug)
+    return render(request, "agents/_room_team.html", {"room": access.room, "team": team.room_team(access.room)})
 
 
 @require_GET
