@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0009_issue17_team'),
+        ('agents', '0010_issue17_handback_index'),
         ('rooms', '0004_issue9_room_network'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
