@@ -5,6 +5,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents.endpoint.keys import gateway_key_revoke
 from agents.forms import AgentProfileForm
 from agents.models import (
     AgentMention,
@@ -14,6 +15,7 @@ from agents.models import (
     EvalBatch,
     EvalRun,
     EvalVerdict,
+    GatewayKey,
     ProviderCall,
     RoomAgent,
     Session,
@@ -297,3 +299,33 @@ class EvalVerdictAdmin(_LedgerAdmin):
     list_display = ["subject", "verdict", "source", "a_label", "b_label", "created_at"]
     list_filter = ["verdict", "source"]
     search_fields = ["subject", "a_label", "b_label", "detail"]
+
+
+@admin.register(GatewayKey)
+class GatewayKeyAdmin(admin.ModelAdmin):
+    """Keys are made on the room page (their token is shown there once); here they are
+    read and revoked, through the room page's service."""
+
+    list_display = ["name", "prefix", "room", "agent", "created_by", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["agent", ("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix", "room__name", "room__slug", "agent__name"]
+    readonly_fields = _field_names(GatewayKey)
+    actions = ["revoke"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(permissions=["change"], description="Revoke the selected keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[GatewayKey]) -> None:
+        revoked = []
+        for key in queryset.select_related("room").filter(revoked_at__isnull=True).order_by("pk"):
+            try:
+                gateway_key_revoke(room=key.room, actor=request.user, key_id=key.pk, as_staff=True)
+            except RoomError as exc:
+                self.message_user(request, f"Key {key.prefix}… not revoked: {exc.message}", messages.WARNING)
+            else:
+                self.log_change(request, key, "revoked in the admin")
+                revoked.append(f"{key.name} ({key.prefix}…)")
+        if revoked:
+            self.message_user(request, "Revoked " + ", ".join(revoked) + ".", messages.SUCCESS)
+

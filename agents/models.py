@@ -438,3 +438,34 @@ class Approval(models.Model):
 
 # The eval ledger (agents/evals/); imported here so the app registers them.
 from agents.evals.models import EvalBatch, EvalRun, EvalVerdict  # noqa: E402,F401
+
+
+class GatewayKey(models.Model):
+    """A key that lets an agent running elsewhere call the gateway endpoint
+    (agents/endpoint/) as one of the room's agents.
+
+    Only the SHA-256 of the token is stored: the token is shown once, when it is made.
+    The agent profile decides the upstream model and its key; the room bounds what the
+    key reaches. A revoked key stays, so the room can see who made and revoked it.
+    """
+
+    room = models.ForeignKey("rooms.Room", on_delete=models.CASCADE, related_name="gateway_keys")
+    agent = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="gateway_keys")
+    name = models.CharField(max_length=80)
+    digest = models.CharField(max_length=64, unique=True)  # sha256 hex of the token
+    prefix = models.CharField(max_length=16)  # the token's start, to tell keys apart
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) in {self.room}"

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from agents import room_agents, room_settings, views, views_analysis, views_ledger
+from agents.endpoint import panel as gateway_keys
 from agents.evals import views as eval_views
 
 app_name = "agents"
@@ -25,6 +26,10 @@ urlpatterns = [
     path("rooms/<slug:slug>/settings/rules/", room_settings.rule_create, name="rule_create"),
     path("rooms/<slug:slug>/settings/rules/<id:rule_id>/remove/", room_settings.rule_delete, name="rule_delete"),
     path("rooms/<slug:slug>/settings/preview/", room_settings.rule_preview, name="rule_preview"),
+    path("rooms/<slug:slug>/gateway-keys/", gateway_keys.gateway_keys, name="gateway_keys"),
+    path("rooms/<slug:slug>/gateway-keys/new/", gateway_keys.gateway_key_new, name="gateway_key_new"),
+    path("rooms/<slug:slug>/gateway-keys/<id:key_id>/revoke/", gateway_keys.gateway_key_revoke_view,
+         name="gateway_key_revoke"),
     path("tasks/<id:task_id>/intent/", views.task_intent, name="task_intent"),
     path("tasks/<id:task_id>/start/", views.task_start, name="task_start"),
     path("sessions/<id:session_id>/", views.session_detail, name="session"),

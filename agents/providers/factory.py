@@ -80,6 +80,32 @@ def build_provider(
         return ReplayProvider.from_spec(parsed.name, replay_dir=replay_dir)
     if parsed.kind == "script":
         return ScriptProvider.from_script(parsed.name, script_dir=script_dir)
+    endpoint = upstream_endpoint(parsed, api_key=api_key, base_url=base_url, env=env)
+    cls = OpenAIProvider if parsed.kind == "openai" else AnthropicProvider
+    return cls(parsed.name, api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=timeout,
+               environment_headers=endpoint.trusted)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamEndpoint:
+    """Where an ``openai:`` or ``anthropic:`` model is called, with which key, and whether
+    the environment's headers may go there too (``ambient``)."""
+
+    kind: str
+    model: str
+    base_url: str
+    api_key: str
+    trusted: bool
+
+
+def upstream_endpoint(
+    parsed: ModelSpec, *, api_key: str | None = None, base_url: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> UpstreamEndpoint:
+    """The one rule for which key goes to which URL, for the providers and for the
+    gateway endpoint (agents/endpoint/upstream.py). Raises InvalidModelSpec when no key
+    may be used."""
+    env = os.environ if env is None else env
     if parsed.kind == "openai":
         url, trusted = _endpoint(base_url, env, prefix="OPENAI", official=OPENAI_DEFAULT_BASE_URL)
         key = api_key or (env.get("OPENAI_API_KEY") if trusted else None)
@@ -89,9 +115,9 @@ def build_provider(
                     f"{parsed} needs an API key: set OPENAI_API_KEY or the agent's API key"
                 )
             key = NO_KEY
-        return OpenAIProvider(
-            parsed.name, api_key=key, base_url=url, timeout=timeout, environment_headers=trusted
-        )
+        return UpstreamEndpoint(parsed.kind, parsed.name, url, key, trusted)
+    if parsed.kind != "anthropic":
+        raise InvalidModelSpec(f"{parsed} is not called over the network")
     url, trusted = _endpoint(
         base_url, env, prefix="ANTHROPIC", official=ANTHROPIC_DEFAULT_BASE_URL
     )
@@ -106,9 +132,7 @@ def build_provider(
         raise InvalidModelSpec(
             f"{parsed} needs an API key: set ANTHROPIC_API_KEY or the agent's API key"
         )
-    return AnthropicProvider(
-        parsed.name, api_key=key, base_url=url, timeout=timeout, environment_headers=trusted
-    )
+    return UpstreamEndpoint(parsed.kind, parsed.name, url, key, trusted)
 
 
 def check_model_spec(

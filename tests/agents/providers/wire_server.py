@@ -30,6 +30,9 @@ class Reply:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # Sent as chunked transfer encoding, each part after its pause: a stream that arrives
+    # over time (``body`` is then unused).
+    parts: tuple[tuple[float, bytes], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,12 +47,16 @@ class Received:
         return json.loads(self.raw)
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients at once (benchmarks): the default 5 resets them
+
+
 class WireServer:
     def __init__(self) -> None:
         self._replies: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.requests: list[Received] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -80,6 +87,13 @@ class WireServer:
         all_headers = {"Content-Type": content_type, **(headers or {})}
         with self._lock:
             self._replies[path].append(Reply(status, body, all_headers, delay))
+
+    def stream(self, path: str, parts: list[tuple[float, str]], *, status: int = 200) -> None:
+        """A server-sent event stream whose parts arrive over time: (pause before, text)."""
+        reply = Reply(status, b"", {"Content-Type": "text/event-stream"},
+                      parts=tuple((pause, text.encode("utf-8")) for pause, text in parts))
+        with self._lock:
+            self._replies[path].append(reply)
 
     def requests_to(self, path: str) -> list[Received]:
         with self._lock:
@@ -126,6 +140,15 @@ class WireServer:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
+                    if reply.parts:
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        for pause, part in reply.parts:
+                            time.sleep(pause)
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                            self.wfile.flush()
+                        self.wfile.write(b"0\r\n\r\n")
+                        return
                     self.send_header("Content-Length", str(len(reply.body)))
                     self.end_headers()
                     self.wfile.write(reply.body)

@@ -1,0 +1,251 @@
+"""The upstream call: the client's request, sent to its key's agent profile through
+the official SDK of the profile's provider, and its answer relayed as it comes.
+
+A client that speaks the profile's provider's format is passed through (``relay``):
+the model the client names is replaced by the profile's, every other field goes as the
+client wrote it, and the answer comes back byte for byte, streamed as it arrives. A
+client of the other format is translated (``translated``, ``translate``): its request
+goes through the profile's own provider as a neutral Request and the turn comes back
+in the client's format. The SDKs' own retries are off: a rate limit or an upstream 5xx
+reaches the client with its retry headers, and the client's SDK retries as it would
+against the provider itself.
+
+The key routing rule is the providers' (``agents.providers.factory.upstream_endpoint``):
+the hub's environment key only goes to the environment's or the official URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import openai
+from asgiref.sync import sync_to_async
+
+from agents.endpoint import translate
+from agents.endpoint.wire import Format, WireError, sse_error
+from agents.models import AgentProfile
+from agents.providers.ambient import withheld_headers
+from agents.providers.errors import (
+    ConnectionFailed,
+    ContextOverflow,
+    InvalidModelSpec,
+    ProviderError,
+    Transient,
+    display_url,
+    redact,
+)
+from agents.providers.factory import (
+    DEFAULT_TIMEOUT,
+    UpstreamEndpoint,
+    build_provider,
+    parse_spec,
+    upstream_endpoint,
+)
+from observations.gateway.messages import ModelTurn, Request
+from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
+
+log = logging.getLogger(__name__)
+
+# Upstream response headers a client may act on: retries, rate limits, request ids.
+RELAYED_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-request-id")
+RELAYED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+# Client request headers that change what the upstream does, passed on.
+FORWARDED_HEADERS = {"anthropic": ("anthropic-beta",), "openai": ()}
+
+
+@dataclass
+class Relay:
+    """An upstream answer for the view: status, headers to pass on, and the body, whole
+    (``content``) or as a stream of bytes (``stream``) that closes the upstream when it ends."""
+
+    status: int
+    headers: dict[str, str]
+    content: bytes = b""
+    stream: AsyncIterator[bytes] | None = None
+
+
+def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
+    """Where the profile's model is called; a 400 for a profile whose model is not
+    called over the network (``replay:``), a 500 for one that has no usable key."""
+    try:
+        parsed: ModelSpec = parse_spec(profile.model)
+    except InvalidModelSpec:
+        raise WireError(f"The agent {profile.name!r} has no valid model spec.") from None
+    if parsed.kind not in REMOTE_KINDS:
+        raise WireError(f"This key's agent {profile.name!r} runs {parsed}, which is played inside the hub, not "
+                        "called over the network; the gateway endpoint serves openai: and anthropic: agents.",
+                        param="model")
+    try:
+        return upstream_endpoint(parsed, api_key=profile.api_key or None, base_url=profile.base_url or None)
+    except InvalidModelSpec as exc:
+        raise WireError(f"The agent {profile.name!r} cannot reach its model: {exc}", status=500,
+                        kind="api_error") from None
+
+
+async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -> Relay:
+    """A client of the other format: its request as a neutral Request, sent through the
+    profile's own provider (the same call a session makes, SDK retries off), the turn
+    back in the client's format, streamed as events when it asked for a stream."""
+    model = profile.model.partition(":")[2]
+    request = translate.request_from(fmt, body, model=model)
+    try:
+        turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
+    except ProviderError as exc:
+        raise _provider_failure(exc) from None
+    if body.get("stream") is True:
+        events = translate.stream_events(fmt, turn, model=model)
+        return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=_replayed(events))
+    return Relay(200, {"Content-Type": "application/json"},
+                 content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
+
+
+def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
+    """One call of the profile's provider, in a worker thread: building the sync SDK
+    client and waiting for it would hold up the event loop."""
+    provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
+                              timeout=DEFAULT_TIMEOUT)
+    try:
+        return provider.complete(request)
+    finally:
+        if close := getattr(provider, "close", None):
+            close()
+
+
+async def _replayed(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
+
+
+def _provider_failure(exc: ProviderError) -> WireError:
+    """A provider's classified failure, in the words of the client's format."""
+    if isinstance(exc, ContextOverflow):
+        return WireError(f"The request is longer than the model's context window: {exc.message}",
+                         code="context_length_exceeded")
+    if isinstance(exc, Transient):
+        status = exc.status or 504
+        kind = "rate_limit_error" if status == 429 else "overloaded_error" if status == 529 else "api_error"
+        error = WireError(exc.message, status=status, kind=kind)
+        error.retry_after = exc.retry_after
+        return error
+    if isinstance(exc, ConnectionFailed) or exc.status in (401, 403) or exc.status is None:
+        return WireError(exc.message, status=502, kind="api_error")
+    return WireError(exc.message, status=exc.status if 400 <= exc.status < 500 else 502,
+                     kind="invalid_request_error" if exc.status < 500 else "api_error")
+
+
+# SDK clients by endpoint, per event loop (an async client belongs to the loop it was
+# first used on). Building one costs tens of milliseconds of CPU (its SSL context), which
+# would hold up every request in the process; kept, it also keeps its connections.
+_CLIENTS: dict[tuple[int, str, str, str, bool], Any] = {}
+MAX_CLIENTS = 64
+
+
+def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
+    loop = asyncio.get_running_loop()
+    cache_key = (id(loop), fmt, endpoint.base_url, endpoint.api_key, endpoint.trusted)
+    client = _CLIENTS.get(cache_key)
+    if client is not None and getattr(client, "_atrium_loop", None) is loop:
+        return client
+    sdk: Any = openai if fmt == "openai" else anthropic
+    headers = None
+    if not endpoint.trusted:
+        also = ("OpenAI-Organization", "OpenAI-Project") if fmt == "openai" else ()
+        headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key, omit=sdk.Omit(),
+                                   also=also)
+    cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
+    client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
+                 default_headers=headers)
+    client._atrium_loop = loop
+    while len(_CLIENTS) >= MAX_CLIENTS:
+        old = _CLIENTS.pop(next(iter(_CLIENTS)))
+        if getattr(old, "_atrium_loop", None) is loop:
+            loop.create_task(old.close())
+    _CLIENTS[cache_key] = client
+    return client
+
+
+async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
+                request_headers: Mapping[str, str]) -> Relay:
+    """Send ``body`` upstream; return its answer (an upstream error included, as the
+    upstream said it) or raise WireError for what the client should hear from us."""
+    client = _client(endpoint, fmt)
+    stack = contextlib.AsyncExitStack()
+    streaming = body.get("stream") is True
+    rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens")}
+    extra_headers = {name: request_headers[name] for name in FORWARDED_HEADERS[fmt] if name in request_headers}
+    try:
+        if fmt == "openai":
+            call = client.chat.completions.with_streaming_response.create(
+                model=endpoint.model, messages=body["messages"], extra_body=rest, extra_headers=extra_headers)
+        else:
+            call = client.messages.with_streaming_response.create(
+                model=endpoint.model, messages=body["messages"], max_tokens=body["max_tokens"], extra_body=rest,
+                extra_headers=extra_headers, timeout=DEFAULT_TIMEOUT)
+        response = await stack.enter_async_context(call)
+        headers = _relayed(response.headers)
+        headers["Content-Type"] = response.headers.get("content-type", "application/json")
+        if streaming:
+            return Relay(response.status_code, headers, stream=_stream(response, stack, endpoint, fmt))
+        content = await response.read()
+    except BaseException as exc:
+        await stack.aclose()
+        if isinstance(exc, Exception):
+            return _failure(exc, endpoint, fmt)
+        raise
+    await stack.aclose()
+    return Relay(response.status_code, headers, content=content)
+
+
+async def _stream(response: Any, stack: contextlib.AsyncExitStack, endpoint: UpstreamEndpoint,
+                  fmt: Format) -> AsyncIterator[bytes]:
+    """The upstream's events as they arrive; a failure half-way ends the stream with an
+    error event the client's SDK raises from. Closing (the client went away) closes the
+    upstream response."""
+    try:
+        async for chunk in response.iter_bytes():
+            yield chunk
+    except Exception as exc:  # headers are out: the error can only be an event now
+        log.warning("gateway endpoint: upstream stream of %s failed: %s", display_url(endpoint.base_url),
+                    type(exc).__name__)
+        yield sse_error(fmt, WireError("The upstream stream broke off: " + _reason(exc, endpoint), status=502,
+                                       kind="api_error"))
+    finally:
+        await stack.aclose()
+
+
+def _failure(exc: Exception, endpoint: UpstreamEndpoint, fmt: Format) -> Relay:
+    sdk: Any = openai if fmt == "openai" else anthropic
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        if status in (401, 403):
+            # The profile's key, not the client's: a 401 would tell the client its
+            # gateway key is bad.
+            raise WireError(f"The upstream refused the agent's own key ({status}); a person in the room must "
+                            "fix the agent profile's API key.", status=502, kind="api_error") from None
+        headers = _relayed(exc.response.headers)
+        headers["Content-Type"] = exc.response.headers.get("content-type", "application/json")
+        return Relay(status, headers, content=redact(exc.response.text, [endpoint.api_key]).encode())
+    if isinstance(exc, sdk.APITimeoutError):
+        raise WireError(f"The upstream did not answer within {DEFAULT_TIMEOUT:g} s.", status=504,
+                        kind="api_error") from None
+    if isinstance(exc, sdk.APIConnectionError):
+        raise WireError(f"Cannot reach the upstream at {display_url(endpoint.base_url)}.", status=502,
+                        kind="api_error") from None
+    log.exception("gateway endpoint: upstream call failed")
+    raise WireError("The upstream call failed: " + _reason(exc, endpoint), status=502, kind="api_error") from None
+
+
+def _reason(exc: Exception, endpoint: UpstreamEndpoint) -> str:
+    return redact(type(exc).__name__, [endpoint.api_key])
+
+
+def _relayed(headers: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in headers.items()
+            if name.lower() in RELAYED_HEADERS or name.lower().startswith(RELAYED_PREFIXES)}

@@ -1,0 +1,153 @@
+"""The endpoint's views: async under Daphne, thin. Each reads the key, checks the body,
+calls ``upstream.relay`` and answers in the client's format; nothing else. A request
+never gets a Django error page or a traceback: every failure is a provider-shaped
+error body (``wire.error_body``).
+
+The same views answer at ``/v1/...`` (the key names its room) and at
+``/rooms/<slug>/v1/...`` (the key must also be that room's, or it is refused like a
+bad key).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_not_required
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+    UnreadablePostError,
+)
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.endpoint import upstream, wire
+from agents.endpoint.keys import gateway_key_lookup
+from agents.endpoint.wire import Format, WireError
+from agents.models import GatewayKey
+
+log = logging.getLogger(__name__)
+
+View = Callable[..., Awaitable[HttpResponse]]
+
+
+def _endpoint(fmt: Format | None, methods: tuple[str, ...]) -> Callable[[View], View]:
+    """An endpoint view: no login or CSRF (a key authenticates), only ``methods``, the
+    key looked up (a 401 without a live one), and every failure said in the client's
+    format. ``fmt`` None: the format follows the request's headers (``/v1/models``)."""
+
+    def decorate(view: View) -> View:
+        @csrf_exempt
+        @login_not_required
+        @wraps(view)
+        async def wrapper(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+            client_format = fmt or _format_of(request)
+            try:
+                if request.method not in methods:
+                    raise WireError(f"{request.method} is not allowed here; use {' or '.join(methods)}.",
+                                    status=405, kind="invalid_request_error")
+                key = await gateway_key_lookup(_token(request, client_format), room_slug=slug)
+                if key is None:
+                    raise wire.unauthorized()
+                return await view(request, key, client_format)
+            except WireError as exc:
+                return error_response(client_format, exc)
+            except Exception:
+                log.exception("gateway endpoint: %s %s failed", request.method, request.path)
+                return error_response(client_format, WireError("The gateway failed to handle this request.",
+                                                               status=500, kind="api_error"))
+
+        return wrapper
+
+    return decorate
+
+
+def error_response(fmt: Format, error: WireError) -> JsonResponse:
+    response = JsonResponse(wire.error_body(fmt, error), status=error.status)
+    if error.retry_after is not None:
+        response["Retry-After"] = str(max(0, round(error.retry_after)))
+    if fmt == "openai" and error.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="atrium"'
+    return response
+
+
+def _format_of(request: HttpRequest) -> Format:
+    headers = request.headers
+    return "anthropic" if "x-api-key" in headers or "anthropic-version" in headers else "openai"
+
+
+def _token(request: HttpRequest, fmt: Format) -> str | None:
+    """The key as either SDK sends it: ``x-api-key`` (Anthropic) or ``Authorization:
+    Bearer`` (OpenAI, and Anthropic's ``auth_token``); the client's own format first."""
+    api_key = request.headers.get("x-api-key")
+    scheme, _, bearer = (request.headers.get("authorization") or "").partition(" ")
+    bearer = bearer.strip() if scheme.lower() == "bearer" else ""
+    ordered = (api_key, bearer) if fmt == "anthropic" else (bearer, api_key)
+    return next((token.strip() for token in ordered if token and token.strip()), None)
+
+
+@_endpoint(None, ("GET",))
+async def models(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    """The one model the key reaches: its agent profile's (the model name a client
+    sends is replaced by it anyway)."""
+    spec = key.agent.model
+    name = spec.partition(":")[2] or spec
+    return JsonResponse(wire.models_body(fmt, name, created=int(key.agent.created_at.timestamp())))
+
+
+@_endpoint("openai", ("POST",))
+async def chat_completions(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    body = wire.parse_body(_body(request))
+    wire.check_openai_chat(body)
+    return await _relay(request, key, "openai", body)
+
+
+@_endpoint("anthropic", ("POST",))
+async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    body = wire.parse_body(_body(request))
+    wire.check_anthropic_messages(body)
+    return await _relay(request, key, "anthropic", body)
+
+
+def _body(request: HttpRequest) -> bytes:
+    """The raw body, up to the endpoint's own limit: an agent's history is easily larger
+    than Django's form-data limit (``DATA_UPLOAD_MAX_MEMORY_SIZE``, which ``request.body``
+    applies), and the limit that matters here is the providers' (``wire.MAX_BODY_BYTES``)."""
+    try:
+        return request.read(wire.MAX_BODY_BYTES + 1)
+    except UnreadablePostError:
+        raise WireError("The request body could not be read.") from None
+
+
+async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:
+    endpoint = upstream.profile_endpoint(key.agent)
+    started = time.monotonic()
+    if endpoint.kind == fmt:
+        answer = await upstream.relay(endpoint, fmt, body, request.headers)
+    else:
+        answer = await upstream.translated(key.agent, fmt, body)
+    log.info("gateway endpoint: key %s (room %s) %s → %s in %.0f ms", key.pk, key.room_id, fmt, answer.status,
+             (time.monotonic() - started) * 1000)
+    if answer.stream is not None:
+        response: HttpResponse = StreamingHttpResponse(answer.stream, status=answer.status)
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold events back
+    else:
+        response = HttpResponse(answer.content, status=answer.status)
+    for name, value in answer.headers.items():
+        response[name] = value
+    return response
+
+
+@csrf_exempt
+@login_not_required
+async def not_found(request: HttpRequest, slug: str | None = None) -> HttpResponse:
+    return error_response(_format_of(request), WireError(
+        f"No such endpoint: {request.method} {request.path}. The gateway serves /v1/models, "
+        "/v1/chat/completions and /v1/messages.", status=404, kind="not_found_error"))
+

@@ -1,0 +1,128 @@
+"""Gateway keys on the room page: made by people who may act in the room, for the
+room's agents only, shown once, stored hashed, revoked by their maker or an owner."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.test import Client
+from django.urls import reverse
+
+from agents.endpoint.keys import (
+    TOKEN_PREFIX,
+    gateway_key_create,
+    gateway_key_lookup,
+    gateway_key_revoke,
+)
+from agents.models import GatewayKey
+from rooms.errors import RoomError, RoomPermissionError
+from tests.rooms.factories import make_agent, make_room, make_user
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+lookup = async_to_sync(gateway_key_lookup)
+
+
+@pytest.fixture
+def people(transactional_db):
+    return {name: make_user(name) for name in ("olga", "mo", "vi", "stranger")}
+
+
+@pytest.fixture
+def room(people):
+    return make_room(people["olga"], "Keys room", members=[people["mo"]], viewers=[people["vi"]],
+                     agents=[make_agent("gpt", "openai:gpt-4.1")])
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_a_key_is_stored_hashed_and_found_by_its_token_only(room, people):
+    agent = room.room_agents.get().agent
+    made = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="  laptop aider ")
+    assert made.token.startswith(TOKEN_PREFIX) and len(made.token) >= len(TOKEN_PREFIX) + 43
+    key = GatewayKey.objects.get()
+    assert (key.name, key.agent, key.room, key.created_by) == ("laptop aider", agent, room, people["mo"])
+    assert key.digest == hashlib.sha256(made.token.encode()).hexdigest()
+    assert made.token not in str(GatewayKey.objects.values().get())  # only the digest and a short prefix
+    assert made.token.startswith(key.prefix) and len(key.prefix) < 16
+    assert lookup(made.token) == key and lookup(made.token, room_slug=room.slug) == key
+    assert lookup(made.token, room_slug="another-room") is None
+    assert lookup(made.token[:-1]) is None and lookup(None) is None and lookup("é" + made.token) is None
+    key.refresh_from_db()
+    assert key.last_used_at is not None
+
+
+def test_who_may_make_and_revoke_keys(room, people):
+    agent = room.room_agents.get().agent
+    for who in ("vi", "stranger"):
+        with pytest.raises(RoomPermissionError):
+            gateway_key_create(room=room, actor=people[who], agent_id=agent.pk, name="k")
+    with pytest.raises(RoomError, match="not assigned"):
+        gateway_key_create(room=room, actor=people["olga"], agent_id=make_agent("elsewhere", "openai:x").pk, name="k")
+    for name in ("", "   ", "x" * 81, "nul\x00"):
+        with pytest.raises(RoomError):
+            gateway_key_create(room=room, actor=people["olga"], agent_id=agent.pk, name=name)
+    olgas = gateway_key_create(room=room, actor=people["olga"], agent_id=agent.pk, name="olga's")
+    mos = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="mo's")
+    with pytest.raises(RoomPermissionError):
+        gateway_key_revoke(room=room, actor=people["mo"], key_id=olgas.key.pk)
+    with pytest.raises(RoomError, match="No such key"):
+        gateway_key_revoke(room=make_room(people["mo"]), actor=people["mo"], key_id=mos.key.pk)
+    gateway_key_revoke(room=room, actor=people["olga"], key_id=mos.key.pk)  # an owner may
+    gateway_key_revoke(room=room, actor=people["olga"], key_id=olgas.key.pk)
+    assert lookup(mos.token) is None and lookup(olgas.token) is None
+    assert GatewayKey.objects.get(pk=mos.key.pk).revoked_by == people["olga"]
+
+
+def test_the_panel_shows_a_new_token_once_and_revokes(room, people):
+    agent = room.room_agents.get().agent
+    url = reverse("agents:gateway_keys", args=[room.slug])
+    mo = login(people["mo"])
+    assert 'id="gateway-key-create"' in mo.get(url, **HTMX).content.decode()
+    html = mo.post(reverse("agents:gateway_key_new", args=[room.slug]), {"name": "aider", "agent": agent.pk},
+                   **HTMX).content.decode()
+    token = re.search(r"<code>(atr-gw-[^<]+)</code>", html).group(1)
+    assert lookup(token).name == "aider"
+    assert "/v1</code>" in html
+    again = mo.get(url, **HTMX).content.decode()
+    assert token not in again and GatewayKey.objects.get().prefix in again
+    # Viewers read the list; they make and revoke nothing; strangers see no room.
+    vi = login(people["vi"])
+    vi_html = vi.get(url, **HTMX).content.decode()
+    assert "aider" in vi_html and 'id="gateway-key-create"' not in vi_html and "revoke" not in vi_html
+    key = GatewayKey.objects.get()
+    assert vi.post(reverse("agents:gateway_key_revoke", args=[room.slug, key.pk]), **HTMX).status_code == 403
+    assert vi.post(reverse("agents:gateway_key_new", args=[room.slug]), {"name": "x", "agent": agent.pk},
+                   **HTMX).status_code == 403
+    assert login(people["stranger"]).get(url, **HTMX).status_code == 404
+    bad = mo.post(reverse("agents:gateway_key_new", args=[room.slug]), {"name": "x", "agent": 999999}, **HTMX)
+    assert bad.status_code == 200 and GatewayKey.objects.count() == 1
+    html = mo.post(reverse("agents:gateway_key_revoke", args=[room.slug, key.pk]), **HTMX).content.decode()
+    assert "Key revoked." in html and "revoked</span>" in html
+    assert lookup(token) is None
+    # The room page loads the panel.
+    page = mo.get(reverse("rooms:detail", args=[room.slug])).content.decode()
+    assert f'hx-get="{url}"' in page
+
+
+def test_staff_revoke_keys_from_the_admin_and_make_none_there(room, people):
+    agent = room.room_agents.get().agent
+    made = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="aider")
+    staff = make_user("root")
+    staff.is_staff = staff.is_superuser = True
+    staff.save()
+    admin = login(staff)
+    assert admin.get("/admin/agents/gatewaykey/add/").status_code == 403
+    page = admin.get("/admin/agents/gatewaykey/").content.decode()
+    assert made.key.prefix in page and made.token not in page
+    admin.post("/admin/agents/gatewaykey/", {"action": "revoke", "_selected_action": [made.key.pk]})
+    assert lookup(made.token) is None
+    assert GatewayKey.objects.get().revoked_by == staff
+    with pytest.raises(RoomPermissionError):  # as_staff is for staff only
+        gateway_key_revoke(room=room, actor=people["mo"], key_id=made.key.pk, as_staff=True)

@@ -1,0 +1,105 @@
+"""Translation between a client's format and the gateway's neutral shapes, plain Python:
+what each format's history becomes, what a turn becomes, and what is refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agents.endpoint.translate import request_from, response_body, stream_events
+from agents.endpoint.wire import WireError
+from agents.providers.toolcalls import MALFORMED_ARGUMENTS_KEY
+from observations.gateway.messages import Message, ModelTurn, ToolCall, ToolSchema, Usage
+
+
+def test_an_openai_history_becomes_neutral_messages_with_the_tool_names_found():
+    request = request_from("openai", {"model": "x", "max_tokens": 50, "messages": [
+        {"role": "system", "content": "Rule one."},
+        {"role": "developer", "content": [{"type": "text", "text": "Rule two."}]},
+        {"role": "user", "content": [{"type": "text", "text": "fix "}, {"type": "text", "text": "it"}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"a\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "run", "arguments": "not json"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "text"},
+        {"role": "tool", "tool_call_id": "c2", "content": "out"},
+    ], "tools": [{"type": "function", "function": {"name": "read"}}]}, model="claude")
+    assert request.model == "claude" and request.max_tokens == 50
+    assert request.system == "Rule one.\n\nRule two."
+    assert request.tools == (ToolSchema("read", "", {"type": "object", "properties": {}}),)
+    assert request.messages == (
+        Message("user", "fix it"),
+        Message("assistant", "", tool_calls=(ToolCall("c1", "read", {"path": "a"}),
+                                             ToolCall("c2", "run", {MALFORMED_ARGUMENTS_KEY: "not json"}))),
+        Message("tool", "text", tool_call_id="c1", tool_name="read"),
+        Message("tool", "out", tool_call_id="c2", tool_name="run"),
+    )
+
+
+def test_an_anthropic_history_becomes_neutral_messages_tool_results_first():
+    request = request_from("anthropic", {"model": "x", "max_tokens": 9, "system": [{"type": "text", "text": "S"}],
+                                         "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"p": 1}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "body"}]},
+            {"type": "tool_result", "tool_use_id": "t9", "content": "no such call", "is_error": True},
+            {"type": "text", "text": "then stop"}]},
+    ]}, model="gpt")
+    assert request.system == "S" and request.max_tokens == 9
+    assert request.messages == (
+        Message("user", "go"),
+        Message("assistant", "", tool_calls=(ToolCall("t1", "read", {"p": 1}),)),
+        Message("tool", "body", tool_call_id="t1", tool_name="read"),
+        Message("tool", "Error: no such call", tool_call_id="t9", tool_name=None),
+        Message("user", "then stop"),
+    )
+
+
+@pytest.mark.parametrize(("fmt", "body", "param"), [
+    ("openai", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+     "messages[0].content[0]"),
+    ("anthropic", {"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "document"}]}]},
+     "messages.0.content.0"),
+    ("anthropic", {"max_tokens": 5, "messages": [{"role": "assistant", "content": [{"type": "thinking"}]}]},
+     "messages.0.content.0"),
+    ("anthropic", {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
+                   "tools": [{"type": "web_search_20250305", "name": "web"}]}, "tools.0"),
+])
+def test_what_the_neutral_shapes_cannot_hold_is_refused_naming_the_part(fmt, body, param):
+    with pytest.raises(WireError) as caught:
+        request_from(fmt, {"model": "x", **body}, model="m")
+    assert caught.value.param == param and caught.value.status == 400
+
+
+TURN = ModelTurn(text="Reading.", tool_calls=(ToolCall("c1", "read", {"path": "a"}),),
+                 usage=Usage(input_tokens=100, cached_input_tokens=60, cache_write_tokens=10, output_tokens=7),
+                 model="up-model", stop_reason="tool_use")
+
+
+def test_a_turn_becomes_each_formats_response_with_usage_counted_its_way():
+    openai_body = response_body("openai", TURN, model="m")
+    assert openai_body["choices"][0]["finish_reason"] == "tool_calls"
+    assert openai_body["choices"][0]["message"]["tool_calls"][0]["function"] == {"name": "read",
+                                                                                 "arguments": '{"path": "a"}'}
+    assert openai_body["usage"]["prompt_tokens"] == 100
+    anthropic_body = response_body("anthropic", TURN, model="m")
+    assert anthropic_body["content"] == [{"type": "text", "text": "Reading."},
+                                         {"type": "tool_use", "id": "c1", "name": "read", "input": {"path": "a"}}]
+    assert anthropic_body["usage"] == {"input_tokens": 30, "cache_read_input_tokens": 60,
+                                       "cache_creation_input_tokens": 10, "output_tokens": 7}
+    plain = ModelTurn(text="done", stop_reason="max_tokens")
+    assert response_body("openai", plain, model="m")["choices"][0]["finish_reason"] == "length"
+    assert response_body("anthropic", plain, model="m")["stop_reason"] == "max_tokens"
+
+
+def test_a_turns_stream_is_the_event_sequence_each_sdk_expects():
+    names = [e.decode().split("\n", 1)[0].removeprefix("event: ") for e in stream_events("anthropic", TURN, model="m")]
+    assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                     "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
+                     "message_stop"]
+    chunks = stream_events("openai", TURN, model="m")
+    assert chunks[-1] == b"data: [DONE]\n\n"
+    payloads = [json.loads(c.decode()[len("data: "):]) for c in chunks[:-1]]
+    assert all(p["object"] == "chat.completion.chunk" for p in payloads)
+    assert payloads[-1]["choices"] == [] and payloads[-1]["usage"]["completion_tokens"] == 7
