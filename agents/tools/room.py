@@ -20,6 +20,7 @@ from .outcome import Result
 
 MAX_FILES = 25  # per session or merge; the rest is counted
 MAX_MERGES = 20  # the newest; the rest is counted
+MAX_LISTED = 30  # open tasks, and live sessions, in a full status; the rest is counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +151,20 @@ def _merges(merges: tuple[MergeLine, ...]) -> list[str]:
     return lines
 
 
+def _listed(lines: list[str], what: str) -> list[str]:
+    if not lines:
+        return ["- none"]
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], f"- ({len(lines) - MAX_LISTED} more {what} not shown)"]
+
+
 def render_full(snapshot: RoomSnapshot) -> str:
     lines = [f"Room status (main at {snapshot.main[:10]}; you are session {snapshot.session_id}).",
              f"Open tasks ({len(snapshot.tasks)}):"]
-    lines += [f"- {_task(t, snapshot.task_id)}" for t in snapshot.tasks] or ["- none"]
+    lines += _listed([f"- {_task(t, snapshot.task_id)}" for t in snapshot.tasks], "open tasks")
     lines.append(f"Other live sessions ({len(snapshot.sessions)}):")
-    lines += [f"- {_session(s)}" for s in snapshot.sessions] or ["- none"]
+    lines += _listed([f"- {_session(s)}" for s in snapshot.sessions], "live sessions")
     lines.append(f"Merged into main since you started ({len(snapshot.merges)}):")
     lines += _merges(snapshot.merges) or ["- nothing"]
     lines.append("A later room_status sends only what changed since this one.")

@@ -112,6 +112,14 @@ def test_long_file_lists_are_cut_and_counted():
     assert "f24.py (+15 more)" in text and "f25.py" not in text
 
 
+def test_long_lists_of_tasks_and_sessions_are_cut_and_counted():
+    tasks = tuple(TaskLine(n, f"Task {n}") for n in range(1, 41))
+    sessions = tuple(replace(ALICE, id=100 + n, agent=f"agent{n}") for n in range(35))
+    text = room_status(FakeRoom(replace(BASE, tasks=tasks, sessions=sessions)), call_id="c1").text
+    assert "Open tasks (40):" in text and "Task 30" in text and "Task 31" not in text
+    assert "(10 more open tasks not shown)" in text and "(5 more live sessions not shown)" in text
+
+
 def test_snapshots_survive_their_json_form():
     snapshot = replace(BASE, merges=(MergeLine("e" * 40, "Merge y", ("a.py",)),))
     assert RoomSnapshot.from_dict(snapshot.to_dict()) == snapshot
