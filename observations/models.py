@@ -69,6 +69,9 @@ class Observation(models.Model):
         ]
         indexes = [
             models.Index(fields=["room", "tool", "args_key", "file_fingerprint"], name="room_cache"),
+            # The room page's shared-store figures (selectors.room_store_savings): PostgreSQL
+            # groups a room's rows by blob and session from this index alone.
+            models.Index(fields=["room", "blob", "session", "id", "size"], name="room_store"),
         ]
 
     def __str__(self) -> str:

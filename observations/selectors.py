@@ -1,10 +1,11 @@
-"""Reads for the observation ledger review page."""
+"""Reads for the observation ledger review page and the room page's shared-store panel."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.db import connection
 from django.db.models import Count, Q, Sum
 
 from observations.gateway.economics import CacheEconomics
@@ -138,3 +139,82 @@ def fold_savings(folds: list[Fold], request_steps: list[int], price: ModelPrice)
         result.append(FoldSavings(fold, since, kept_out, saved,
                                   economics.payback_requests(fold.projection_after, fold.tokens_freed)))
     return result
+
+
+@dataclass(frozen=True)
+class StoreSavings:
+    """What a room's content-addressed store saved across its sessions: aggregate
+    figures for people on the room page, never part of any model request.
+
+    A blob is *stored* by the room's first observation that refers to it (the lowest
+    id); every other session's observations of the same bytes are *shared reads*.
+    """
+
+    observations: int = 0
+    sessions: int = 0
+    observed_bytes: int = 0  # every result stored apart
+    per_session_bytes: int = 0  # each session storing its own distinct results
+    stored_bytes: int = 0  # each distinct result once: what the store holds
+    shared_reads: int = 0  # observations of bytes another session stored first
+    shared_read_bytes: int = 0
+
+    @property
+    def saved_bytes(self) -> int:
+        return self.observed_bytes - self.stored_bytes
+
+    @property
+    def saved_across_sessions(self) -> int:
+        return self.per_session_bytes - self.stored_bytes
+
+
+def store_savings_of(rows) -> StoreSavings:
+    """The same figures from plain ``(observation id, session id, blob sha256, size)``
+    rows: the definition ``room_store_savings`` computes in one query (tests compare)."""
+    first: dict[str, tuple[int, object]] = {}
+    pairs: dict[tuple[object, str], int] = {}
+    rows = sorted(rows, key=lambda r: r[0])
+    for obs_id, session_id, blob, size in rows:
+        first.setdefault(blob, (obs_id, session_id))
+        pairs[(session_id, blob)] = size
+    shared = [(s, b, size) for _, s, b, size in rows if first[b][1] != s]
+    return StoreSavings(
+        observations=len(rows),
+        sessions=len({r[1] for r in rows}),
+        observed_bytes=sum(r[3] for r in rows),
+        per_session_bytes=sum(pairs.values()),
+        stored_bytes=sum(pairs[(s, b)] for b, (_, s) in first.items()),
+        shared_reads=len(shared),
+        shared_read_bytes=sum(size for _, _, size in shared),
+    )
+
+
+# One pass over the room's observations (index room_store: room, blob, session, id,
+# size, so PostgreSQL answers it from the index alone). An observation's size is its
+# blob's (both are the UTF-8 length of the same text), so no join with blobs is needed.
+_STORE_SAVINGS_SQL = """
+WITH pairs AS (
+    SELECT blob_id, session_id, MIN(id) AS first_id, COUNT(*) AS n, MAX(size) AS size, SUM(size) AS total
+    FROM {table} WHERE room_id = %s GROUP BY blob_id, session_id
+), ranked AS (
+    SELECT session_id, n, size, total, ROW_NUMBER() OVER (PARTITION BY blob_id ORDER BY first_id) AS storer
+    FROM pairs
+)
+SELECT
+    COALESCE(SUM(n), 0),
+    COUNT(DISTINCT session_id),
+    COALESCE(SUM(total), 0),
+    COALESCE(SUM(size), 0),
+    COALESCE(SUM(CASE WHEN storer = 1 THEN size ELSE 0 END), 0),
+    COALESCE(SUM(CASE WHEN storer = 1 THEN 0 ELSE n END), 0),
+    COALESCE(SUM(CASE WHEN storer = 1 THEN 0 ELSE total END), 0)
+FROM ranked
+"""
+
+
+def room_store_savings(room_id: int) -> StoreSavings:
+    """The room's store savings (StoreSavings), in one aggregate query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table)),
+                       [room_id])
+        row = cursor.fetchone()
+    return StoreSavings(*(int(value) for value in row))

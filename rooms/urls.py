@@ -11,6 +11,7 @@ urlpatterns = [
     path("rooms/new/", views.room_create, name="create"),
     path("rooms/<slug:slug>/", views.room_detail, name="detail"),
     path("rooms/<slug:slug>/messages/", views.room_messages, name="messages"),
+    path("rooms/<slug:slug>/store/", views.room_store, name="store"),
     path("rooms/<slug:slug>/members/", views.member_add, name="member_add"),
     path("rooms/<slug:slug>/members/<id:user_id>/remove/", views.member_remove, name="member_remove"),
 ]

@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from observations.selectors import room_store_savings
 from rooms import selectors, services
 from rooms.errors import RoomError, RoomPermissionError, attempt
 from rooms.forms import MemberAddForm, RoomCreateForm
@@ -73,6 +74,15 @@ def room_messages(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request, "rooms/_history_page.html", {"room": access.room, "history": history, "has_older": has_older}
     )
+
+
+@require_GET
+def room_store(request: HttpRequest, slug: str) -> HttpResponse:
+    """The shared-store panel: loaded after the page (one aggregate over every
+    observation of the room) and again when a session of the room changes."""
+    access = selectors.access_room(request.user, slug)
+    savings = room_store_savings(access.room.pk)
+    return render(request, "rooms/_room_store.html", {"room": access.room, "savings": savings})
 
 
 @require_POST
