@@ -191,7 +191,7 @@ def store_savings_of(rows) -> StoreSavings:
 # One pass over the room's observations (index room_store: room, blob, session, id,
 # size, so PostgreSQL answers it from the index alone). An observation's size is its
 # blob's (both are the UTF-8 length of the same text), so no join with blobs is needed.
-_STORE_SAVINGS_SQL = """
+STORE_SAVINGS_SQL = """
 WITH pairs AS (
     SELECT blob_id, session_id, MIN(id) AS first_id, COUNT(*) AS n, MAX(size) AS size, SUM(size) AS total
     FROM {table} WHERE room_id = %s GROUP BY blob_id, session_id
@@ -214,7 +214,7 @@ FROM ranked
 def room_store_savings(room_id: int) -> StoreSavings:
     """The room's store savings (StoreSavings), in one aggregate query."""
     with connection.cursor() as cursor:
-        cursor.execute(_STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table)),
+        cursor.execute(STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table)),
                        [room_id])
         row = cursor.fetchone()
     return StoreSavings(*(int(value) for value in row))

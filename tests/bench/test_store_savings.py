@@ -18,7 +18,7 @@ from django.db import connection
 
 from agents.models import Session, Task
 from observations.models import Blob, Observation
-from observations.selectors import _STORE_SAVINGS_SQL, room_store_savings
+from observations.selectors import STORE_SAVINGS_SQL, room_store_savings
 from tests.rooms.factories import make_agent, make_room, make_user
 
 SESSIONS = int(os.environ.get("BENCH_STORE_SESSIONS", "100"))
@@ -62,7 +62,7 @@ def test_room_store_savings_on_a_long_room():
     print(f"\n{SESSIONS} sessions x {PER_SESSION} observations: {statistics.median(times):.1f} ms median, "
           f"max {max(times):.1f} ms; {savings}")
     if connection.vendor == "postgresql":
-        sql = _STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table))
+        sql = STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table))
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, [room.pk])
             print("\n".join(line for (line,) in cursor.fetchall()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +11,12 @@ from hypothesis import strategies as st
 
 from agents.models import Session
 from observations.models import Blob, Observation
-from observations.selectors import StoreSavings, room_store_savings, store_savings_of
+from observations.selectors import (
+    STORE_SAVINGS_SQL,
+    StoreSavings,
+    room_store_savings,
+    store_savings_of,
+)
 from observations.services import observations_sync
 from rooms.models import Room
 from rooms.services import room_create
@@ -96,6 +102,17 @@ def test_the_room_page_loads_the_panel_that_shows_the_figures(known_room, owner)
     assert "load, session-changed" not in panel  # loaded once; reloads only when a session changes
     # The panel shows figures, never what a session read.
     assert "src/a.py" not in panel and A.splitlines()[0] not in panel
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN's output is PostgreSQL's")
+def test_the_figures_are_read_from_the_room_store_index(known_room):
+    sql = STORE_SAVINGS_SQL.format(table=connection.ops.quote_name(Observation._meta.db_table))
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Tables this small are read whole otherwise; what matters is that the index fits.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql, [known_room.pk])
+        plan = "\n".join(line for (line,) in cursor.fetchall())
+    assert "room_store" in plan, plan
 
 
 def test_people_outside_the_room_get_no_panel(known_room, django_user_model):
