@@ -367,7 +367,7 @@ def sessions_wake_reached(*, message: Message) -> None:
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
     """People wrote to ``agent`` in ``room`` (a steer, a mention): each of its sessions
     there that is not over is woken (parked) or moved to the front of the queue."""
-    reached = Session.objects.filter(task__room=room, agent=agent).exclude(
+    reached = Session.objects.without_state().filter(task__room=room, agent=agent).exclude(
         state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task")
     for session in reached:
         session_wake(session, person=True)
