@@ -3,7 +3,8 @@
 
 Run: /work/wt/run-tests.sh -m bench tests/bench/test_steer_latency.py -s
 (PostgreSQL and Redis, as CI runs the tests; BENCH_LEVELS=1,10 BENCH_STEER_SCALE=0.2 for a
-short run).
+short run). Each live session holds two PostgreSQL connections (its runner's and its
+lease keeper's): at 50 the server needs max_connections well above 100, its default.
 
 Every session is live on a real Celery worker (prefork children, one per session): its
 agent (``replay:shell-until-steered.json``) runs a two-minute build in a shell step, which
