@@ -37,17 +37,29 @@ def event_frame(event: SessionEvent) -> dict[str, Any]:
 
 def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -> SessionEvent:
     """Append one event (caller holds a transaction); broadcast once it commits."""
-    Session.objects.filter(pk=session.pk).update(last_event_seq=F("last_event_seq") + 1)
-    seq = Session.objects.values_list("last_event_seq", flat=True).get(pk=session.pk)
-    event = SessionEvent.objects.create(session=session, seq=seq, kind=kind, payload=payload)
-    frame = event_frame(event)
-    transaction.on_commit(lambda: _send(session_group(session.pk), {"type": SESSION_EVENT, "frame": frame}),
-                          robust=True)
-    if kind in ROOM_KINDS:
-        room_id = session.task.room_id
-        summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk, "state": payload.get("state", session.state)}
-        transaction.on_commit(lambda: _send(f"room.{room_id}", summary), robust=True)
-    return event
+    return session_events_append(session, [(kind, payload)])[0]
+
+
+def session_events_append(session: Session, events: list[tuple[str, dict[str, Any]]]) -> list[SessionEvent]:
+    """Append ``events`` (kind, payload) in order, with consecutive seqs: three queries
+    however many there are (a worker's unit commits several at once). The caller holds a
+    transaction; each is broadcast once it commits, in order."""
+    if not events:
+        return []
+    Session.objects.filter(pk=session.pk).update(last_event_seq=F("last_event_seq") + len(events))
+    last = Session.objects.values_list("last_event_seq", flat=True).get(pk=session.pk)
+    rows = SessionEvent.objects.bulk_create([
+        SessionEvent(session=session, seq=seq, kind=kind, payload=payload)
+        for seq, (kind, payload) in enumerate(events, start=last - len(events) + 1)])
+    for row in rows:
+        frame = event_frame(row)
+        transaction.on_commit(lambda f=frame: _send(session_group(session.pk), {"type": SESSION_EVENT, "frame": f}),
+                              robust=True)
+        if row.kind in ROOM_KINDS:
+            summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk,
+                       "state": row.payload.get("state", session.state)}
+            transaction.on_commit(lambda s=summary, g=f"room.{session.task.room_id}": _send(g, s), robust=True)
+    return rows
 
 
 def member_removed_on_commit(room_id: int, user_id: int) -> None:

@@ -289,9 +289,9 @@ class SessionEvent(models.Model):
     class Meta:
         ordering = ["session", "seq"]
         constraints = [models.UniqueConstraint(fields=["session", "seq"], name="one_seq_per_session")]
-        # The room's team panel counts the conflicts handed back, among every event of the room.
-        indexes = [models.Index(fields=["session"], name="session_event_handbacks",
-                                condition=models.Q(kind="merge.handed_back"))]
+        # The room page and its reloads ask every session whether an event of one kind
+        # exists (loop.suspected): without it, each lookup reads the session's whole log.
+        indexes = [models.Index(fields=["session", "kind"], name="sessionevent_kind")]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.kind}"

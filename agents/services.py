@@ -420,7 +420,7 @@ def agent_mentions_mark_delivered(*, session: Session, message_ids: tuple[int, .
 def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
     """People wrote to ``agent`` in ``room`` (a steer, a mention): each of its sessions
     there that is not over is woken (parked) or moved to the front of the queue."""
-    reached = Session.objects.filter(task__room=room, agent=agent).exclude(
+    reached = Session.objects.without_state().filter(task__room=room, agent=agent).exclude(
         state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task")
     for session in reached:
         session_wake(session, person=True)
@@ -585,14 +585,19 @@ def provider_call_record(*, session: Session, step: int, record: CallRecord) -> 
     )
 
 
-def session_analysis_refresh(session: Session) -> dict:
+def session_analysis_refresh(session: Session, *, loaded: bool = False) -> dict:
     """The session's stored trace analysis, recomputed first if its event log grew since
-    (a derived cache: room and agent totals add these up instead of re-reading every log)."""
+    (a derived cache: room and agent totals add these up instead of re-reading every log).
+    ``loaded``: ``session`` was just read with its analysis columns, so they need not be
+    read again (a room's totals read them for all its sessions in one query)."""
     from agents.analysis.selectors import session_facts
     from agents.analysis.trace import analyze
 
-    seq, stored, stored_seq = Session.objects.values_list("last_event_seq", "analysis", "analysis_seq").get(
-        pk=session.pk)
+    if loaded:
+        seq, stored, stored_seq = session.last_event_seq, session.analysis, session.analysis_seq
+    else:
+        seq, stored, stored_seq = Session.objects.values_list("last_event_seq", "analysis", "analysis_seq").get(
+            pk=session.pk)
     if stored and stored_seq == seq:
         return stored
     data = analyze(session_facts(session)).to_dict()
@@ -608,4 +613,4 @@ def sessions_analysis_totals(sessions) -> dict:
     from agents.analysis.trace import add_up
 
     sessions = sessions.select_related("task", "task__room", "agent").defer(*Session.STATE_FIELDS)
-    return add_up([session_analysis_refresh(s) for s in sessions])
+    return add_up([session_analysis_refresh(s, loaded=True) for s in sessions])

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0010_issue17_handback_index'),
+        ('agents', '0010_issue15_event_kind_index'),
         ('rooms', '0004_issue9_room_network'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

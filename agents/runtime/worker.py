@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from agents import dispatch
 from agents.analysis.loops import LoopRules
-from agents.events import session_event_append
+from agents.events import session_event_append, session_events_append
 from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.errors import InvalidModelSpec
@@ -331,8 +331,7 @@ class SessionRunner:
         for message in Message.objects.filter(pk__in=result.delivered):
             message_mark_delivered(message=message, session=session)
         agent_mentions_mark_delivered(session=session, message_ids=result.delivered_mentions)
-        for kind, payload in self.host.take_events():
-            session_event_append(session, kind, payload)
+        session_events_append(session, self.host.take_events())
         if result.approval_request is not None:
             call = result.approval_request
             approval = approval_request(session=session, call_id=call.id, tool=call.name,

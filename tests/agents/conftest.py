@@ -54,12 +54,13 @@ def hub_workers(transactional_db, tmp_path):
     """Start workers (and one beat) with test-friendly timings; stop them all after."""
     started = []
 
-    def worker(*, fast: bool = True, queue: str = settings.CELERY_TASK_DEFAULT_QUEUE, **env) -> CeleryWorker:
+    def worker(*, fast: bool = True, queue: str = settings.CELERY_TASK_DEFAULT_QUEUE, concurrency: int = 1,
+               **env) -> CeleryWorker:
         nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
         process = start_hub_process(
             "celery worker",
             [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-             "--queues", queue, "--pool", "prefork", "--concurrency", "1",
+             "--queues", queue, "--pool", "prefork", "--concurrency", str(concurrency),
              "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
             tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env},
         )

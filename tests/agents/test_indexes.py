@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents import dispatch
-from agents.models import Approval, Session, Task
+from agents.models import Approval, Session, SessionEvent, Task
 from agents.runtime import states
 from tests.rooms.factories import make_agent, make_room, make_user
 
@@ -66,3 +66,21 @@ def test_the_indexes_exist():
         approval = connection.introspection.get_constraints(cursor, Approval._meta.db_table)
     assert session["session_live"]["columns"] == ["state"]
     assert approval["approval_expiry"]["columns"] == ["state", "expires_at"]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN's output is PostgreSQL's")
+def test_the_room_pages_question_whether_a_session_raised_an_alarm_reads_no_log():
+    """The work region asks it of every session on every reload; a long session has
+    thousands of events."""
+    owner = make_user("olga")
+    agent = make_agent("fixer")
+    room = make_room(owner, "Long room", agents=[agent])
+    task = Task.objects.create(room=room, title="t", objective="o")
+    session = Session.objects.create(task=task, agent=agent)
+    kinds = ("step.started", "model.reply", "tool.result", "tool.result")
+    SessionEvent.objects.bulk_create(SessionEvent(session=session, seq=n + 1, kind=kinds[n % 4], payload={})
+                                     for n in range(4000))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE agents_sessionevent")
+    alarm = SessionEvent.objects.filter(session=session, kind="loop.suspected")
+    assert "sessionevent_kind" in plan(alarm), plan(alarm)

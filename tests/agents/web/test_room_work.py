@@ -172,3 +172,23 @@ def test_the_room_list_badges_count_sessions_that_need_a_person_or_run(login, ro
     assert 'data-badge="needs-input"' in html
     assert "awaiting approval (1)" in html and "needs merge (1)" in html and "running (2)" in html
     assert ">idle<" not in html
+
+
+def test_the_room_totals_read_the_stored_analyses_of_all_sessions_at_once(login, room, task, agent, member):
+    """The totals panel reloads whenever a session changes: its queries must not grow with
+    the number of sessions whose stored analysis is current."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents.services import session_analysis_refresh
+
+    client = login(member)
+
+    def queries_with(sessions: int) -> int:
+        while Session.objects.filter(task=task).count() < sessions:
+            session_analysis_refresh(session_in(task, agent, "succeeded"))
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("agents:room_totals", args=[room.slug]), **HTMX).status_code == 200
+        return len(queries)
+
+    assert queries_with(1) == queries_with(6)

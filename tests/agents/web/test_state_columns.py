@@ -48,3 +48,12 @@ def test_a_status_refresh_leaves_the_state_columns_alone(login, member, sessions
             response = client.get(reverse("agents:session_status", args=[session.pk]), **HTMX)
         assert response.status_code == 200
         assert state_columns_read(queries) == []
+
+
+def test_a_steer_wakes_the_agents_sessions_without_reading_their_state(room, member, agent, sessions):
+    from rooms.services import message_post
+
+    with CaptureQueriesContext(connection) as queries:
+        message_post(room=room, author=member, kind="steer", text="Stop and explain.", agent=agent)
+    assert any('"agents_session"' in q["sql"] for q in queries), "the post must have woken sessions"
+    assert state_columns_read(queries) == []

@@ -12,6 +12,6 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddIndex(
             model_name='sessionevent',
-            index=models.Index(condition=models.Q(('kind', 'merge.handed_back')), fields=['session'], name='session_event_handbacks'),
+            index=models.Index(fields=['session', 'kind'], name='sessionevent_kind'),
         ),
     ]
