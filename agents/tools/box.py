@@ -73,7 +73,7 @@ class ToolBox:
         self.interrupted = interrupted
         self.session_memory = session_memory
         allowed = set(allowed_tools or ())
-        self.allowed = frozenset(allowed) if allowed else frozenset(registry.NAMES)
+        self.allowed = frozenset(allowed) if allowed else frozenset(registry.WORK_TOOLS)
         self.jobs = JobRegistry(self.state_dir / "jobs",
                                 silence_limit_seconds=silence_limit_seconds)
         self.records = CallRecords(self.state_dir / "calls")
@@ -219,6 +219,14 @@ class ToolBox:
         self.post_message(clean_text(v["text"]))
         return Result(text="Posted to the room chat.", purpose="post message")
 
+    def _review(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        # The loop ends the round with the call's arguments (agents/runtime/loop.py);
+        # only a reviewer session's box has this tool.
+        if v["decision"] not in ("approve", "request_changes"):
+            raise ToolError("review: decision is approve or request_changes")
+        said = "approved" if v["decision"] == "approve" else "changes requested"
+        return Result(text=f"Review recorded: {said}.", purpose=f"review: {said}")
+
     def _memory(self, tool: str) -> memory.SessionMemory:
         if self.session_memory is None:
             raise ToolError(f"{tool}: this session keeps no records to look in")
@@ -245,6 +253,7 @@ EXECUTORS: dict[str, Callable[[ToolBox, str, Mapping[str, Any]], Result]] = {
     "post_message": ToolBox._post_message,
     "recall": ToolBox._recall,
     "history_search": ToolBox._history_search,
+    "review": ToolBox._review,
 }
 
 
