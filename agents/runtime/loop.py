@@ -451,9 +451,14 @@ class StepLoop:
     # ------------------------------------------------------------- review before merge
     def _open_review(self, check: CheckResult | None) -> UnitResult | None:
         """The author's work passed the check: a new review round, unless a round already
-        approved it (a conflict handed back after that merges without one) or the room
-        has no reviewer. The session parks until the round is decided."""
+        approved it (a conflict handed back after that merges without one; a person's
+        "approve anyway" of requested changes) or the room has no reviewer. The session
+        parks until the round is decided."""
         state, host = self.state, self.host
+        if state.review_round and not state.review_approved:
+            # A person may have approved the last round's requested changes anyway.
+            last = host.review_verdict(state.review_round)
+            state.review_approved = last is not None and last.state == reviews.APPROVED
         if state.review_approved:
             return None
         brief = host.review_request(state.review_round + 1, check)

@@ -374,6 +374,11 @@ class SessionRunner:
             if not review_rows.review_agent_decide(reviewer_session=session, round_number=round_number,
                                                    decision=decision, reasons=reasons):
                 session_event_append(session, "review.superseded", {"round": round_number})
+                if result.outcome is Outcome.SUCCEEDED and review_rows.next_review(
+                        reviewer_session=session, after=round_number).brief:
+                    # A person decided this round and the author already opened the next
+                    # one, given to this session: it reviews that instead of ending.
+                    result.outcome, result.wake_at = Outcome.WAIT, time.time()
 
 
 def run_next() -> str:

@@ -203,3 +203,13 @@ def test_a_verdict_that_the_tool_refused_does_not_end_the_round():
     host.execute = execute
     result = until_parked(reviewer(host))
     assert result.outcome is Outcome.SUCCEEDED and result.verdict == (1, "approve", "ok")
+
+
+def test_a_person_approving_requested_changes_anyway_lets_the_next_finish_merge_without_a_new_round():
+    host = FakeHost(turns=[turn("done"), turn("working on it"), turn("done again")], review_on=True)
+    loop, _ = run(host)
+    host.verdicts[1] = changes(1)
+    assert loop.advance().outcome is Outcome.CONTINUE
+    host.verdicts[1] = approved(1, by="alice", person=True)  # while the author works on the changes
+    loop2, result = run(host, ctx=loop.ctx, state=loop.state)
+    assert result.outcome is Outcome.SUCCEEDED and host.reviews_opened == [1] and merges(host) == 1
