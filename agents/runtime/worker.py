@@ -169,7 +169,7 @@ class SessionRunner:
             yield_seconds=settings.ATRIUM_SHELL_YIELD_SECONDS,
             post_message=self._post_message,
             interrupted=self._interrupted,
-            allowed_tools=registry.REVIEW_TOOLS if self.reviewed is not None else agent.allowed_tools or None,
+            allowed_tools=registry.REVIEW_TOOLS if self.reviewed is not None else _work_tools(agent.allowed_tools),
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
             sandbox=sandbox_policy(),
             git_dir=Path(room.repo_path) / ".git",
@@ -379,6 +379,11 @@ class SessionRunner:
                     # A person decided this round and the author already opened the next
                     # one, given to this session: it reviews that instead of ending.
                     result.outcome, result.wake_at = Outcome.WAIT, time.time()
+
+
+def _work_tools(allowed: list[str]) -> list[str] | None:
+    """A profile's tools for its own work: never the verdict, which only a review ends with."""
+    return [name for name in allowed if name not in registry.VERDICTS] or None
 
 
 def run_next() -> str:

@@ -8,14 +8,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
 from agents.models import ApprovalRule, Review, RoomAgent, Session, SessionEvent
 from agents.reviews import room_reviewer, room_reviewer_set
-from agents.services import session_start, task_create
-from rooms.errors import RoomPermissionError
+from agents.services import session_retry, session_start, task_create
+from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership
 from tests.agents.runtime.test_workers import agent_in, ended, wait_for
 
@@ -122,6 +123,10 @@ def test_a_person_decides_the_rounds_a_reviewer_left_without_a_verdict(hub_worke
     assert on_main(demo_room) is None
     page = client.get(reverse("agents:session", args=[session.pk])).content.decode()
     assert "Approve anyway" in page and "Request changes" in page
+    # The failed reviewer is not retried as a worker on the task: people decide its round.
+    with pytest.raises(RoomError, match="reviewer's session is not retried"):
+        session_retry(session=first.reviewer_session, actor=person)
+    assert "Retry (attempt" not in client.get(reverse("agents:session", args=[first.reviewer_session_id])).content.decode()
 
     # A viewer may look, not decide.
     viewer = get_user_model().objects.create_user("vic", password="pw-vic-12345")
