@@ -189,5 +189,6 @@ def test_only_an_owner_names_the_reviewer_and_one_reviewer_at_a_time(person, dem
     assert list(RoomAgent.objects.filter(room=demo_room, reviewer=True).values_list("agent", flat=True)) == [second.pk]
     panel = client.get(reverse("agents:room_settings", args=[demo_room.slug])).content.decode()
     assert "Review before merge" in panel and "<strong>second</strong>" in panel
+    assert 'id="reviewer-badge"' in client.get(reverse("rooms:detail", args=[demo_room.slug])).content.decode()
     client.post(url, {"agent": ""})
     assert room_reviewer(demo_room.pk) is None
