@@ -86,6 +86,10 @@ def review_open(*, session: Session, round_number: int, brief: str) -> Review:
     last = (Review.objects.filter(session=session, reviewer_session__isnull=False).exclude(pk=review.pk)
             .select_related("reviewer_session", "reviewer_session__task").order_by("-round").first())
     reviewing = last.reviewer_session if last and last.reviewer_session.agent_id == reviewer.pk else None
+    if reviewing is not None:
+        # Locked: a reviewer parking right now either sees this round when it commits
+        # (review_moved_on) or is parked by then and woken here.
+        reviewing = Session.objects.select_for_update().select_related("task").get(pk=reviewing.pk)
     if reviewing is None or reviewing.state in ENDED:
         reviewing = _reviewer_session_start(author=session, reviewer=reviewer)
     else:
@@ -153,7 +157,9 @@ def review_override(*, review: Review, actor: AbstractBaseUser, decision: str, r
 
 
 def _decided(review: Review, *, state: str, reasons: str, by: str, person: bool) -> None:
-    author = review.session
+    # Locked: an author parking right now either reads this verdict when it commits
+    # (review_moved_on) or is parked by then and woken here.
+    author = Session.objects.select_for_update().select_related("task").get(pk=review.session_id)
     session_event_append(author, "review.decided", {"round": review.round, "state": state, "by": by,
                                                     "person": person, "reasons": reasons[:4000]})
     session_wake(author, person=person)
@@ -191,6 +197,17 @@ def next_review(*, reviewer_session: Session, after: int) -> reviews.NextRound:
     if Review.objects.filter(session=author, round__gt=last.round).exists():
         return reviews.NextRound(over="a new reviewer took the next round")
     return reviews.NextRound()
+
+
+def review_moved_on(*, session: Session, reviewing: bool, round_number: int) -> bool:
+    """Has what a session parking on a review waits for already happened? For an author,
+    round ``round_number`` was decided; for a reviewer, a later round (or the end) came.
+    Asked in the unit that parks it, under its row lock: the wake it would have had came
+    while it was running and was lost."""
+    if reviewing:
+        found = next_review(reviewer_session=session, after=round_number)
+        return bool(found.brief or found.over)
+    return Review.objects.filter(session=session, round=round_number).exclude(state=Review.State.PENDING).exists()
 
 
 def reviewed_session(session: Session) -> Session | None:

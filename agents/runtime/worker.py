@@ -357,6 +357,9 @@ class SessionRunner:
                 # A job's end wakes it at once (beat's sweep, if this process is gone).
                 transaction.on_commit(lambda: watch_jobs(session_jobs(session.pk), arguments, until=result.wake_at,
                                                          wake=lambda: _wake_waiting(session.pk)))
+            if self.state.phase == REVIEW and review_rows.review_moved_on(
+                    session=session, reviewing=self.host.reviewing, round_number=self.state.review_round):
+                session_wake(session)  # decided (or opened) while this unit looked: no wake came
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
