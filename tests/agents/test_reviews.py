@@ -107,3 +107,20 @@ def test_with_review_off_no_reviewer_session_is_started(room_with_review):
     review = review_open(session=author, round_number=1, brief="diff")  # opened just before it was turned off
     assert review.reviewer_session is None and Review.objects.count() == 1
     assert Session.objects.count() == 1
+
+
+def test_the_session_page_decides_a_round_with_htmx_and_shows_it(room_with_review, client):
+    from django.urls import reverse
+
+    owner, viewer, author, _critic = room_with_review
+    review = review_open(session=author, round_number=1, brief="the diff of round 1")
+    client.force_login(owner)
+    page = client.get(reverse("agents:session", args=[author.pk])).content.decode()
+    assert 'id="session-reviews"' in page and "the diff of round 1" in page and "Approve anyway" in page
+    response = client.post(reverse("agents:review_override", args=[author.pk, review.pk]),
+                           {"decision": "request_changes", "reasons": "Name it mean."}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and 'id="session-status"' in html
+    assert "Changes requested: the session gets your words" in html and "Name it mean." in html
+    # Decided: people may still approve its requested changes anyway, not request changes again.
+    assert "Approve anyway" in html and 'value="request_changes"' not in html
