@@ -17,6 +17,7 @@ from agents.models import (
     EvalVerdict,
     GatewayKey,
     ProviderCall,
+    Review,
     RoomAgent,
     Session,
     SessionEvent,
@@ -56,8 +57,8 @@ class AgentProfileAdmin(admin.ModelAdmin):
 
 @admin.register(RoomAgent)
 class RoomAgentAdmin(admin.ModelAdmin):
-    list_display = ["agent", "room", "added_by", "created_at"]
-    list_filter = ["agent", "room"]
+    list_display = ["agent", "room", "reviewer", "added_by", "created_at"]
+    list_filter = ["agent", "room", "reviewer"]
     search_fields = ["agent__name", "room__name", "room__slug"]
     autocomplete_fields = ["room", "agent"]
     # Assigned and unassigned on the room page (agent_assign / agent_unassign: the
@@ -179,6 +180,20 @@ class AgentMentionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # made by the post that mentions, judged by the mention guard
+
+
+@admin.register(Review)
+class ReviewAdmin(admin.ModelAdmin):
+    """Review rounds are the runtime's and people's (the session page decides them): read here."""
+
+    list_display = ["session", "round", "state", "reviewer", "decided_by", "created_at", "decided_at"]
+    list_filter = ["state", "created_at"]
+    search_fields = ["session__task__title", "reasons"]
+    list_select_related = ["session", "session__agent", "session__task", "reviewer", "decided_by"]
+    readonly_fields = _field_names(Review)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(ProviderCall)

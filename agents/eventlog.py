@@ -23,7 +23,7 @@ ARGUMENT_PREVIEW = 160  # characters of a tool call's arguments shown inline
 STATUS_KINDS = frozenset({
     "session.state_changed", "step.started", "model.reply", "approval.requested", "approval.decided", "merge",
     "merge.handed_back", "segment.started", "segment.requested", "input.delivered",
-    "fold", "loop.suspected", "verify",
+    "fold", "loop.suspected", "verify", "review.requested", "review.decided", "review.returned",
 })
 
 

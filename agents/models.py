@@ -148,10 +148,16 @@ class RoomAgent(models.Model):
     added_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    # The room's reviewer: finished work passes its review before it merges
+    # (agents/runtime/reviews.py). At most one per room; none means review is off.
+    reviewer = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["room", "agent"], name="agent_once_per_room")]
+        constraints = [
+            models.UniqueConstraint(fields=["room", "agent"], name="agent_once_per_room"),
+            models.UniqueConstraint(fields=["room"], condition=models.Q(reviewer=True), name="one_reviewer_per_room"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent} in {self.room}"
@@ -434,6 +440,39 @@ class Approval(models.Model):
 
         command = self.arguments.get("command") if isinstance(self.arguments, dict) else None
         return describe_line(command) if self.tool == "shell" and isinstance(command, str) else []
+
+
+class Review(models.Model):
+    """One review round of a session's finished work (agents/runtime/reviews.py): the
+    reviewer agent's verdict, or a person's who decided instead."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        CHANGES_REQUESTED = "changes_requested", "changes requested"
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="reviews")  # the author's
+    round = models.PositiveIntegerField()
+    state = models.CharField(max_length=20, choices=State.choices, default=State.PENDING)
+    reasons = models.TextField(blank=True)
+    # What the reviewer was given: the diff, the check's output, where the intent is.
+    brief = models.TextField(blank=True)
+    reviewer = models.ForeignKey(AgentProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reviewer_session = models.ForeignKey(Session, null=True, blank=True, on_delete=models.SET_NULL,
+                                         related_name="reviews_given")
+    # A person decided the round instead of the reviewer (approve anyway, or their own request).
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "round"]
+        constraints = [models.UniqueConstraint(fields=["session", "round"], name="one_review_per_round")]
+
+    def __str__(self) -> str:
+        return f"review {self.round} of session {self.session_id} ({self.state})"
 
 
 # The eval ledger (agents/evals/); imported here so the app registers them.

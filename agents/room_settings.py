@@ -1,5 +1,6 @@
 """The room's settings panel (``#room-settings``): what runs in the room. Its check
-command and network access, its approval rules, and a preview of what the rules do with
+command and network access, its reviewer (review before merge: off unless an owner names
+one of the room's agents), its approval rules, and a preview of what the rules do with
 a sample call. Every member sees them; only owners change them (the services refuse
 anyone else). With htmx every form gets the panel back and the preview gets only its
 result back (``#rule-preview-result``); without it, a full page (a redirect after a
@@ -15,9 +16,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from agents import services
+from agents import reviews, services
 from agents.forms import ApprovalRuleForm, RulePreviewForm
-from agents.models import ApprovalRule
+from agents.models import ApprovalRule, RoomAgent
 from agents.rules import as_rule, room_rules
 from agents.runtime.rule_preview import preview
 from rooms.errors import attempt
@@ -62,6 +63,20 @@ def rule_delete(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     return _panel(request, access, settings_notice=None if error else "Rule removed.", settings_error=error)
 
 
+@require_POST
+def reviewer_set(request: HttpRequest, slug: str) -> HttpResponse:
+    """An owner names the room's reviewer, or turns review off (an empty choice)."""
+    access = access_room(request.user, slug)
+    chosen = request.POST.get("agent", "")
+    if chosen and not chosen.isdigit():
+        return _panel(request, access, settings_error="Choose one of the room's agents, or none.")
+    agent_id = int(chosen) if chosen else None
+    error = attempt(reviews.room_reviewer_set, room=access.room, actor=request.user, agent_id=agent_id)
+    notice = None if error else ("Review is on: finished work merges after the reviewer approves it." if agent_id
+                                 else "Review is off: finished work merges after the check.")
+    return _panel(request, access, settings_notice=notice, settings_error=error)
+
+
 @require_GET
 def rule_preview(request: HttpRequest, slug: str) -> HttpResponse:
     """What the room's rules would decide for a sample call (read-only, for anyone in the room)."""
@@ -86,6 +101,8 @@ def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpRespon
         "room": access.room,
         "access": access,
         "can_configure": access.can_configure,
+        "room_agents": RoomAgent.objects.filter(room=access.room).select_related("agent").order_by("agent__name"),
+        "reviewer": reviews.room_reviewer(access.room.pk),
         "rules": [(row, as_rule(row)) for row in ApprovalRule.objects.filter(room=access.room).order_by("pk")],
         "settings_form": RoomSettingsForm(initial=_settings_initial(access)),
         "rule_form": ApprovalRuleForm(),

@@ -22,6 +22,7 @@ from agents.models import (
     ApprovalRule,
     EvictionPolicy,
     ProviderCall,
+    Review,
     RoomAgent,
     Session,
     Task,
@@ -265,6 +266,10 @@ def session_retry(*, session: Session, actor: AbstractBaseUser | None,
     if locked.state not in states.TERMINAL | {states.NEEDS_MERGE}:
         raise RoomError(f"Attempt {locked.attempt} is still {locked.state}; cancel it before retrying.",
                         code="active")
+    if Review.objects.filter(reviewer_session=locked).exists():
+        # Another attempt would be the reviewer agent working on the task itself.
+        raise RoomError("A reviewer's session is not retried: the author's page shows its review round, which "
+                        "people can decide there.", code="review")
     if (later := Session.objects.filter(previous=locked).first()) is not None:
         raise RoomError(f"Attempt {locked.attempt} was already retried as attempt {later.attempt}.",
                         code="retried")

@@ -24,6 +24,7 @@ from agents.models import Approval, Session
 from agents.runtime import claims, states
 from agents.runtime.inputs import has_pending_input
 from agents.runtime.liveness import lease_owner_gone
+from agents.runtime.state import REVIEW
 from agents.runtime.waits import awaited, jobs_ready, session_jobs
 from agents.services import approvals_expire, session_transition, session_wake
 
@@ -97,6 +98,7 @@ def _parked(now: datetime):
         chat_cursor=KeyTransform("chat_cursor", "runtime_state"),
         held_jobs=KeyTransform("held_jobs", "runtime_state"),
         next_call=KeyTransform("next_call", "runtime_state"),
+        phase=KeyTransform("phase", "runtime_state"),
     ).order_by("pk")
 
 
@@ -122,7 +124,9 @@ def parked_sessions_wake(now: datetime) -> int:
     for session in _parked(now):
         if should_wake(
             state=session.state, wake_at=session.wake_at, now=now, approval_pending=session.pk in pending,
-            input_pending=lambda s=session: has_pending_input(s, chat_after=s.chat_cursor or 0),
+            # Parked on a review round, a session reads people's messages after the verdict
+            # (agents/runtime/reviews.py): waking it for them would only park it again.
+            input_pending=lambda s=session: s.phase != REVIEW and has_pending_input(s, chat_after=s.chat_cursor or 0),
             waits_on=lambda s=session: _waits_on(s),
             jobs_done=lambda arguments, s=session: jobs_ready(session_jobs(s.pk), arguments),
         ):

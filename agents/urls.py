@@ -24,6 +24,7 @@ urlpatterns = [
     path("rooms/<slug:slug>/totals/", views_analysis.room_totals, name="room_totals"),
     path("rooms/<slug:slug>/settings/", room_settings.room_settings, name="room_settings"),
     path("rooms/<slug:slug>/settings/rules/", room_settings.rule_create, name="rule_create"),
+    path("rooms/<slug:slug>/settings/reviewer/", room_settings.reviewer_set, name="reviewer_set"),
     path("rooms/<slug:slug>/settings/rules/<id:rule_id>/remove/", room_settings.rule_delete, name="rule_delete"),
     path("rooms/<slug:slug>/settings/preview/", room_settings.rule_preview, name="rule_preview"),
     path("rooms/<slug:slug>/gateway-keys/", gateway_keys.gateway_keys, name="gateway_keys"),
@@ -43,4 +44,5 @@ urlpatterns = [
     path("sessions/<id:session_id>/ledger/", views_ledger.ledger, name="ledger"),
     path("sessions/<id:session_id>/ledger/<id:seq>/", views_ledger.observation_text, name="observation"),
     path("sessions/<id:session_id>/approvals/<id:approval_id>/", views.approval_decide, name="approval_decide"),
+    path("sessions/<id:session_id>/reviews/<id:review_id>/", views.review_override, name="review_override"),
 ]

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents import selectors, services, team
+from agents import reviews, selectors, services, team
 from agents.forms import (
     AgentProfileForm,
     ApprovalDecisionForm,
@@ -280,6 +280,24 @@ def approval_decide(request: HttpRequest, session_id: int, approval_id: int) -> 
     return _status_response(request, access, notice, error)
 
 
+@require_POST
+def review_override(request: HttpRequest, session_id: int, review_id: int) -> HttpResponse:
+    """A person decides a review round: approve anyway, or request changes in their words."""
+    access = selectors.access_session(request.user, session_id)
+    notice = error = None
+    decision = request.POST.get("decision", "")
+    try:
+        review = reviews.session_review(access.session, review_id)
+        reviews.review_override(review=review, actor=request.user, decision=decision,
+                                reasons=request.POST.get("reasons", ""))
+    except RoomError as exc:
+        error = _refusal(request, exc)
+    else:
+        notice = ("Approved: the session merges." if decision == "approve" else
+                  "Changes requested: the session gets your words and works on.")
+    return _status_response(request, access, notice, error)
+
+
 def _status_context(access: SessionAccess, **extra: Any) -> dict[str, Any]:
     session = access.session
     return {
@@ -293,6 +311,8 @@ def _status_context(access: SessionAccess, **extra: Any) -> dict[str, Any]:
         "next_attempt": selectors.session_next_attempt(session),
         "decisions": selectors.session_decisions(session),
         "loop_suspected": selectors.session_loop_alarms(session),
+        "reviews": reviews.session_reviews(session),
+        "review_of": reviews.reviewed_session(session),
         **extra,
     }
 

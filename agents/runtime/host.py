@@ -15,11 +15,12 @@ from typing import Any
 
 from django.conf import settings
 
+from agents import reviews as review_rows
 from agents.models import Approval as ApprovalRow
 from agents.models import Session
 from agents.providers import Completion, ProviderError
 from agents.rules import room_rules
-from agents.runtime import inputs
+from agents.runtime import inputs, reviews
 from agents.runtime.approvals import Rule
 from agents.runtime.conflicts import conflict_report, markers_left_report
 from agents.runtime.loop import Approval, CheckResult, Input
@@ -38,6 +39,7 @@ from rooms.repository.worktrees import (
     MergeResult,
     Worktree,
     WorktreeError,
+    branch_diff,
     hub_owned,
     worktree_bring_in,
     worktree_commit,
@@ -49,13 +51,16 @@ CHECK_OUTPUT_MAX = 12_000
 
 
 class DjangoHost:
-    def __init__(self, *, session: Session, toolbox: ToolBox, provider, worktree: Worktree) -> None:
+    def __init__(self, *, session: Session, toolbox: ToolBox, provider, worktree: Worktree,
+                 reviewing: bool = False) -> None:
         self.session = session
         self.room = session.task.room
         self.toolbox = toolbox
         self.provider = provider
         self.worktree = worktree
-        self.check_command = self.room.check_command
+        # A reviewer's session (agents/runtime/reviews.py): it runs no check and merges nothing.
+        self.reviewing = reviewing
+        self.check_command = "" if reviewing else self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._conflict: MergeResult | None = None  # of the last finish
 
@@ -138,17 +143,46 @@ class DjangoHost:
             output += f"\n[the check was stopped after {limit} s]"
         return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
 
-    def finish(self) -> tuple[bool, str]:
-        session = self.session
-        agent = session.agent
-        self._conflict = None
-        if left := worktree_unresolved(worktree=self.worktree):  # the loop asks conflict_left first
-            return False, "conflict markers left in " + ", ".join(left)
-        commit = worktree_commit(
+    def _commit_work(self) -> str | None:
+        session, agent = self.session, self.session.agent
+        return worktree_commit(
             worktree=self.worktree,
             message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",
             author=f"{agent.name} <agent-{agent.pk}@atrium.local>",
         )
+
+    # -------------------------------------------------------------- review before merge
+    def review_request(self, round_number: int, check: CheckResult | None) -> str | None:
+        """The author's work committed on its branch and the reviewer's brief for round
+        ``round_number`` (the round itself opens when the unit commits), or None when the
+        room has no reviewer."""
+        reviewer = review_rows.room_reviewer(self.room.pk)
+        if self.reviewing or reviewer is None:
+            return None
+        self._commit_work()
+        try:
+            diff = branch_diff(repo=Path(self.room.repo_path), branch=self.worktree.branch,
+                               target=self.room.default_branch)
+        except GitError as exc:
+            diff = f"(the diff could not be made: {exc})"
+        session = self.session
+        return reviews.review_brief(
+            author=session.agent.name, session_id=session.pk, title=session.task.title, round_number=round_number,
+            diff=diff, check_line=check.line if check else "", check_output=check.output if check else "",
+            intent_path=session.task.intent_path)
+
+    def review_verdict(self, round_number: int) -> reviews.Verdict | None:
+        return review_rows.review_verdict(session=self.session, round_number=round_number)
+
+    def next_review(self, after: int) -> reviews.NextRound:
+        return review_rows.next_review(reviewer_session=self.session, after=after)
+
+    def finish(self) -> tuple[bool, str]:
+        self._conflict = None
+        if left := worktree_unresolved(worktree=self.worktree):  # the loop asks conflict_left first
+            return False, "conflict markers left in " + ", ".join(left)
+        commit = self._commit_work()
+        session = self.session
         result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
                                 message=f"Merge {self.worktree.branch}: {session.task.title}",
                                 target=self.room.default_branch)

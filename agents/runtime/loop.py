@@ -19,11 +19,11 @@ from typing import Any, Protocol
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
-from agents.runtime import conflicts, nudges, obligations
+from agents.runtime import conflicts, nudges, obligations, reviews
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.mentions import render_agent_message
 from agents.runtime.segments import SegmentStarter
-from agents.runtime.state import BOUNDARY, CALLS, RuntimeState
+from agents.runtime.state import BOUNDARY, CALLS, REVIEW, RuntimeState
 from agents.tools import registry
 from agents.tools.outcome import ToolOutcome
 from agents.tools.sandbox import SandboxUnavailable
@@ -96,6 +96,10 @@ class UnitResult:
     # A segment ended in this unit: its number and its messages, calls and results, to
     # be stored for history_search.
     closed_segment: tuple[int, list[HistoryItem]] | None = None
+    # Review before merge (agents/runtime/reviews.py): an author opens round n with this
+    # brief; a reviewer gives its verdict on round n (decision, reasons).
+    review_opened: tuple[int, str] | None = None
+    verdict: tuple[int, str, str] | None = None
 
 
 class Host(Protocol):
@@ -119,6 +123,13 @@ class Host(Protocol):
     def hand_back_conflict(self, round_number: int) -> str | None: ...
     # A merge of main under way with markers left: (detail, what the agent is told).
     def conflict_left(self, round_number: int) -> tuple[str, str] | None: ...
+    # Review before merge (agents/runtime/reviews.py). ``reviewing``: this session is a
+    # reviewer's. ``review_request`` commits the author's work and answers the brief of
+    # round n, or None when the room has no reviewer (then the work merges at once).
+    reviewing: bool
+    def review_request(self, round_number: int, check: CheckResult | None) -> str | None: ...
+    def review_verdict(self, round_number: int) -> reviews.Verdict | None: ...
+    def next_review(self, after: int) -> reviews.NextRound: ...  # for a reviewer
     def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
@@ -133,6 +144,8 @@ class StepLoop:
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
             return self._settle_next_call()
+        if self.state.phase == REVIEW:
+            return self._next_round() if self.host.reviewing else self._review_answered()
         return self._boundary()
 
     # ------------------------------------------------------------- boundary
@@ -314,6 +327,8 @@ class StepLoop:
         call, outcome, suffix = settled
         state.await_deadline = None
         self._record(call, outcome, suffix)
+        if call.name in registry.VERDICTS and self.host.reviewing and not outcome.is_error:
+            return self._verdict_given(outcome.arguments)
         state.next_call += 1
         if state.next_call >= len(state.calls):
             state.phase, state.calls, state.next_call, state.yielded_job = BOUNDARY, [], 0, None
@@ -394,6 +409,8 @@ class StepLoop:
         ctx, state, host = self.ctx, self.state, self.host
         if (held := self._open_jobs()) is not None:
             return held
+        if host.reviewing:
+            return self._reviewer_ended_turn()
         nudge = nudges.nudge_for(reply=reply, wrote_files=state.wrote_files, nudged=state.nudged)
         if nudge:
             state.nudged.append(nudge)
@@ -404,6 +421,7 @@ class StepLoop:
             # Main is being merged in and markers remain (also after a worker crash that
             # lost the round's count): the conflicts again, before a check that would fail.
             return self._hand_back(*left)
+        check = None
         if host.check_command:
             try:
                 check = host.run_check()
@@ -422,6 +440,12 @@ class StepLoop:
                 ctx.add_user(f"{line}\n{check.output}\nThe check failed. Fix the cause, then finish again.",
                              kind="verify")
                 return UnitResult(Outcome.CONTINUE)
+        if (opened := self._open_review(check)) is not None:
+            return opened
+        return self._merge()
+
+    def _merge(self) -> UnitResult:
+        host = self.host
         merged, detail = host.finish()
         host.emit("merge", {"merged": merged, "detail": detail})
         if merged:
@@ -451,6 +475,88 @@ class StepLoop:
         self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
         return UnitResult(Outcome.CONTINUE)
 
+    # ------------------------------------------------------------- review before merge
+    def _open_review(self, check: CheckResult | None) -> UnitResult | None:
+        """The author's work passed the check: a new review round, unless a round already
+        approved it (a conflict handed back after that merges without one; a person's
+        "approve anyway" of requested changes) or the room has no reviewer. The session
+        parks until the round is decided."""
+        state, host = self.state, self.host
+        if state.review_round and not state.review_approved:
+            # A person may have approved the last round's requested changes anyway.
+            last = host.review_verdict(state.review_round)
+            state.review_approved = last is not None and last.state == reviews.APPROVED
+        if state.review_approved:
+            return None
+        brief = host.review_request(state.review_round + 1, check)
+        if brief is None:
+            return None
+        state.review_round += 1
+        state.phase = REVIEW
+        host.emit("review.requested", {"round": state.review_round, "of": reviews.MAX_REVIEW_ROUNDS})
+        return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS,
+                          review_opened=(state.review_round, brief))
+
+    def _review_answered(self) -> UnitResult:
+        """An author parked on round ``review_round``: approved, it merges; changes
+        requested, they become its next message, within MAX_REVIEW_ROUNDS."""
+        state, host = self.state, self.host
+        verdict = host.review_verdict(state.review_round)
+        if verdict is None or verdict.state == reviews.PENDING:
+            return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS)
+        state.phase = BOUNDARY
+        if verdict.state == reviews.APPROVED:
+            state.review_approved = True
+            return self._merge()
+        if verdict.by_person:
+            # A person's words: delivered like a steer and kept as a decision.
+            self.ctx.add_person(kind="steer", author=verdict.by, text=reviews.person_changes_text(verdict))
+        elif state.review_round >= reviews.MAX_REVIEW_ROUNDS:
+            return UnitResult(Outcome.FAILED, reason=reviews.exhausted_reason(verdict))
+        else:
+            self.ctx.add_user(reviews.changes_message(verdict), kind="review")
+        state.verify_rounds = 0  # a new round of work: the check may fail again before it passes
+        host.emit("review.returned", {"round": verdict.round, "by": verdict.by, "person": verdict.by_person,
+                                      "reasons": verdict.reasons[:4000]})
+        return UnitResult(Outcome.CONTINUE)
+
+    def _next_round(self) -> UnitResult:
+        """A reviewer between rounds: the next round's brief, or its end."""
+        state, host = self.state, self.host
+        found = host.next_review(state.review_round)
+        if found.over:
+            return UnitResult(Outcome.SUCCEEDED, reason=found.over)
+        if not found.brief:
+            return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS)
+        state.phase, state.review_round, state.nudged = BOUNDARY, found.round, []
+        self.ctx.add_user(found.brief, kind="review")
+        host.emit("review.started", {"round": found.round})
+        return UnitResult(Outcome.CONTINUE)
+
+    def _verdict_given(self, arguments: dict[str, Any]) -> UnitResult:
+        """The reviewer called ``review``: the round's verdict leaves with this unit; the
+        calls after it in the same step are not run. An approval, or the last round, ends
+        the reviewer; otherwise it waits for the author's next round."""
+        state = self.state
+        decision, reasons = str(arguments.get("decision", "")), str(arguments.get("reasons", ""))
+        state.phase, state.calls, state.next_call, state.yielded_job = REVIEW, [], 0, None
+        verdict = (state.review_round, decision, reasons)
+        if decision == reviews.APPROVE or state.review_round >= reviews.MAX_REVIEW_ROUNDS:
+            return UnitResult(Outcome.SUCCEEDED, reason=f"review round {state.review_round}: "
+                                                        f"{decision.replace('_', ' ')}", verdict=verdict)
+        return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS, verdict=verdict)
+
+    def _reviewer_ended_turn(self) -> UnitResult:
+        """A reviewer answered without a verdict: told once, then the round is left to
+        people (the session fails; the round stays pending on the author's page)."""
+        if "verdict" in self.state.nudged:
+            return UnitResult(Outcome.FAILED, reason="the reviewer ended without a verdict; a person decides "
+                                                     "the review")
+        self.state.nudged.append("verdict")
+        self.ctx.add_user("End the review round with the review tool: decision approve or request_changes, "
+                          "and your reasons.", kind="nudge")
+        self.host.emit("nudge", {"kind": "verdict"})
+        return UnitResult(Outcome.CONTINUE)
 
     def _open_jobs(self) -> UnitResult | None:
         """The session's jobs stand between it and its end (agents/runtime/obligations.py)."""

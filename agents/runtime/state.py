@@ -8,6 +8,9 @@ from typing import Any
 
 BOUNDARY = "boundary"  # next: settle jobs, read inputs, re-read intent, send a request
 CALLS = "calls"  # next: settle calls[next_call] of the current step
+# next: read the verdict of review round `review_round` (an author), or look for the
+# next round to review (a reviewer); agents/runtime/reviews.py
+REVIEW = "review"
 
 
 @dataclass
@@ -34,6 +37,10 @@ class RuntimeState:
     # a parked session is held for (agents/runtime/obligations.py).
     jobs_reminded: list[str] = field(default_factory=list)
     held_jobs: list[str] = field(default_factory=list)
+    # Review rounds opened on this session's work (an author) or reviewed (a reviewer),
+    # and whether a round approved it (agents/runtime/reviews.py).
+    review_round: int = 0
+    review_approved: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

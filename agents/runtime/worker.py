@@ -23,13 +23,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents import dispatch
+from agents import reviews as review_rows
 from agents.analysis.loops import LoopRules
 from agents.events import session_event_append, session_events_append
 from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
-from agents.runtime import claims, states
+from agents.runtime import claims, reviews, states
 from agents.runtime.confinement import sandbox_policy
 from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
@@ -38,7 +39,7 @@ from agents.runtime.loop import Outcome, StepLoop, UnitResult
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.room import DatabaseRoomView
-from agents.runtime.state import RuntimeState
+from agents.runtime.state import REVIEW, RuntimeState
 from agents.runtime.waits import awaited, session_jobs, watch_jobs
 from agents.selectors import agent_post_note, session_lengths
 from agents.services import (
@@ -51,6 +52,7 @@ from agents.services import (
     session_wake,
     task_write_intent,
 )
+from agents.tools import registry
 from agents.tools.box import ToolBox
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
@@ -65,7 +67,7 @@ from rooms.models import Message
 from rooms.repository.activity import branch_tip
 from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read, intent_relpath
-from rooms.repository.worktrees import worktree_create, worktree_remove
+from rooms.repository.worktrees import Worktree, worktree_create, worktree_remove
 from rooms.services import message_mark_delivered, message_post
 
 log = logging.getLogger(__name__)
@@ -154,9 +156,15 @@ class SessionRunner:
         self.session, self.owner, self.keeper = session, owner, keeper
         task, agent = session.task, session.agent
         room = task.room
-        self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
-                                        session_id=session.pk, base=room.default_branch)
-        if not session.branch:
+        # A reviewer reads the author's worktree, as the author left it, and writes nowhere.
+        self.reviewed = review_rows.reviewed_session(session)
+        if self.reviewed is not None:
+            self.worktree = Worktree(path=Path(self.reviewed.worktree_path), branch=self.reviewed.branch,
+                                     repo=Path(room.repo_path))
+        else:
+            self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
+                                            session_id=session.pk, base=room.default_branch)
+        if not session.branch and self.reviewed is None:
             # A new worktree's branch is main as it was: room_status's "since you started".
             base = branch_tip(Path(room.repo_path), self.worktree.branch)
             Session.objects.filter(pk=session.pk).update(branch=self.worktree.branch,
@@ -168,7 +176,7 @@ class SessionRunner:
             yield_seconds=settings.ATRIUM_SHELL_YIELD_SECONDS,
             post_message=self._post_message,
             interrupted=self._interrupted,
-            allowed_tools=agent.allowed_tools or None,
+            allowed_tools=registry.REVIEW_TOOLS if self.reviewed is not None else _work_tools(agent.allowed_tools),
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
             sandbox=sandbox_policy(),
             git_dir=Path(room.repo_path) / ".git",
@@ -184,7 +192,8 @@ class SessionRunner:
                                base_delay=settings.ATRIUM_PROVIDER_RETRY_BASE_SECONDS),
         )
         self.provider = provider
-        self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree)
+        self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree,
+                               reviewing=self.reviewed is not None)
         self.ctx, self.state = self._load_or_start()
         self._saved_runtime = session.runtime_state
         self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
@@ -197,10 +206,12 @@ class SessionRunner:
     def _load_or_start(self) -> tuple[SessionContext, RuntimeState]:
         session, agent = self.session, self.session.agent
         room = session.task.room
+        reviewed = self.reviewed
+        role = "\n\n".join(filter(None, [agent.role_prompt, reviews.REVIEWER_ROLE if reviewed else ""]))
         common = {
             "model": agent.model,
-            "system_prompt": system_prompt(agent_name=agent.name, role_prompt=agent.role_prompt,
-                                           check_command=room.check_command),
+            "system_prompt": system_prompt(agent_name=agent.name, role_prompt=role,
+                                           check_command="" if reviewed else room.check_command),
             "tools": self.toolbox.schemas(),
             "budget": Budget(window=agent.context_window, output_budget=agent.output_budget,
                              **settings.ATRIUM_FOLD_OVERRIDES),
@@ -225,6 +236,11 @@ class SessionRunner:
             intent = intent_read(repo_path=room.repo_path, task_id=session.task_id) or ""
         ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
         self.journal, self._legacy_blob = StateJournal(), False
+        if reviewed is not None:
+            # Each round's material (diff, check) arrives as the round opens (loop._next_round).
+            ctx.add_user(f"Task: review {reviewed.agent.name}'s work (session {reviewed.pk}) on “{session.task.title}” "
+                         "before it merges. The first round follows.", kind="task")
+            return ctx, RuntimeState(phase=REVIEW)
         ctx.add_user(f"Task: {session.task.title}\nWork in your worktree on branch {self.worktree.branch}. "
                      "Begin.", kind="task")
         return ctx, RuntimeState()
@@ -333,6 +349,7 @@ class SessionRunner:
             message_mark_delivered(message=message, session=session)
         agent_mentions_mark_delivered(session=session, message_ids=result.delivered_mentions)
         session_events_append(session, self.host.take_events())
+        self._commit_review(session, result)
         if result.approval_request is not None:
             call = result.approval_request
             approval = approval_request(session=session, call_id=call.id, tool=call.name,
@@ -350,10 +367,13 @@ class SessionRunner:
                 # A job's end wakes it at once (beat's sweep, if this process is gone).
                 transaction.on_commit(lambda: watch_jobs(session_jobs(session.pk), arguments, until=result.wake_at,
                                                          wake=lambda: _wake_waiting(session.pk)))
+            if self.state.phase == REVIEW and review_rows.review_moved_on(
+                    session=session, reviewing=self.host.reviewing, round_number=self.state.review_round):
+                session_wake(session)  # decided (or opened) while this unit looked: no wake came
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
-            if result.outcome is Outcome.SUCCEEDED:
+            if result.outcome is Outcome.SUCCEEDED and self.reviewed is None:  # a reviewer's is the author's
                 transaction.on_commit(self._remove_worktree)
             return False
         return True
@@ -366,6 +386,28 @@ class SessionRunner:
             worktree_remove(worktree=self.worktree)
         except (GitError, OSError):
             log.warning("could not remove the worktree %s", self.worktree.path, exc_info=True)
+
+
+    def _commit_review(self, session: Session, result: UnitResult) -> None:
+        """A round opened by this author, or this reviewer's verdict, in the unit's transaction."""
+        if result.review_opened is not None:
+            round_number, brief = result.review_opened
+            review_rows.review_open(session=session, round_number=round_number, brief=brief)
+        if result.verdict is not None:
+            round_number, decision, reasons = result.verdict
+            if not review_rows.review_agent_decide(reviewer_session=session, round_number=round_number,
+                                                   decision=decision, reasons=reasons):
+                session_event_append(session, "review.superseded", {"round": round_number})
+                if result.outcome is Outcome.SUCCEEDED and review_rows.next_review(
+                        reviewer_session=session, after=round_number).brief:
+                    # A person decided this round and the author already opened the next
+                    # one, given to this session: it reviews that instead of ending.
+                    result.outcome, result.wake_at = Outcome.WAIT, time.time()
+
+
+def _work_tools(allowed: list[str]) -> list[str] | None:
+    """A profile's tools for its own work: never the verdict, which only a review ends with."""
+    return [name for name in allowed if name not in registry.VERDICTS] or None
 
 
 def run_next() -> str:

@@ -77,7 +77,7 @@ class ToolBox:
         self.session_memory = session_memory
         self.room_view = room_view
         allowed = set(allowed_tools or ())
-        self.allowed = frozenset(allowed) if allowed else frozenset(registry.NAMES)
+        self.allowed = frozenset(allowed) if allowed else frozenset(registry.WORK_TOOLS)
         self.jobs = JobRegistry(self.state_dir / "jobs",
                                 silence_limit_seconds=silence_limit_seconds)
         self.records = CallRecords(self.state_dir / "calls")
@@ -228,6 +228,14 @@ class ToolBox:
             raise ToolError("room_status: this session has no room to look at")
         return room.room_status(self.room_view, call_id=call_id)
 
+    def _review(self, call_id: str, v: Mapping[str, Any]) -> Result:
+        # The loop ends the round with the call's arguments (agents/runtime/loop.py);
+        # only a reviewer session's box has this tool.
+        if v["decision"] not in ("approve", "request_changes"):
+            raise ToolError("review: decision is approve or request_changes")
+        said = "approved" if v["decision"] == "approve" else "changes requested"
+        return Result(text=f"Review recorded: {said}.", purpose=f"review: {said}")
+
     def _memory(self, tool: str) -> memory.SessionMemory:
         if self.session_memory is None:
             raise ToolError(f"{tool}: this session keeps no records to look in")
@@ -255,6 +263,7 @@ EXECUTORS: dict[str, Callable[[ToolBox, str, Mapping[str, Any]], Result]] = {
     "room_status": ToolBox._room_status,
     "recall": ToolBox._recall,
     "history_search": ToolBox._history_search,
+    "review": ToolBox._review,
 }
 
 

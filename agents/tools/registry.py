@@ -58,6 +58,9 @@ class Tool:
     reads_range: bool = False
     # Parks the session until jobs end or time passes.
     waits: bool = False
+    # A reviewer's verdict: ends a review round (agents/runtime/reviews.py). Only reviewer
+    # sessions have it; no other session's tool table shows it.
+    verdict: bool = False
     # What it does to the file at `path`, for exported trajectories (reads carry a range).
     access: AccessKind | None = None
     args_by_name: Mapping[str, Arg] = field(init=False, repr=False, compare=False)
@@ -143,6 +146,17 @@ TOOLS: tuple[Tool, ...] = (
          read_only=True, side_effect_free=True),
 )
 
+# Review before merge: a reviewer session's whole tool table. Read-only: nothing it can
+# call changes the author's worktree or runs a command.
+REVIEW_TOOLS_TABLE: tuple[Tool, ...] = (
+    Tool("review",
+         "End this review round: decision approve or request_changes, with reasons the author can act on.",
+         (Arg("decision", "string", required=True, non_blank=True),
+          Arg("reasons", "string", required=True, non_blank=True)),
+         read_only=True, verdict=True),
+)
+TOOLS += REVIEW_TOOLS_TABLE
+
 BY_NAME: Mapping[str, Tool] = {tool.name: tool for tool in TOOLS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 
@@ -159,3 +173,7 @@ SHELL_TOOLS = names_where(shell=True)
 WRITING = names_where(writes=True)
 RANGE_TOOLS = names_where(reads_range=True)
 WAITS = names_where(waits=True)
+VERDICTS = names_where(verdict=True)
+# Every session's tools unless its profile narrows them; a reviewer's instead.
+WORK_TOOLS = tuple(name for name in NAMES if name not in VERDICTS)
+REVIEW_TOOLS = ("read_file", "list_files", "search", "recall", *sorted(VERDICTS))

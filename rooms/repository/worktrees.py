@@ -196,6 +196,15 @@ def worktree_bring_in(*, worktree: Worktree, target: str = MAIN_BRANCH) -> Broug
     return BroughtIn(conflicts=conflicts, merged_meanwhile=tuple(log.splitlines()), texts=texts)
 
 
+def branch_diff(*, repo: Path, branch: str, target: str = MAIN_BRANCH) -> str:
+    """``git diff target...branch`` of committed refs in the room repository (a review's
+    diff): what the branch changed since it left ``target``, the hub's files left out.
+    Read from the repository, never through a worktree, with no external diff driver or
+    text conversion (the repository's attributes are the agents' to write)."""
+    return git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--stat", "--patch",
+               f"{target}...{branch}", "--", ".", f":(exclude){HUB_OWNED}", cwd=repo)
+
+
 def worktree_unresolved(*, worktree: Worktree) -> tuple[str, ...]:
     """The files of a merge under way that still hold conflict markers; () when none is."""
     merge_head = _admin_dir(worktree) / "MERGE_HEAD"

@@ -105,3 +105,22 @@ def test_one_sweep_wakes_times_out_and_expires_without_reading_any_sessions_json
     sql = [query["sql"] for query in queries.captured_queries]
     assert any("runtime_state" in statement for statement in sql)  # keys were read, by key
     assert [statement for statement in sql if WHOLE_STATE.search(statement)] == []
+
+
+@pytest.mark.django_db
+def test_a_session_parked_on_a_review_round_is_not_woken_by_a_message_only_by_its_time():
+    from rooms.models import Message
+
+    owner, agent = make_user("owner"), make_agent("fixer")
+    room = make_room(owner, agents=[agent])
+    task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
+    later = timezone.now() + timedelta(hours=1)
+    parked = Session.objects.create(task=task, agent=agent, state=states.WAITING, wake_at=later,
+                                    runtime_state={"phase": "review", "review_round": 1, "calls": []})
+    other = Session.objects.create(task=task, agent=agent, state=states.WAITING, wake_at=later, attempt=2,
+                                   runtime_state={"phase": "boundary", "calls": []})
+    for session in (parked, other):
+        Message.objects.create(room=room, seq=100 + session.pk, kind=Message.Kind.STEER, text="hurry", author=owner,
+                               agent=agent, session=session)
+    assert sessions_sweep()["woken"] == 1
+    assert dict(Session.objects.values_list("pk", "state")) == {parked.pk: states.WAITING, other.pk: states.QUEUED}

@@ -14,6 +14,7 @@ import pytest
 from agents.providers import CallRecord, Completion, ContextOverflow
 from agents.runtime.approvals import Rule
 from agents.runtime.loop import Approval, CheckResult, Input, Outcome, StepLoop
+from agents.runtime.reviews import NextRound
 from agents.runtime.state import RuntimeState
 from agents.tools.outcome import ToolOutcome
 from observations.gateway.messages import ModelTurn, ToolCall, Usage
@@ -46,6 +47,12 @@ class FakeHost:
     left: list = field(default_factory=list)  # what conflict_left answers at successive finishes
     segment_asked: str = ""  # a person pressed New segment
     jobs: list = field(default_factory=list)  # obligations.JobView
+    # Review before merge (tests/agents/runtime/test_reviews.py)
+    reviewing: bool = False  # this is a reviewer's session
+    review_on: bool = False  # the room has a reviewer
+    reviews_opened: list[int] = field(default_factory=list)
+    verdicts: dict = field(default_factory=dict)  # round → reviews.Verdict
+    next_rounds: list = field(default_factory=list)  # what a reviewer finds, in order (then: nothing yet)
 
     def settle_jobs(self, token):
         return ()
@@ -97,6 +104,18 @@ class FakeHost:
 
     def conflict_left(self, round_number):
         return self.left.pop(0) if self.left else None
+
+    def review_request(self, round_number, check):
+        if not self.review_on:
+            return None
+        self.reviews_opened.append(round_number)
+        return f"brief of round {round_number}"
+
+    def review_verdict(self, round_number):
+        return self.verdicts.get(round_number)
+
+    def next_review(self, after):
+        return self.next_rounds.pop(0) if self.next_rounds else NextRound()
 
     def call_model(self, request):
         self.requests.append(request)

@@ -23,7 +23,16 @@ def test_the_schemas_sent_to_the_model_are_the_registry(tmp_path):
     assert [s.name for s in TOOL_SCHEMAS] == list(registry.NAMES)
     assert tuple(tool.schema for tool in registry.TOOLS) == TOOL_SCHEMAS
     box = ToolBox(worktree=tmp_path, state_dir=tmp_path / "state")
-    assert box.schemas() == TOOL_SCHEMAS
+    assert box.schemas() == tuple(s for s in TOOL_SCHEMAS if s.name in registry.WORK_TOOLS)
+
+
+def test_only_a_reviewer_has_the_verdict_tool_and_a_reviewer_has_nothing_that_writes_or_runs(tmp_path):
+    assert set(registry.VERDICTS) == {"review"} and "review" not in registry.WORK_TOOLS
+    reviewer = ToolBox(worktree=tmp_path, state_dir=tmp_path / "state", allowed_tools=registry.REVIEW_TOOLS)
+    names = {s.name for s in reviewer.schemas()}
+    assert names == {"read_file", "list_files", "search", "recall", "review"}
+    assert all(registry.BY_NAME[n].read_only for n in names)
+    assert not names & (registry.WRITING | registry.SHELL_TOOLS)
 
 
 def test_required_arguments_have_no_default_and_optional_ones_do():
