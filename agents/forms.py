@@ -50,6 +50,13 @@ class AgentProfileForm(forms.ModelForm):
                         "needs none): the hub's key never goes to a URL set here.",
         }
 
+    def clean_new_api_key(self) -> str:
+        key = self.cleaned_data.get("new_api_key") or ""
+        if key.strip().startswith("atr-gw-"):
+            # The agent would call this hub's gateway, which calls the agent's model, …
+            raise forms.ValidationError("That is a gateway key of this hub; an agent's API key is its provider's key.")
+        return key
+
     def clean(self):
         cleaned = super().clean()
         stored = self.instance.pk and self.instance.api_key

@@ -91,7 +91,8 @@ def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
 
 async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:
     """The live key ``token`` names, with its room and agent; None for anything else: no
-    token, not one of ours, revoked, its agent no longer assigned to its room, or (with
+    token, not one of ours, revoked, its agent no longer assigned to its room, its maker
+    no longer acting in the room (removed, a viewer, deactivated), or (with
     ``room_slug``, the room-scoped URLs) a key of another room. One answer for all of
     them, so a caller learns nothing about keys or rooms it has no key for.
 
@@ -120,8 +121,13 @@ def _lookup_slots() -> asyncio.Semaphore:
 def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
     try:
         assigned = RoomAgent.objects.filter(room_id=OuterRef("room_id"), agent_id=OuterRef("agent_id"))
+        # A key does what its maker may do from the room page: removed from the room,
+        # made a viewer or deactivated, the maker's keys stop working with them.
+        maker_acts = Membership.objects.filter(
+            room_id=OuterRef("room_id"), user_id=OuterRef("created_by_id"), user__is_active=True,
+            role__in=[Membership.Role.OWNER, Membership.Role.MEMBER])
         key = (GatewayKey.objects.select_related("room", "agent")
-               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned)).first())
+               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts)).first())
         if key is None or (room_slug is not None and key.room.slug != room_slug):
             return None
         now = timezone.now()

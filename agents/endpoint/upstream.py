@@ -58,6 +58,9 @@ RELAYED_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-request-id"
 RELAYED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 # Client request headers that change what the upstream does, passed on.
 FORWARDED_HEADERS = {"anthropic": ("anthropic-beta",), "openai": ()}
+# Sent upstream on every pass-through; a request that carries it is refused (views).
+HOP_HEADER = "X-Atrium-Gateway-Hop"
+GATEWAY_KEY_PREFIX = "atr-gw-"  # agents.endpoint.keys.TOKEN_PREFIX
 
 
 @dataclass
@@ -82,6 +85,10 @@ def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
         raise WireError(f"This key's agent {profile.name!r} runs {parsed}, which is played inside the hub, not "
                         "called over the network; the gateway endpoint serves openai: and anthropic: agents.",
                         param="model")
+    if profile.api_key.startswith(GATEWAY_KEY_PREFIX):
+        raise WireError(f"The agent {profile.name!r} has a gateway key as its provider key: it would call the "
+                        "gateway itself. A person in the room must give it its provider's key.", status=500,
+                        kind="api_error")
     try:
         return upstream_endpoint(parsed, api_key=profile.api_key or None, base_url=profile.base_url or None)
     except InvalidModelSpec as exc:
@@ -178,8 +185,10 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
     client = _client(endpoint, fmt)
     stack = contextlib.AsyncExitStack()
     streaming = body.get("stream") is True
-    rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens")}
+    # Anthropic's SDK takes max_tokens as an argument; OpenAI's passes it on with the rest.
+    rest = {k: v for k, v in body.items() if k not in ("model", "messages", *(("max_tokens",) if fmt == "anthropic" else ()))}
     extra_headers = {name: request_headers[name] for name in FORWARDED_HEADERS[fmt] if name in request_headers}
+    extra_headers[HOP_HEADER] = "1"
     try:
         if fmt == "openai":
             call = client.chat.completions.with_streaming_response.create(
@@ -192,6 +201,8 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
         headers = _relayed(response.headers)
         headers["Content-Type"] = response.headers.get("content-type", "application/json")
         if streaming:
+            if not endpoint.trusted and not headers["Content-Type"].startswith("text/event-stream"):
+                raise NotTheProvider(fmt)
             return Relay(response.status_code, headers, stream=_stream(response, stack, endpoint, fmt))
         content = await response.read()
     except BaseException as exc:
@@ -200,7 +211,29 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
             return _failure(exc, endpoint, fmt)
         raise
     await stack.aclose()
+    if not endpoint.trusted and not _provider_shaped(fmt, content):
+        return _failure(NotTheProvider(fmt), endpoint, fmt)
     return Relay(response.status_code, headers, content=content)
+
+
+class NotTheProvider(Exception):
+    """A profile's own base URL answered with something that is not the provider's
+    answer: not relayed, so the endpoint cannot be used to read other services."""
+
+    def __init__(self, fmt: Format) -> None:
+        super().__init__(f"The upstream's answer is not a {fmt} response.")
+
+
+def _provider_shaped(fmt: Format, content: bytes) -> bool:
+    try:
+        answer = json.loads(content)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict):
+        return False
+    if fmt == "openai":
+        return isinstance(answer.get("choices"), list)
+    return answer.get("type") == "message" and isinstance(answer.get("content"), list)
 
 
 async def _stream(response: Any, stack: contextlib.AsyncExitStack, endpoint: UpstreamEndpoint,
@@ -230,8 +263,20 @@ def _failure(exc: Exception, endpoint: UpstreamEndpoint, fmt: Format) -> Relay:
             raise WireError(f"The upstream refused the agent's own key ({status}); a person in the room must "
                             "fix the agent profile's API key.", status=502, kind="api_error") from None
         headers = _relayed(exc.response.headers)
+        if not endpoint.trusted:
+            # A profile's own URL: its error only in the provider's error shape, rebuilt
+            # from its known fields; never another service's page.
+            error = _provider_error(fmt, exc.response.text, endpoint.api_key)
+            if error is None:
+                raise WireError(f"The agent's upstream answered {status}, not as the provider does; nothing of "
+                                "its answer is passed on.", status=502, kind="api_error") from None
+            headers["Content-Type"] = "application/json"
+            return Relay(status, headers, content=json.dumps(error).encode())
         headers["Content-Type"] = exc.response.headers.get("content-type", "application/json")
         return Relay(status, headers, content=redact(exc.response.text, [endpoint.api_key]).encode())
+    if isinstance(exc, NotTheProvider):
+        raise WireError(f"The agent's upstream at {display_url(endpoint.base_url)} did not answer as the provider "
+                        "does; nothing of its answer is passed on.", status=502, kind="api_error") from None
     if isinstance(exc, sdk.APITimeoutError):
         raise WireError(f"The upstream did not answer within {DEFAULT_TIMEOUT:g} s.", status=504,
                         kind="api_error") from None
@@ -240,6 +285,20 @@ def _failure(exc: Exception, endpoint: UpstreamEndpoint, fmt: Format) -> Relay:
                         kind="api_error") from None
     log.exception("gateway endpoint: upstream call failed")
     raise WireError("The upstream call failed: " + _reason(exc, endpoint), status=502, kind="api_error") from None
+
+
+def _provider_error(fmt: Format, text: str, api_key: str) -> dict[str, Any] | None:
+    """A provider-shaped error body rebuilt from its known fields (bounded, the key
+    redacted); None when ``text`` is not one."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return None
+    fields = {name: redact(value[:500], [api_key]) for name in ("message", "type", "code", "param")
+              if isinstance(value := error.get(name), str)}
+    return {"type": "error", "error": fields} if fmt == "anthropic" else {"error": fields}
 
 
 def _reason(exc: Exception, endpoint: UpstreamEndpoint) -> str:

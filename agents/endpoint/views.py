@@ -51,6 +51,10 @@ def _endpoint(fmt: Format | None, methods: tuple[str, ...]) -> Callable[[View], 
                 if request.method not in methods:
                     raise WireError(f"{request.method} is not allowed here; use {' or '.join(methods)}.",
                                     status=405, kind="invalid_request_error")
+                if upstream.HOP_HEADER in request.headers:
+                    # An agent profile that points at this gateway would call it again and again.
+                    raise WireError("This request came from an Atrium gateway: an agent profile points at a "
+                                    "gateway endpoint, which would call itself.", status=508, kind="api_error")
                 key = await gateway_key_lookup(_token(request, client_format), room_slug=slug)
                 if key is None:
                     raise wire.unauthorized()
@@ -69,6 +73,8 @@ def _endpoint(fmt: Format | None, methods: tuple[str, ...]) -> Callable[[View], 
 
 def error_response(fmt: Format, error: WireError) -> JsonResponse:
     response = JsonResponse(wire.error_body(fmt, error), status=error.status)
+    for name, value in error.headers.items():
+        response[name] = value
     if error.retry_after is not None:
         response["Retry-After"] = str(max(0, round(error.retry_after)))
     if fmt == "openai" and error.status == 401:

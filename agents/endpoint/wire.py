@@ -37,6 +37,7 @@ class WireError(Exception):
         self.param = param
         self.code = code
         self.retry_after: float | None = None  # seconds, sent as a Retry-After header
+        self.headers: dict[str, str] = {}  # an upstream's retry and rate-limit headers, passed on
 
 
 def error_body(fmt: Format, error: WireError) -> dict[str, Any]:
@@ -61,6 +62,8 @@ def parse_body(raw: bytes) -> dict[str, Any]:
                         kind="request_too_large")
     try:
         body = json.loads(raw)
+    except RecursionError:
+        raise WireError("The request body nests too deeply.") from None
     except (ValueError, UnicodeDecodeError):
         raise WireError("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
@@ -109,6 +112,9 @@ def _check_openai_message(i: int, message: Any) -> None:
                     or not isinstance(call.get("id"), str):
                 raise WireError(f"{where}.tool_calls[{j}]: needs an `id` and a `function` with a `name`.",
                                 param=f"{where}.tool_calls[{j}]")
+            if "arguments" in function and not isinstance(function["arguments"], str):
+                raise WireError(f"{where}.tool_calls[{j}].function.arguments: must be a string of JSON.",
+                                param=f"{where}.tool_calls[{j}].function.arguments")
 
 
 def _check_openai_tools(body: Mapping[str, Any]) -> None:
@@ -157,6 +163,9 @@ def _check_anthropic_message(i: int, message: Any) -> None:
     content = message.get("content")
     if isinstance(content, list):
         for j, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_use" and not isinstance(block.get("input"), dict):
+                raise WireError(f"{where}.content.{j}.input: a tool_use block's input must be an object",
+                                param=f"{where}.content.{j}.input")
             if not isinstance(block, dict) or not isinstance(block.get("type"), str):
                 raise WireError(f"{where}.content.{j}: a content block needs a `type`",
                                 param=f"{where}.content.{j}")
