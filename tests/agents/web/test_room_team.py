@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from playwright.sync_api import expect, sync_playwright
 
-from agents.models import AgentMention, Session
+from agents.models import AgentMention, Review, Session
 from agents.services import task_create
 from rooms.repository.git import git
 from rooms.repository.worktrees import worktree_create
@@ -42,6 +42,9 @@ def team_room(demo_room, owner, tmp_path):
     stuck = session_in(other, builder, "needs_merge")
     append(stuck, "merge.handed_back", {"round": 1, "detail": "merge conflict in README.md"})
 
+    Review.objects.create(session=resolved, round=1, state="changes_requested", reviewer=reviewer)
+    Review.objects.create(session=resolved, round=2, state="approved", reviewer=reviewer, decided_by=owner)
+    Review.objects.create(session=live, round=1, state="pending", reviewer=reviewer)
     post = message_post(room=demo_room, author=None, kind="agent", text="tidier: look", agent=builder,
                         session=live)
     AgentMention.objects.create(message=post, sender=builder, session=resolved, state="delivered")
@@ -58,9 +61,11 @@ def test_the_team_panel_shows_who_works_on_what_and_the_conflicts_and_mentions(t
     assert "resolved by their sessions: <strong>1</strong>; 1 left for a person" in page
     assert "in 2 rounds" in page
     assert "1 delivered" in page and "1 stopped" in page
+    assert "1 approved,\n      1 sent back with changes (1 decided by people), " in page
+    assert "round 1 of builder" in page and "1 waiting" in page
     sql = " ".join(q["sql"] for q in queries.captured_queries)
     assert "gateway_state" not in sql and "runtime_state" not in sql and "room_status_notes" not in sql
-    assert len(queries.captured_queries) <= 8
+    assert len(queries.captured_queries) <= 11
 
 
 def test_an_empty_room_says_nobody_is_at_work_and_strangers_see_nothing(room, owner, stranger, login):
@@ -82,5 +87,6 @@ def test_the_room_page_loads_the_team_panel_in_a_browser(team_room, owner, daphn
             expect(team.locator(".team__files code")).to_have_text(["modes.py", "textstats.py"])
             expect(team.locator("[data-figure=conflicts-resolved]")).to_contain_text("1 left for a person")
             expect(team.locator("[data-figure=mentions]")).to_contain_text("1 stopped by the loop guard")
+            expect(team.locator("[data-figure=reviews]")).to_contain_text("1 waiting")
         finally:
             browser.close()
