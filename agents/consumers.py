@@ -78,9 +78,11 @@ class SessionConsumer(SeqStreamConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
 
     async def session_event(self, event: dict[str, Any]) -> None:
-        """A committed SessionEvent, broadcast by agents.events."""
-        frame = event["frame"]
-        await self.stream_forward(frame["seq"], with_html(frame))
+        """A committed SessionEvent, broadcast by agents.events. The event is shared by the
+        process's sockets of the session (rooms.fanout): its line is rendered once."""
+        if (frame := event.get("rendered")) is None:
+            frame = event["rendered"] = with_html(event["frame"])
+        await self.stream_forward(frame["seq"], frame)
 
 
 def _can_see(user, session_id: int) -> bool:

@@ -152,7 +152,9 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
             self._sending.release()
 
     async def stream_forward(self, seq: int, frame: dict[str, Any]) -> None:
-        """Send one live row unless the client has it; fill any gap before it first."""
+        """Send one live row unless the client has it; fill any gap before it first.
+        ``frame`` is shared by the process's sockets of the group (rooms.fanout): encoded
+        once, for all of them."""
         async with self._sending:
             if self.last_sent_seq is None or seq <= self.last_sent_seq:
                 return
@@ -160,7 +162,7 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
                 # Broadcasts from different processes can arrive out of order; committed
                 # seqs are dense, so the ones in between are in the database already.
                 await self._send_from_database(after_seq=self.last_sent_seq, up_to_seq=seq - 1)
-            await self.send_json(frame)
+            await self.send(text_data=encoded(frame))
             self.last_sent_seq = seq
 
     async def _send_from_database(self, *, after_seq: int, up_to_seq: int | None = None) -> None:
@@ -175,6 +177,22 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
 
     async def send_json(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame))
+
+
+_encoded: dict[int, tuple[dict[str, Any], str]] = {}  # id(frame) → (frame, its text), the last few
+
+
+def encoded(frame: dict[str, Any]) -> str:
+    """``frame`` as JSON text, encoded once however many sockets send it: 200 watchers of
+    a room spent more time encoding a post than sending it."""
+    held = _encoded.get(id(frame))
+    if held is not None and held[0] is frame:
+        return held[1]
+    text = json.dumps(frame)
+    if len(_encoded) >= 64:
+        _encoded.pop(next(iter(_encoded)))
+    _encoded[id(frame)] = (frame, text)
+    return text
 
 
 def parse_frame(text_data: str | None, *, max_length: int) -> dict[str, Any]:

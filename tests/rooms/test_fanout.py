@@ -150,3 +150,10 @@ def test_a_failed_read_is_retried_and_the_membership_stays(monkeypatch, caplog):
 
     async_to_sync(scenario)()
     assert layer.failed and "retrying" in caplog.text
+
+
+def test_a_frame_is_encoded_once_for_all_the_sockets_that_send_it():
+    frame = {"type": "message", "seq": 1, "html": "<p>hi</p>"}
+    assert streams.encoded(frame) is streams.encoded(frame) == '{"type": "message", "seq": 1, "html": "<p>hi</p>"}'
+    other = dict(frame)
+    assert streams.encoded(other) == streams.encoded(frame) and streams.encoded(other) is not streams.encoded(frame)
