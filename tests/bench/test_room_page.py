@@ -1,6 +1,6 @@
 """Benchmark: the room page with 100 sessions of long history (issue 15).
 
-Run: /work/wt/run-tests.sh -m bench tests/bench/test_room_page.py -s
+Run: .venv/bin/pytest -m bench tests/bench/test_room_page.py -s
 (PostgreSQL, as CI runs the tests; BENCH_ROOM_STEPS=100 for a short run).
 
 Two rooms of 100 tasks with one session each (running, waiting, succeeded, failed in

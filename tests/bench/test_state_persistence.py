@@ -1,7 +1,7 @@
 """Benchmark: what one unit's commit costs to persist the gateway state, by session length.
 
 Run: .venv/bin/pytest -m bench tests/bench/test_state_persistence.py -s
-(against PostgreSQL: /work/wt/run-tests.sh -m bench tests/bench/test_state_persistence.py -s)
+(with DATABASE_URL pointing at PostgreSQL to measure it there)
 
 A session runs N steps in its steady state (folding now and then, one segment) while
 every unit is saved the new way (a journal delta, a snapshot now and then, rows synced

@@ -1,7 +1,7 @@
 """Benchmark: a steer from a person's websocket to the session's step boundary, with
 1, 10 and 50 live sessions (issue 15).
 
-Run: /work/wt/run-tests.sh -m bench tests/bench/test_steer_latency.py -s
+Run: .venv/bin/pytest -m bench tests/bench/test_steer_latency.py -s
 (PostgreSQL and Redis, as CI runs the tests; BENCH_LEVELS=1,10 BENCH_STEER_SCALE=0.2 for a
 short run). Each live session holds two PostgreSQL connections (its runner's and its
 lease keeper's): at 50 the server needs max_connections well above 100, its default.

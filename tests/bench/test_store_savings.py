@@ -1,6 +1,6 @@
 """Benchmark: the room page's shared-store panel on a room with long history.
 
-Run: /work/wt/run-tests.sh -m bench tests/bench/test_store_savings.py -s
+Run: .venv/bin/pytest -m bench tests/bench/test_store_savings.py -s
 
 100 sessions of 1,000 observations each (BENCH_STORE_SESSIONS, BENCH_STORE_OBSERVATIONS),
 half of every session's reads the same 200 files the others read, are inserted in bulk;
