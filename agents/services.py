@@ -262,6 +262,10 @@ def session_retry(*, session: Session, actor: AbstractBaseUser | None,
     task never run side by side.
     """
     locked = Session.objects.select_for_update().select_related("task", "agent").get(pk=session.pk)
+    if locked.origin == Session.Origin.ENDPOINT:
+        # Its agent runs elsewhere: a worker here has nothing to run it with.
+        raise RoomError("This session's agent runs elsewhere, through a gateway key; its client goes on by "
+                        "starting a new conversation.", code="invalid")
     if locked.state not in states.TERMINAL | {states.NEEDS_MERGE}:
         raise RoomError(f"Attempt {locked.attempt} is still {locked.state}; cancel it before retrying.",
                         code="active")

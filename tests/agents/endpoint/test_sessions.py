@@ -26,9 +26,10 @@ from agents.models import (
     Task,
 )
 from agents.runtime import states
-from agents.services import session_cancel, session_steer
+from agents.services import session_cancel, session_retry, session_steer
 from agents.sweep import sessions_time_out
 from observations.models import Observation
+from rooms.errors import RoomError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -125,6 +126,8 @@ def test_a_conversation_with_tool_calls_is_one_session_with_its_ledger_and_a_not
     assert "geo.py" in ledger and "read_file" in ledger
     room = pages.get(reverse("rooms:detail", args=[setup.room.slug])).content.decode()
     assert f"/sessions/{session.pk}/" in room
+    page = pages.get(reverse("agents:session", args=[session.pk]))
+    assert page.status_code == 200 and "Fix the area function" in page.content.decode()
 
 
 def test_a_history_the_client_changed_starts_a_new_segment_and_the_upstream_request_stays_well_formed(
@@ -176,6 +179,8 @@ def test_a_steer_reaches_the_next_upstream_request_and_a_cancel_refuses_the_one_
         agent.step()
     assert "cancelled in the room" in refused.value.message
     assert len(sent(wire)) == 2  # nothing more went upstream
+    with pytest.raises(RoomError):  # a worker here cannot run an agent that runs elsewhere
+        session_retry(session=Session.objects.get(pk=session.pk), actor=owner)
 
 
 def test_an_upstream_overflow_gets_one_folded_retry_and_a_second_is_the_clients_context_length_error(
