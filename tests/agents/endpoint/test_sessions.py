@@ -7,6 +7,7 @@ upstream request, a cancel refuses the next one, an overflow gets one folded ret
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import anthropic
@@ -277,4 +278,20 @@ def test_an_upstream_rate_limit_reaches_the_client_with_its_retry_header_and_the
     assert agent.step().content == "Hello."  # the client's retry: the same request, once in the session
     session = Session.objects.get(origin=Session.Origin.ENDPOINT)
     assert [m["role"] for m in sent(wire)[-1]["messages"]] == ["system", "user"]
+    assert ProviderCall.objects.filter(session=session).count() == 2
+
+
+def test_two_requests_of_one_new_conversation_at_once_make_one_session_and_go_one_after_the_other(setup, wire, hub):
+    wire.reply(PATH, json_body=completion(text="one", n=1), delay=0.5)
+    wire.reply(PATH, json_body=completion(text="two", n=2))
+    gateway = client(hub, setup.openai_key)
+    messages = [{"role": "user", "content": "Say hello"}]
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda _: gateway.chat.completions.create(model="m", messages=messages), range(2)))
+    assert sorted(a.choices[0].message.content for a in answers) == ["one", "two"]
+    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
+    assert GatewayConversation.objects.get().requests == 2
+    # The second was served after the first committed: nothing new, the same request again.
+    first, second = sent(wire)
+    assert first["messages"] == second["messages"] == [{"role": "user", "content": "Say hello"}]
     assert ProviderCall.objects.filter(session=session).count() == 2
