@@ -314,7 +314,10 @@ def attention_mark(session: Session) -> bool:
     reads what they wrote), the next free worker takes it before the rest of the queue
     and running slices yield to it (agents.dispatch). The first wait's time is kept."""
     now = timezone.now()
-    return bool(Session.objects.filter(not_held(now), pk=session.pk, attention_at__isnull=True).exclude(
+    # Only the hub's own sessions wait for a worker; one driven through the gateway
+    # endpoint is also row-locked for as long as its client's request runs upstream.
+    return bool(Session.objects.filter(not_held(now), pk=session.pk, attention_at__isnull=True,
+                                       origin=Session.Origin.HUB).exclude(
         state__in=states.TERMINAL | {states.NEEDS_MERGE}).update(attention_at=now))
 
 

@@ -76,8 +76,10 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     failure: WireError | None = None
     with transaction.atomic():
         talk = _conversation_locked(key, conversation, request)
-        session = Session.objects.select_for_update().select_related("task", "task__room", "agent").defer(
-            "gateway_state").get(pk=talk.session_id)
+        # The session's row alone (not its task's, room's or agent's, which other
+        # conversations share), and no key lock: a steer's message still refers to it.
+        session = Session.objects.select_for_update(no_key=True, of=("self",)).select_related(
+            "task", "task__room", "agent").defer("gateway_state").get(pk=talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request)
@@ -90,7 +92,8 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
 def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
     """The conversation's row, locked; made with its task and session on its first
     request (two first requests at once: one makes it, the other waits for its lock)."""
-    talk = GatewayConversation.objects.select_for_update().filter(key=key, conversation=conversation).first()
+    talk = GatewayConversation.objects.select_for_update(no_key=True).filter(key=key,
+                                                                            conversation=conversation).first()
     if talk is not None:
         return talk
     try:
@@ -98,7 +101,7 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
             talk = _conversation_open(key, conversation, request)
     except IntegrityError:
         pass
-    return GatewayConversation.objects.select_for_update().get(key=key, conversation=conversation)
+    return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
 
 
 def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:

@@ -7,6 +7,7 @@ upstream request, a cancel refuses the next one, an overflow gets one folded ret
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
@@ -295,3 +296,24 @@ def test_two_requests_of_one_new_conversation_at_once_make_one_session_and_go_on
     first, second = sent(wire)
     assert first["messages"] == second["messages"] == [{"role": "user", "content": "Say hello"}]
     assert ProviderCall.objects.filter(session=session).count() == 2
+
+
+def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_with_the_next(setup, wire, hub, owner):
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=2), delay=3)
+    wire.reply(PATH, json_body=completion(text="ok", n=3))
+    agent = Agent(client(hub, setup.openai_key), "Fix geo.py")
+    first = agent.step()
+    agent.result(first.tool_calls[0].id, FILE)
+    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(agent.step)
+        while len(sent(wire)) < 2:
+            time.sleep(0.05)
+        started = time.monotonic()
+        session_steer(session=session, actor=owner, text="Keep the signature.")
+        assert time.monotonic() - started < 1.5  # the session's row lock does not hold people up
+        second = pending.result()
+    agent.result(second.tool_calls[0].id, FILE)
+    agent.step()
+    assert "Keep the signature." in sent(wire)[2]["messages"][-1]["content"]
