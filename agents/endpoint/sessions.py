@@ -8,7 +8,7 @@ times it out (agents.runtime.claims.WORKER_ORIGIN): its client's requests run it
 
 Each request runs ``proxied_turn`` in a worker thread, in one transaction holding the
 conversation's row lock (two requests of one conversation are served one after the
-other; the upstream call is made under it) and the session's: restore the gateway
+other; the upstream call is made under it): restore the gateway
 state, feed what is new, deliver the room's steers, let the gateway prepare the
 request, send it, record the calls and save the state, as a worker's unit does
 (agents/runtime/worker.py ``commit``).
@@ -76,10 +76,12 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     failure: WireError | None = None
     with transaction.atomic():
         talk = _conversation_locked(key, conversation, request)
-        # The session's row alone (not its task's, room's or agent's, which other
-        # conversations share), and no key lock: a steer's message still refers to it.
-        session = Session.objects.select_for_update(no_key=True, of=("self",)).select_related(
-            "task", "task__room", "agent").defer("gateway_state").get(pk=talk.session_id)
+        # Not locked: the conversation's lock already makes this request the session's
+        # only writer of its state and counts, and a lock held while the request is
+        # upstream would hold up a person who cancels or steers it (a cancel is seen
+        # by the next request).
+        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
+            pk=talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request)
@@ -150,7 +152,7 @@ def _context(session: Session, request: Request) -> tuple[SessionContext, StateJ
 
 
 def _unit(session: Session, talk: GatewayConversation, request: Request) -> tuple[ModelTurn | None, WireError | None]:
-    """One request as one unit of the session; called holding both row locks."""
+    """One request as one unit of the session; called holding the conversation's row lock."""
     ctx, journal = _context(session, request)
     events: list[tuple[str, dict[str, Any]]] = []
     taken = take(ctx, talk.digests, request)

@@ -317,3 +317,25 @@ def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_wit
     agent.result(second.tool_calls[0].id, FILE)
     agent.step()
     assert "Keep the signature." in sent(wire)[2]["messages"][-1]["content"]
+
+
+def test_a_cancel_while_a_request_is_upstream_ends_the_session_at_once_and_refuses_the_next(setup, wire, hub, owner):
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "util.py"}), n=2), delay=3)
+    agent = Agent(client(hub, setup.openai_key), "Fix geo.py")
+    first = agent.step()
+    agent.result(first.tool_calls[0].id, FILE)
+    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(agent.step)
+        while len(sent(wire)) < 2:
+            time.sleep(0.05)
+        started = time.monotonic()
+        session_cancel(session=session, actor=owner)
+        assert time.monotonic() - started < 1.5
+        second = pending.result()  # the request under way still gets its answer
+    session.refresh_from_db()
+    assert session.state == states.CANCELLED and session.tokens_input == 200
+    agent.result(second.tool_calls[0].id, "x = 1\n")
+    with pytest.raises(openai.ConflictError):
+        agent.step()
