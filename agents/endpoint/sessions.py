@@ -157,9 +157,10 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     events: list[tuple[str, dict[str, Any]]] = []
     taken = take(ctx, talk.digests, request)
     if taken.diverged_at is not None:
-        events.append(("segment.started", {"segment": ctx.segment, "step": ctx.step, "reason":
-                                           f"the client changed its history at message {taken.diverged_at}",
-                                           "prose": "client", "archived": ctx.obs_base}))
+        opened = ctx.segment_log[-1]
+        events.append(("segment.started", {"segment": ctx.segment, "step": ctx.step, "reason": opened["reason"],
+                                           "prose": "client", "archived": len(opened["archived"]), "sizes": {},
+                                           "handoff_bytes": 0, "handoff_tokens": 0, "handoff": ""}))
     for obs_id in taken.observations:
         obs = ctx.observation(obs_id)
         if obs is not None:

@@ -133,7 +133,7 @@ def test_a_conversation_with_tool_calls_is_one_session_with_its_ledger_and_a_not
 
 
 def test_a_history_the_client_changed_starts_a_new_segment_and_the_upstream_request_stays_well_formed(
-        setup, wire, hub):
+        setup, wire, hub, owner):
     wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
     wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=2))
     wire.reply(PATH, json_body=completion(text="ok", n=3))
@@ -156,6 +156,10 @@ def test_a_history_the_client_changed_starts_a_new_segment_and_the_upstream_requ
     assert last[4]["content"] == FILE  # the old segment's copy left with it: the text, not a note
     well_formed(last)
     assert Observation.objects.filter(session=session).count() == 2
+    pages = Client()
+    pages.force_login(owner)
+    page = pages.get(reverse("agents:session", args=[session.pk])).content.decode()
+    assert "segment 2 starts" in page and "prose from client; 1 result archived" in " ".join(page.split())
 
 
 def test_a_steer_reaches_the_next_upstream_request_and_a_cancel_refuses_the_one_after(setup, wire, hub, owner):
