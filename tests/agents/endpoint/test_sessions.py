@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents import dispatch
+from agents.endpoint.keys import gateway_key_create
 from agents.models import (
     AgentProfile,
     GatewayConversation,
@@ -32,6 +33,8 @@ from agents.services import session_cancel, session_retry, session_steer
 from agents.sweep import sessions_time_out
 from observations.models import Observation
 from rooms.errors import RoomError
+from tests.agents.providers.wire_server import RefusingEndpoint
+from tests.rooms.factories import make_agent, make_room
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -343,3 +346,19 @@ def test_a_cancel_while_a_request_is_upstream_ends_the_session_at_once_and_refus
     agent.result(second.tool_calls[0].id, "x = 1\n")
     with pytest.raises(openai.ConflictError):
         agent.step()
+
+
+def test_an_unreachable_upstream_is_a_502_in_the_clients_format_and_the_failed_call_is_on_the_ledger(owner, hub):
+    refusing = RefusingEndpoint()
+    try:
+        agent = make_agent("far", "openai:gpt-4.1", base_url=refusing.url + "/v1", api_key="sk-upstream-0002")
+        room = make_room(owner, agents=[agent])
+        key = gateway_key_create(room=room, actor=owner, agent_id=agent.pk, name="k").token
+        with pytest.raises(openai.APIStatusError) as failed:
+            Agent(client(hub, key), "Say hello").step()
+    finally:
+        refusing.close()
+    assert failed.value.status_code == 502 and failed.value.body["type"] == "api_error"
+    assert "sk-upstream-0002" not in failed.value.message
+    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
+    assert ProviderCall.objects.get(session=session).error
