@@ -15,6 +15,7 @@ from agents.models import (
     EvalBatch,
     EvalRun,
     EvalVerdict,
+    GatewayConversation,
     GatewayKey,
     ProviderCall,
     Review,
@@ -92,7 +93,7 @@ class SessionAdmin(admin.ModelAdmin):
         "id", "task", "room", "agent", "attempt", "state", "step", "tokens_input", "tokens_cached", "tokens_output",
         "duration", "created_at",
     ]
-    list_filter = ["state", "agent", ("task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_filter = ["state", "origin", "agent", ("task__room", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["task__title", "agent__name", "task__room__name", "reason", "branch", "lease_owner"]
     list_select_related = ["task", "task__room", "agent"]
     # The state machine, the workers and the runtime own every column (state, lease,
@@ -344,3 +345,20 @@ class GatewayKeyAdmin(admin.ModelAdmin):
         if revoked:
             self.message_user(request, "Revoked " + ", ".join(revoked) + ".", messages.SUCCESS)
 
+
+
+@admin.register(GatewayConversation)
+class GatewayConversationAdmin(admin.ModelAdmin):
+    """Which session a gateway client's conversation drives: made and updated by its
+    requests only (agents/endpoint/sessions.py), read here."""
+
+    list_display = ["conversation", "key", "session", "requests", "created_at", "updated_at"]
+    list_filter = [("key__room", admin.RelatedOnlyFieldListFilter), "created_at"]
+    search_fields = ["conversation", "key__name", "key__prefix"]
+    readonly_fields = _field_names(GatewayConversation)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: GatewayConversation | None = None) -> bool:
+        return False

@@ -45,9 +45,10 @@ def jobs_stop_on_commit(session_id: int) -> None:
 
 
 def claimable(now: datetime) -> Q:
-    """Sessions a worker may take: ``agents.runtime.claims.claimable`` as a filter."""
-    return Q(state__in=claims.CLAIMABLE_ALWAYS) | Q(state__in=claims.CLAIMABLE_UNLEASED) & (
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+    """Sessions a worker may take: ``agents.runtime.claims.claimable`` as a filter. A
+    session driven through the gateway endpoint is never a worker's."""
+    return (Q(state__in=claims.CLAIMABLE_ALWAYS) | Q(state__in=claims.CLAIMABLE_UNLEASED) & (
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))) & Q(origin=claims.WORKER_ORIGIN)
 
 
 def not_held(now: datetime) -> Q:

@@ -203,7 +203,14 @@ class Session(models.Model):
     # The state machine (names and allowed transitions) lives in agents.runtime.states.
     State = models.TextChoices("State", [(name.upper(), name) for name in states.TRANSITIONS])
 
+    class Origin(models.TextChoices):
+        HUB = "hub"  # run by the hub's workers
+        # An agent that runs elsewhere, through the gateway endpoint (agents/endpoint/):
+        # its requests drive it, so no worker claims it and the sweep never times it out.
+        ENDPOINT = "endpoint"
+
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="sessions")
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUB)
     agent = models.ForeignKey(AgentProfile, on_delete=models.PROTECT, related_name="sessions")
     # The agent's model when the session started: how long its sessions run is what a
     # fold's economics guess the work ahead from (selectors.session_lengths).
@@ -508,3 +515,24 @@ class GatewayKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…) in {self.room}"
+
+
+class GatewayConversation(models.Model):
+    """A stateless client's conversation through the gateway endpoint, and the session it
+    drives (agents/endpoint/conversation.py names it). ``digests`` are the client's
+    messages as its last answered request held them: what the next request is compared
+    with. Its row lock serialises two requests of one conversation."""
+
+    key = models.ForeignKey(GatewayKey, on_delete=models.CASCADE, related_name="conversations")
+    conversation = models.CharField(max_length=200)
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="gateway_conversation")
+    digests = models.JSONField(default=list, blank=True)
+    requests = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "conversation"], name="one_gateway_conversation")]
+
+    def __str__(self) -> str:
+        return f"{self.conversation[:24]} → session {self.session_id}"

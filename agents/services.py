@@ -263,6 +263,10 @@ def session_retry(*, session: Session, actor: AbstractBaseUser | None,
     task never run side by side.
     """
     locked = Session.objects.select_for_update().select_related("task", "agent").get(pk=session.pk)
+    if locked.origin == Session.Origin.ENDPOINT:
+        # Its agent runs elsewhere: a worker here has nothing to run it with.
+        raise RoomError("This session's agent runs elsewhere, through a gateway key; its client goes on by "
+                        "starting a new conversation.", code="invalid")
     if locked.state not in states.TERMINAL | {states.NEEDS_MERGE}:
         raise RoomError(f"Attempt {locked.attempt} is still {locked.state}; cancel it before retrying.",
                         code="active")
@@ -315,7 +319,10 @@ def attention_mark(session: Session) -> bool:
     reads what they wrote), the next free worker takes it before the rest of the queue
     and running slices yield to it (agents.dispatch). The first wait's time is kept."""
     now = timezone.now()
-    return bool(Session.objects.filter(not_held(now), pk=session.pk, attention_at__isnull=True).exclude(
+    # Only the hub's own sessions wait for a worker; one driven through the gateway
+    # endpoint is also row-locked for as long as its client's request runs upstream.
+    return bool(Session.objects.filter(not_held(now), pk=session.pk, attention_at__isnull=True,
+                                       origin=Session.Origin.HUB).exclude(
         state__in=states.TERMINAL | {states.NEEDS_MERGE}).update(attention_at=now))
 
 

@@ -137,7 +137,8 @@ def parked_sessions_wake(now: datetime) -> int:
 
 def sessions_time_out(now: datetime) -> int:
     """End every session past its time limit; its jobs are stopped after commit."""
-    active = Session.objects.filter(state__in=claims.TIMEABLE, started_at__isnull=False).select_related(
+    active = Session.objects.filter(state__in=claims.TIMEABLE, started_at__isnull=False,
+                                    origin=claims.WORKER_ORIGIN).select_related(
         "task").only("state", "started_at", "time_limit_seconds", "task__room").order_by("pk")
     timed_out = 0
     for session in active:

@@ -189,6 +189,10 @@ ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
 ATRIUM_JOB_SILENCE_SECONDS = envfloat("ATRIUM_JOB_SILENCE_SECONDS", "900")
 ATRIUM_APPROVAL_TIMEOUT_SECONDS = envint("ATRIUM_APPROVAL_TIMEOUT_SECONDS", "900")
 ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", "3600")
+# The gateway endpoint (agents/endpoint/) serves each client conversation as a session
+# of the room, its requests rewritten by the gateway; off, it only relays them upstream
+# (pass-through: the answer byte for byte, streamed as it arrives, no session).
+ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.

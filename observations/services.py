@@ -150,7 +150,8 @@ def _sync_segments(session, ctx: SessionContext) -> None:
     for record in ctx.segment_log:
         row = recorded.get(record["number"])
         if row is None:
-            handoff = next(e.text for e in ctx.entries if e.kind == "handoff")
+            # A segment a gateway client's changed history started has none.
+            handoff = next((e.text for e in ctx.entries if e.kind == "handoff"), "")
             Segment.objects.create(
                 session=session, number=record["number"], started_step=record["started_step"],
                 reason=record["reason"][:2000], prose_source=record["prose_source"], handoff=handoff,

@@ -105,10 +105,10 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -
     try:
         turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:
-        raise _provider_failure(exc) from None
+        raise provider_failure(exc) from None
     if body.get("stream") is True:
         events = translate.stream_events(fmt, turn, model=model)
-        return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=_replayed(events))
+        return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=replayed(events))
     return Relay(200, {"Content-Type": "application/json"},
                  content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
 
@@ -125,12 +125,12 @@ def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
             close()
 
 
-async def _replayed(events: list[bytes]) -> AsyncIterator[bytes]:
+async def replayed(events: list[bytes]) -> AsyncIterator[bytes]:
     for event in events:
         yield event
 
 
-def _provider_failure(exc: ProviderError) -> WireError:
+def provider_failure(exc: ProviderError) -> WireError:
     """A provider's classified failure, in the words of the client's format."""
     if isinstance(exc, ContextOverflow):
         return WireError(f"The request is longer than the model's context window: {exc.message}",

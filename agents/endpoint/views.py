@@ -10,12 +10,15 @@ bad key).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from functools import wraps
 from typing import Any
 
+from channels.db import DatabaseSyncToAsync
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.http import (
     HttpRequest,
@@ -26,12 +29,18 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.endpoint import upstream, wire
+from agents.endpoint import translate, upstream, wire
+from agents.endpoint.conversation import SESSION_HEADER, conversation_key
 from agents.endpoint.keys import gateway_key_lookup
+from agents.endpoint.sessions import proxied_turn
 from agents.endpoint.wire import Format, WireError
 from agents.models import GatewayKey
 
 log = logging.getLogger(__name__)
+
+# Its own thread (an upstream call must not hold up other requests) and a connection
+# closed when done, like every database call of a consumer.
+_proxied_turn = DatabaseSyncToAsync(proxied_turn, thread_sensitive=False)
 
 View = Callable[..., Awaitable[HttpResponse]]
 
@@ -133,7 +142,9 @@ def _body(request: HttpRequest) -> bytes:
 async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:
     endpoint = upstream.profile_endpoint(key.agent)
     started = time.monotonic()
-    if endpoint.kind == fmt:
+    if settings.ATRIUM_GATEWAY_SESSIONS:
+        answer = await _session_turn(request, key, fmt, body)
+    elif endpoint.kind == fmt:
         answer = await upstream.relay(endpoint, fmt, body, request.headers)
     else:
         answer = await upstream.translated(key.agent, fmt, body)
@@ -148,6 +159,22 @@ async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[
     for name, value in answer.headers.items():
         response[name] = value
     return response
+
+
+async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format,
+                        body: dict[str, Any]) -> upstream.Relay:
+    """The request as one unit of its conversation's session (``sessions.proxied_turn``,
+    in a worker thread with its own connection), the turn in the client's format: what
+    the gateway sent upstream is its own; the client keeps its history as it wrote it."""
+    model = key.agent.model.partition(":")[2]
+    neutral = translate.request_from(fmt, body, model=model)
+    conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER))
+    turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
+    if body.get("stream") is True:
+        return upstream.Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"},
+                              stream=upstream.replayed(translate.stream_events(fmt, turn, model=model)))
+    return upstream.Relay(200, {"Content-Type": "application/json"},
+                          content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
 
 
 @csrf_exempt

@@ -15,6 +15,9 @@ from agents.runtime import states
 # (a turn given back at the end of a slice, a worker that died).
 CLAIMABLE_ALWAYS = frozenset({states.QUEUED})
 CLAIMABLE_UNLEASED = frozenset({states.RUNNING})
+# Only the hub's own sessions are claimed or timed out; one driven through the gateway
+# endpoint (Session.origin "endpoint") runs when its client sends a request.
+WORKER_ORIGIN = "hub"
 
 # The states a session can time out of: derived from the state machine, so a new state
 # that may time out is swept without a second list to update.

@@ -356,3 +356,41 @@ def _message_label(kind: str) -> str:
     return {"steer": "a person's steer", "chat": "a person in the room chat", "agent": "another agent's post",
             "task": "the task",
             "job": "a job's result", "nudge": "a nudge", "verify": "the room's check"}.get(kind, "a message")
+
+
+def restart_segment(ctx: SessionContext, *, reason: str) -> SegmentRecord:
+    """Close the current segment and open an empty one, with no handoff: the caller fills
+    it with a history it was given whole (a gateway client that edited or compacted its
+    own history). Every observation is archived, so the store keeps it for recall and
+    nothing of the old segment's ledger gives a note against text no longer sent."""
+    history = ctx.observations
+    for obs in history:
+        obs.state = ObsState.ARCHIVED
+    ctx.obs_base += len(history)
+    ctx.payload_base += len(ctx.payloads)
+    ctx.entries, ctx._rendered, ctx._tokens = [], [], []
+    ctx.observations, ctx.payloads, ctx._payloads_by_entry = [], [], {}
+    ctx.ledger = ReadLedger()
+    ctx._intent_updates = []
+    ctx.estimate = ctx.header_tokens
+    ctx._evictable_gain = ctx._receipted_gain = 0
+    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
+    ctx.intent_text = ctx.intent_file_text
+    if ctx.intent_text:
+        ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
+    ctx.epoch += 1
+    ctx.segment += 1
+    ctx.segment_started_step = ctx.step
+    ctx.segment_requested = ""
+    ctx.held_since_fold = 0
+    ctx.postponements = 0
+    ctx._anchor_reported = None
+    ctx._stable_prefix_end = len(ctx._rendered) - 1
+    ctx._last_sent_len = 0
+    record = SegmentRecord(
+        number=ctx.segment, started_step=ctx.step, reason=reason, prose_source="client", handoff_sizes={},
+        handoff_bytes=0, handoff_tokens=0, carried_messages=0, archived=[obs.obs_id for obs in history],
+        too_large=[],
+    )
+    ctx.segment_log.append(record.to_json())
+    return record

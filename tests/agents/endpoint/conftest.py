@@ -59,6 +59,17 @@ def hub(transactional_db, tmp_path) -> Iterator[DaphneServer]:
         server.hub_process.stop()
 
 
+@pytest.fixture
+def relay_hub(transactional_db, tmp_path, settings) -> Iterator[DaphneServer]:
+    """The hub with its gateway sessions off: the endpoint only relays (pass-through)."""
+    settings.ATRIUM_GATEWAY_SESSIONS = False
+    server = start_daphne(tmp_path / "daphne.log", ATRIUM_GATEWAY_SESSIONS="False")
+    try:
+        yield server
+    finally:
+        server.hub_process.stop()
+
+
 def sse(events: list[tuple[str | None, object]]) -> str:
     """A server-sent event stream: ``(event name or None, data)``; data ``"[DONE]"`` as is."""
     out = []

@@ -22,6 +22,12 @@ from tests.rooms.factories import make_agent, make_room, make_user
 HI = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
 
 
+@pytest.fixture(autouse=True)
+def relay_only(settings):
+    """These failures are the relay's (pass-through); the sessions' are in test_sessions."""
+    settings.ATRIUM_GATEWAY_SESSIONS = False
+
+
 @pytest.fixture
 def refusing():
     endpoint = RefusingEndpoint()

@@ -1,4 +1,5 @@
-"""The official SDKs, pointed at the hub under a real Daphne, get what the upstream
+"""The official SDKs, pointed at the hub under a real Daphne with its gateway sessions
+off (pass-through, ``ATRIUM_GATEWAY_SESSIONS``), get what the upstream
 (the local wire-protocol server) answered: streamed and not, with tool calls, and its
 rate limits and 5xx with their retry headers. The client's gateway key never goes
 upstream; the profile's model and key do."""
@@ -28,8 +29,8 @@ TOOLS_ANTHROPIC = [{"name": "shell", "description": "Run a command.",
                     "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
 
 
-def test_the_openai_sdk_lists_the_model_and_calls_tools_streamed_and_not(setup, wire, hub):
-    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+def test_the_openai_sdk_lists_the_model_and_calls_tools_streamed_and_not(setup, wire, relay_hub):
+    client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
     assert [m.id for m in client.models.list()] == ["gpt-4.1"]
 
     wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"),
@@ -62,8 +63,8 @@ def test_the_openai_sdk_lists_the_model_and_calls_tools_streamed_and_not(setup, 
     assert wire.requests_to("/v1/chat/completions")[-1].json["stream"] is True
 
 
-def test_the_anthropic_sdk_calls_tools_streamed_and_not(setup, wire, hub):
-    client = anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key, max_retries=0)
+def test_the_anthropic_sdk_calls_tools_streamed_and_not(setup, wire, relay_hub):
+    client = anthropic.Anthropic(base_url=relay_hub.url, api_key=setup.anthropic_key, max_retries=0)
     assert [m.id for m in client.models.list()] == ["claude-sonnet-5"]
 
     wire.reply("/v1/messages", json_body=load_fixture("anthropic_message_tool_use.json"))
@@ -90,8 +91,8 @@ def test_the_anthropic_sdk_calls_tools_streamed_and_not(setup, wire, hub):
     assert final.stop_reason == "tool_use"
 
 
-def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(setup, wire, hub):
-    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(setup, wire, relay_hub):
+    client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
     wire.reply("/v1/chat/completions", status=429,
                json_body={"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
                headers={"retry-after": "7", "x-ratelimit-remaining-requests": "0"})
@@ -101,7 +102,7 @@ def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(s
     assert caught.value.response.headers["x-ratelimit-remaining-requests"] == "0"
     assert caught.value.code == "rate_limit_exceeded"
 
-    claude = anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key, max_retries=0)
+    claude = anthropic.Anthropic(base_url=relay_hub.url, api_key=setup.anthropic_key, max_retries=0)
     wire.reply("/v1/messages", status=529, json_body={"type": "error", "error": {"type": "overloaded_error",
                                                                                  "message": "Overloaded"}},
                headers={"retry-after": "3"})
@@ -126,8 +127,8 @@ def test_rate_limits_and_upstream_errors_pass_through_with_their_retry_headers(s
     assert down.value.status_code == 503
 
 
-def test_an_openai_client_reaches_an_anthropic_agent_through_translation(setup, wire, hub):
-    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.anthropic_key, max_retries=0)
+def test_an_openai_client_reaches_an_anthropic_agent_through_translation(setup, wire, relay_hub):
+    client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.anthropic_key, max_retries=0)
     history = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "run the tests"},
@@ -177,8 +178,8 @@ def test_an_openai_client_reaches_an_anthropic_agent_through_translation(setup, 
     assert overflow.value.code == "context_length_exceeded"
 
 
-def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, wire, hub):
-    client = anthropic.Anthropic(base_url=hub.url, api_key=setup.openai_key, max_retries=0)
+def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, wire, relay_hub):
+    client = anthropic.Anthropic(base_url=relay_hub.url, api_key=setup.openai_key, max_retries=0)
     messages = [
         {"role": "user", "content": "fix it"},
         {"role": "assistant", "content": [{"type": "text", "text": "Reading."},
@@ -213,11 +214,11 @@ def test_an_anthropic_client_reaches_an_openai_agent_through_translation(setup, 
     assert len(wire.requests_to("/v1/chat/completions")) == 2
 
 
-def test_a_stream_reaches_the_client_as_the_upstream_sends_it_not_when_it_ends(setup, wire, hub):
+def test_a_stream_reaches_the_client_as_the_upstream_sends_it_not_when_it_ends(setup, wire, relay_hub):
     events = openai_tool_call_stream().split("\n\n")[:-1]
     first, rest = "\n\n".join(events[:2]) + "\n\n", "\n\n".join(events[2:]) + "\n\n"
     wire.stream("/v1/chat/completions", [(0.0, first), (2.5, rest)])
-    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
     arrivals = []
     for chunk in client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True):
         arrivals.append((time.monotonic(), chunk))
@@ -226,9 +227,9 @@ def test_a_stream_reaches_the_client_as_the_upstream_sends_it_not_when_it_ends(s
     assert "".join(c.choices[0].delta.content or "" for _, c in arrivals if c.choices) == "Reading the test."
 
 
-def test_a_long_history_passes_beyond_djangos_form_data_limit(setup, wire, hub):
+def test_a_long_history_passes_beyond_djangos_form_data_limit(setup, wire, relay_hub):
     text = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1024)
     wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"))
-    client = openai.OpenAI(base_url=hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
+    client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
     assert wire.requests_to("/v1/chat/completions")[-1].json["messages"][0]["content"] == text

@@ -1,0 +1,237 @@
+"""A client's conversation through the gateway endpoint as a real Session: the database
+side of the proxied sessions (the decisions are ``feed``'s, plain Python).
+
+The first request of a conversation makes a Task (its objective: the first user
+message) and a Session of the key's agent with ``origin`` "endpoint", so the room lists
+it with its ledger, accounting and live log; no worker claims it and the sweep never
+times it out (agents.runtime.claims.WORKER_ORIGIN): its client's requests run it.
+
+Each request runs ``proxied_turn`` in a worker thread, in one transaction holding the
+conversation's row lock (two requests of one conversation are served one after the
+other; the upstream call is made under it): restore the gateway
+state, feed what is new, deliver the room's steers, let the gateway prepare the
+request, send it, record the calls and save the state, as a worker's unit does
+(agents/runtime/worker.py ``commit``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agents.endpoint.conversation import message_digests
+from agents.endpoint.feed import Exchange, take
+from agents.endpoint.upstream import provider_failure
+from agents.endpoint.wire import WireError
+from agents.events import session_event_append
+from agents.models import GatewayConversation, GatewayKey, Session, Task
+from agents.providers import Completion, ContextOverflow, ProviderError, RetryPolicy, provider_for
+from agents.runtime import inputs, states
+from agents.selectors import session_lengths
+from agents.services import provider_call_record
+from observations.blobs import blob_texts
+from observations.gateway.budget import Budget
+from observations.gateway.context import ContextTooLarge, SessionContext
+from observations.gateway.economics import CacheEconomics, LengthPrior
+from observations.gateway.journal import StateJournal
+from observations.gateway.messages import ModelTurn, Request
+from observations.gateway.state import load_state
+from observations.history import history_record
+from observations.services import calibration_load, calibration_save, observations_sync
+from observations.state_store import gateway_state_read, gateway_state_save
+from rooms.models import Message
+from rooms.services import message_mark_delivered
+
+log = logging.getLogger(__name__)
+
+TITLE_MAX = 80
+OBJECTIVE_MAX = 4000
+
+
+@dataclass
+class _Host:
+    """What ``feed.Exchange`` and the segment starter call: the profile's provider (no
+    retries of ours: the client's SDK retries as it would against the provider), and
+    the events for the session's live log, appended when the unit commits."""
+
+    provider: Any
+    events: list[tuple[str, dict[str, Any]]]
+
+    def call_model(self, request: Request) -> Completion:
+        return self.provider.call(request)
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self.events.append((kind, payload))
+
+
+def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> ModelTurn:
+    """The answer to one request of ``conversation``; raises WireError for what the
+    client must hear instead (its session cancelled, a context that does not fit, the
+    upstream's refusal), after the calls made and the state are saved."""
+    failure: WireError | None = None
+    with transaction.atomic():
+        talk = _conversation_locked(key, conversation, request)
+        # Not locked: the conversation's lock already makes this request the session's
+        # only writer of its state and counts, and a lock held while the request is
+        # upstream would hold up a person who cancels or steers it (a cancel is seen
+        # by the next request).
+        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
+            pk=talk.session_id)
+        if session.state != states.RUNNING:
+            raise _ended(session)
+        turn, failure = _unit(session, talk, request)
+    if failure is not None:
+        raise failure
+    assert turn is not None
+    return turn
+
+
+def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
+    """The conversation's row, locked; made with its task and session on its first
+    request (two first requests at once: one makes it, the other waits for its lock)."""
+    talk = GatewayConversation.objects.select_for_update(no_key=True).filter(key=key,
+                                                                            conversation=conversation).first()
+    if talk is not None:
+        return talk
+    try:
+        with transaction.atomic():
+            talk = _conversation_open(key, conversation, request)
+    except IntegrityError:
+        pass
+    return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
+
+
+def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
+    agent = key.agent
+    first = next((m.text for m in request.messages if m.role == "user" and m.text.strip()), "")
+    objective = (first.strip() or "(a conversation through the gateway endpoint)")[:OBJECTIVE_MAX]
+    title = " ".join(objective.split())
+    title = title if len(title) <= TITLE_MAX else title[:TITLE_MAX - 1] + "…"
+    task = Task.objects.create(room_id=key.room_id, title=title, objective=objective, created_by=key.created_by)
+    now = timezone.now()
+    session = Session.objects.create(
+        task=task, agent=agent, model=agent.model, origin=Session.Origin.ENDPOINT, state=states.RUNNING,
+        started_at=now, created_by=key.created_by, time_limit_seconds=settings.ATRIUM_SESSION_TIME_LIMIT_SECONDS,
+    )
+    session_event_append(session, "session.state_changed", {"state": states.RUNNING, "attempt": 1,
+                                                            "retry_of": None, "via": f"gateway key {key.name}"})
+    return GatewayConversation.objects.create(key=key, conversation=conversation, session=session)
+
+
+def _ended(session: Session) -> WireError:
+    why = f" ({session.reason})" if session.reason else ""
+    word = "cancelled" if session.state == states.CANCELLED else f"ended ({session.state})"
+    return WireError(f"This conversation's session {session.pk} was {word} in the room{why}. Start a new "
+                     "conversation (or send a new X-Atrium-Session) to go on.", status=409,
+                     kind="invalid_request_error", code="session_ended")
+
+
+def _context(session: Session, request: Request) -> tuple[SessionContext, StateJournal]:
+    """The session's gateway state as the last request left it (as the worker restores
+    it), under the client's current system prompt and tools."""
+    agent = session.agent
+    common: dict[str, Any] = {
+        "model": agent.model, "system_prompt": request.system, "tools": request.tools,
+        "budget": Budget(window=agent.context_window, output_budget=agent.output_budget,
+                         **settings.ATRIUM_FOLD_OVERRIDES),
+        "policy": agent.eviction_policy, "calibration": calibration_load(agent.model),
+        "economics": CacheEconomics.of(agent.price_for(agent.model)),
+        "length_prior": LengthPrior.of(session_lengths(agent, session.model or agent.model)),
+    }
+    stored = gateway_state_read(session)
+    if stored is None:
+        return SessionContext(**common), StateJournal()
+    shas = {o["source"]["sha256"] for o in stored.state["observations"]}
+    ctx = load_state(stored.state, texts=blob_texts(shas), **common)
+    return ctx, stored.journal_for(ctx)
+
+
+def _unit(session: Session, talk: GatewayConversation, request: Request) -> tuple[ModelTurn | None, WireError | None]:
+    """One request as one unit of the session; called holding the conversation's row lock."""
+    ctx, journal = _context(session, request)
+    events: list[tuple[str, dict[str, Any]]] = []
+    taken = take(ctx, talk.digests, request)
+    if taken.diverged_at is not None:
+        opened = ctx.segment_log[-1]
+        events.append(("segment.started", {"segment": ctx.segment, "step": ctx.step, "reason": opened["reason"],
+                                           "prose": "client", "archived": len(opened["archived"]), "sizes": {},
+                                           "handoff_bytes": 0, "handoff_tokens": 0, "handoff": ""}))
+    for obs_id in taken.observations:
+        obs = ctx.observation(obs_id)
+        if obs is not None:
+            events.append(("tool.result", {"step": ctx.step, "call_id": obs.call_id, "tool": obs.source.tool,
+                                           "purpose": obs.source.purpose, "is_error": False,
+                                           "served": "note" if obs.alias_of is not None else "text",
+                                           "tokens": obs.source.tokens, "preview": obs.source.text[:400]}))
+    steers = [m for m in inputs.pending_inputs(session, chat_after=0) if m.kind == "steer"]
+    for steer in steers:
+        decision = ctx.add_person(kind="steer", author=steer.author, text=steer.text, replaces=steer.replaces)
+        events.append(("input.delivered", {"message_id": steer.id, "kind": "steer", "author": steer.author,
+                                           "decision": decision.label, "replaces": list(steer.replaces)}))
+    agent = session.agent
+    provider = provider_for(agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
+                            policy=RetryPolicy(max_attempts=1))
+    exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens,
+                        person_waiting=bool(steers))
+    turn: ModelTurn | None = None
+    failure: WireError | None = None
+    try:
+        completion = exchange.run()
+        turn = completion.turn
+        record = completion.record
+        events.append(("model.reply", {
+            "step": ctx.step + 1, "text": turn.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
+            "input_tokens": record.input_tokens, "cached_input_tokens": record.cached_input_tokens,
+            "output_tokens": record.output_tokens, "model": record.model,
+        }))
+    except ContextTooLarge as exc:
+        failure = WireError(f"The request is longer than the model's context window, even folded: {exc}",
+                            code="context_length_exceeded")
+    except ContextOverflow as exc:
+        failure = WireError(f"The request is longer than the model's context window: {exc.message}",
+                            code="context_length_exceeded")
+    except ProviderError as exc:
+        failure = provider_failure(exc)
+    finally:
+        provider.close()
+    if taken.closed is not None:
+        history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
+    _save(session, talk, request, ctx, journal, exchange, events, delivered=[s.id for s in steers])
+    return turn, failure
+
+
+def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,
+          journal: StateJournal, exchange: Exchange, events: list[tuple[str, dict[str, Any]]],
+          *, delivered: list[int]) -> None:
+    """The unit's records, as a worker's commit writes them; the client's history as
+    this request held it, for the next one to be compared with."""
+    saved = journal.record(ctx)
+    gateway_state_save(session=session, record=saved)
+    fields = ["step", "tokens_input", "tokens_cached", "tokens_output"]
+    if saved.decisions_changed:
+        session.decisions = ctx.decisions.to_json()
+        fields.append("decisions")
+    session.step = ctx.step
+    for record in exchange.records:
+        session.tokens_input += record.input_tokens
+        session.tokens_cached += record.cached_input_tokens
+        session.tokens_output += record.output_tokens
+        provider_call_record(session=session, step=ctx.step, record=record)
+    session.save(update_fields=fields)
+    observations_sync(session=session, ctx=ctx, touched=saved.touched)
+    if (closed := exchange.segments.take_closed()) is not None:
+        history_record(session=session, segment=closed[0], items=closed[1])
+    calibration_save(ctx.calibration)
+    for message in Message.objects.filter(pk__in=delivered):
+        message_mark_delivered(message=message, session=session)
+    for kind, payload in events:
+        session_event_append(session, kind, payload)
+    talk.digests = message_digests(request.messages)
+    talk.requests += 1
+    talk.save(update_fields=["digests", "requests", "updated_at"])
