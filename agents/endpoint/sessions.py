@@ -26,11 +26,11 @@ from django.utils import timezone
 
 from agents.endpoint.conversation import message_digests
 from agents.endpoint.feed import Exchange, take
-from agents.endpoint.upstream import provider_failure
+from agents.endpoint.upstream import profile_endpoint, provider_failure
 from agents.endpoint.wire import WireError
 from agents.events import session_event_append
 from agents.models import GatewayConversation, GatewayKey, Session, Task
-from agents.providers import Completion, ContextOverflow, ProviderError, RetryPolicy, provider_for
+from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.runtime import inputs, states
 from agents.selectors import session_lengths
 from agents.services import provider_call_record
@@ -193,11 +193,8 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     except ContextTooLarge as exc:
         failure = WireError(f"The request is longer than the model's context window, even folded: {exc}",
                             code="context_length_exceeded")
-    except ContextOverflow as exc:
-        failure = WireError(f"The request is longer than the model's context window: {exc.message}",
-                            code="context_length_exceeded")
-    except ProviderError as exc:
-        failure = provider_failure(exc)
+    except ProviderError as exc:  # an overflow after the folded retry too
+        failure = provider_failure(exc, trusted=profile_endpoint(agent).trusted)
     finally:
         provider.close()
     if taken.closed is not None:

@@ -105,7 +105,7 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -
     try:
         turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:
-        raise provider_failure(exc) from None
+        raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
     if body.get("stream") is True:
         events = translate.stream_events(fmt, turn, model=model)
         return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=replayed(events))
@@ -130,20 +130,24 @@ async def replayed(events: list[bytes]) -> AsyncIterator[bytes]:
         yield event
 
 
-def provider_failure(exc: ProviderError) -> WireError:
-    """A provider's classified failure, in the words of the client's format."""
+def provider_failure(exc: ProviderError, *, trusted: bool) -> WireError:
+    """A provider's classified failure, in the words of the client's format. From a
+    profile's own base URL (not ``trusted``) only the status and the kind of failure are
+    said, never the upstream's words, which could be another service's page."""
+    said = exc.message if trusted else f"the agent's upstream answered {exc.status or 'nothing usable'}"
     if isinstance(exc, ContextOverflow):
-        return WireError(f"The request is longer than the model's context window: {exc.message}",
+        return WireError(f"The request is longer than the model's context window: {said}",
                          code="context_length_exceeded")
     if isinstance(exc, Transient):
         status = exc.status or 504
         kind = "rate_limit_error" if status == 429 else "overloaded_error" if status == 529 else "api_error"
-        error = WireError(exc.message, status=status, kind=kind)
+        error = WireError(said, status=status, kind=kind)
         error.retry_after = exc.retry_after
         return error
     if isinstance(exc, ConnectionFailed) or exc.status in (401, 403) or exc.status is None:
-        return WireError(exc.message, status=502, kind="api_error")
-    return WireError(exc.message, status=exc.status if 400 <= exc.status < 500 else 502,
+        return WireError(exc.message if trusted or isinstance(exc, ConnectionFailed) else said, status=502,
+                         kind="api_error")
+    return WireError(said, status=exc.status if 400 <= exc.status < 500 else 502,
                      kind="invalid_request_error" if exc.status < 500 else "api_error")
 
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0011_issue16_gateway_keys'),
+        ('agents', '0012_issue17_reviews'),
     ]
 
     operations = [
