@@ -65,9 +65,8 @@ from observations.services import calibration_load, calibration_save, observatio
 from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
 from rooms.repository.activity import branch_tip
-from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read, intent_relpath
-from rooms.repository.worktrees import Worktree, worktree_create, worktree_remove
+from rooms.repository.worktrees import Worktree, worktree_create
 from rooms.services import message_mark_delivered, message_post
 
 log = logging.getLogger(__name__)
@@ -373,20 +372,8 @@ class SessionRunner:
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
-            if result.outcome is Outcome.SUCCEEDED and self.reviewed is None:  # a reviewer's is the author's
-                transaction.on_commit(self._remove_worktree)
             return False
         return True
-
-    def _remove_worktree(self) -> None:
-        """A merged session's checkout has nothing left to show (its branch stays): git's
-        worktree commands, run under the room's lock at every claim, slow down with every
-        worktree a room keeps. A failed or unmerged one stays for people to look at."""
-        try:
-            worktree_remove(worktree=self.worktree)
-        except (GitError, OSError):
-            log.warning("could not remove the worktree %s", self.worktree.path, exc_info=True)
-
 
     def _commit_review(self, session: Session, result: UnitResult) -> None:
         """A round opened by this author, or this reviewer's verdict, in the unit's transaction."""
