@@ -81,7 +81,9 @@ def review_open(*, session: Session, round_number: int, brief: str) -> Review:
     if not created:
         return review
     reviewer = room_reviewer(session.task.room_id)
-    if reviewer is None:  # unassigned meanwhile: people decide the round
+    if reviewer is None or reviewer.pk == session.agent_id:
+        # Unassigned meanwhile, or the reviewer's own work (it would approve itself, in a
+        # second session at the task): people decide the round.
         return review
     last = (Review.objects.filter(session=session, reviewer_session__isnull=False).exclude(pk=review.pk)
             .select_related("reviewer_session", "reviewer_session__task").order_by("-round").first())
@@ -120,6 +122,8 @@ def review_agent_decide(*, reviewer_session: Session, round_number: int, decisio
     if review is None or decision not in reviews.DECISIONS:
         return False
     state = reviews.verdict_state(decision)
+    # The author's row first, as review_override takes them: the other order deadlocks.
+    Session.objects.select_for_update().filter(pk=review.session_id).first()
     if not Review.objects.filter(pk=review.pk, state=Review.State.PENDING).update(
             state=state, reasons=reasons, decided_at=timezone.now()):
         return False

@@ -15,6 +15,7 @@ from agents.models import (
     AgentProfile,
     Approval,
     ProviderCall,
+    Review,
     RoomAgent,
     Session,
     SessionEvent,
@@ -250,7 +251,9 @@ def session_files_touched(session: Session) -> list[str]:
 
 def room_open_tasks(room_id: int) -> list[Task]:
     """The room's tasks that no session has finished yet (none succeeded), oldest first."""
-    done = Session.objects.filter(task=OuterRef("pk"), state=states.SUCCEEDED)
+    # A reviewer's session "succeeds" with its verdict, whatever became of the work.
+    reviewing = Review.objects.filter(reviewer_session=OuterRef("pk"))
+    done = Session.objects.filter(task=OuterRef("pk"), state=states.SUCCEEDED).exclude(Exists(reviewing))
     return list(Task.objects.filter(room_id=room_id).exclude(Exists(done)).order_by("created_at", "pk"))
 
 

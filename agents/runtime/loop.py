@@ -471,6 +471,8 @@ class StepLoop:
                                                           f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
         state.merge_rounds += 1
         state.verify_rounds = 0
+        if state.review_approved:  # the resolution is new code: a new round reviews it
+            state.review_approved, state.review_stale_round = False, state.review_round
         self.ctx.add_user(report, kind="merge")
         self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
         return UnitResult(Outcome.CONTINUE)
@@ -482,7 +484,7 @@ class StepLoop:
         "approve anyway" of requested changes) or the room has no reviewer. The session
         parks until the round is decided."""
         state, host = self.state, self.host
-        if state.review_round and not state.review_approved:
+        if state.review_round > state.review_stale_round and not state.review_approved:
             # A person may have approved the last round's requested changes anyway.
             last = host.review_verdict(state.review_round)
             state.review_approved = last is not None and last.state == reviews.APPROVED

@@ -41,6 +41,8 @@ class RuntimeState:
     # and whether a round approved it (agents/runtime/reviews.py).
     review_round: int = 0
     review_approved: bool = False
+    # A conflict resolved after round n was approved: that approval no longer covers the code.
+    review_stale_round: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

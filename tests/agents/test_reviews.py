@@ -124,3 +124,17 @@ def test_the_session_page_decides_a_round_with_htmx_and_shows_it(room_with_revie
     assert "Changes requested: the session gets your words" in html and "Name it mean." in html
     # Decided: people may still approve its requested changes anyway, not request changes again.
     assert "Approve anyway" in html and 'value="request_changes"' not in html
+
+
+def test_the_reviewers_own_work_is_left_to_people_and_its_verdict_closes_no_task(room_with_review):
+    from agents.selectors import room_open_tasks
+
+    owner, _viewer, author, critic = room_with_review
+    own = Session.objects.create(task=author.task, agent=critic, attempt=1, state=states.WAITING)
+    round_ = review_open(session=own, round_number=1, brief="its own diff")
+    assert round_.reviewer_session is None and round_.state == Review.State.PENDING  # no self-approval
+
+    reviewer = review_open(session=author, round_number=1, brief="diff").reviewer_session
+    Session.objects.filter(pk=reviewer.pk).update(state=states.SUCCEEDED)  # it approved and ended
+    Session.objects.filter(pk=author.pk).update(state=states.FAILED)  # the work never merged
+    assert author.task in room_open_tasks(author.task.room_id)

@@ -119,14 +119,16 @@ def test_a_persons_requested_changes_are_their_words_kept_as_a_decision():
                                 "reasons": "keep the old name for now"}) in host.events
 
 
-def test_a_conflict_handed_back_after_an_approval_merges_without_a_new_round():
+def test_a_conflict_resolved_after_an_approval_is_reviewed_again_before_it_merges():
     host = FakeHost(turns=[turn("done"), turn("resolved")], merges=[False, True], handback="resolve a.py",
                     review_on=True)
     loop, _ = run(host)
     host.verdicts[1] = approved(1)
     assert loop.advance().outcome is Outcome.CONTINUE  # the conflict goes back to it
     loop2, result = run(host, ctx=loop.ctx, state=loop.state)
-    assert result.outcome is Outcome.SUCCEEDED and host.reviews_opened == [1] and merges(host) == 2
+    assert result.outcome is Outcome.WAIT and host.reviews_opened == [1, 2] and merges(host) == 1
+    host.verdicts[2] = approved(2)
+    assert loop2.advance().outcome is Outcome.SUCCEEDED and merges(host) == 2
 
 
 # --- the reviewer's side --------------------------------------------------------------------
