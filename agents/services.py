@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from agents.dispatch import jobs_stop_on_commit, not_held, turn_send_on_commit
@@ -393,8 +393,12 @@ def agent_mentions_route(*, message: Message) -> None:
         receiver = room_agent.agent
         if not mentions(message.text, receiver.name):
             continue
+        # A reviewer works from the diff, the check and the intent: the session under its
+        # review does not get to talk to it.
+        reviewing_sender = Review.objects.filter(reviewer_session=OuterRef("pk"), session_id=message.session_id)
         sessions = list(Session.objects.without_state().filter(task__room=room, agent=receiver).exclude(
-            state__in=states.TERMINAL | {states.NEEDS_MERGE}).select_related("task").order_by("pk"))
+            state__in=states.TERMINAL | {states.NEEDS_MERGE}).exclude(Exists(reviewing_sender))
+            .select_related("task").order_by("pk"))
         # Judged before any row of this post exists: one post counts once for the pair.
         verdicts = []
         for session in sessions:

@@ -393,8 +393,12 @@ class SessionRunner:
 
 
 def _work_tools(allowed: list[str]) -> list[str] | None:
-    """A profile's tools for its own work: never the verdict, which only a review ends with."""
-    return [name for name in allowed if name not in registry.VERDICTS] or None
+    """A profile's tools for its own work (None: every one): never the verdict, which only
+    a review ends with. A list that named nothing else gets the read-only tools, not all."""
+    if not allowed:
+        return None
+    return ([name for name in allowed if name not in registry.VERDICTS]
+            or [name for name in registry.REVIEW_TOOLS if name not in registry.VERDICTS])
 
 
 def run_next() -> str:

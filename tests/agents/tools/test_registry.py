@@ -74,3 +74,11 @@ def test_lists_of_tools_elsewhere_name_only_registered_tools():
 
     assert set(SCENARIO_TOOLS) <= set(registry.NAMES)
     assert TOOL_NAMES == registry.NAMES
+
+
+def test_a_profile_that_names_only_the_verdict_gets_read_only_tools_not_every_tool():
+    from agents.runtime.worker import _work_tools
+
+    assert _work_tools([]) is None  # no list: every work tool
+    assert _work_tools(["review"]) == ["read_file", "list_files", "search", "recall"]
+    assert _work_tools(["shell", "review"]) == ["shell"]
