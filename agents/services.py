@@ -4,6 +4,7 @@ enqueues, broadcasts) leave the process only after commit."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 
@@ -34,7 +35,9 @@ from agents.runtime.doorbell import ring_on_commit
 from agents.runtime.mentions import MentionRules, judge_agent_mention, mentions
 from agents.selectors import agent_mention_history, session_decisions
 from observations.blobs import blob_put
+from observations.gateway.context import SessionContext
 from observations.gateway.messages import Usage
+from observations.services import observations_sync
 from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff, check_may_act
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Message, Room
@@ -599,6 +602,21 @@ def provider_call_record(*, session: Session, step: int, record: CallRecord) -> 
         prefix=record.prefix, cost_usd=cost, error=record.error or "", purpose=record.purpose,
         request_sha256=blob_put(record.request).sha256 if record.request else "",
     )
+
+
+def unit_records_save(*, session: Session, ctx: SessionContext, touched, fields: list[str],
+                      call_records: Iterable[CallRecord]) -> None:
+    """What every unit of a session writes, a worker's or the gateway endpoint's (in its
+    transaction): the step, the tokens and model calls, the session's ``fields``, and the
+    observation rows of what the unit ``touched`` (a StateJournal record's)."""
+    session.step = ctx.step
+    for record in call_records:
+        session.tokens_input += record.input_tokens
+        session.tokens_cached += record.cached_input_tokens
+        session.tokens_output += record.output_tokens
+        provider_call_record(session=session, step=ctx.step, record=record)
+    session.save(update_fields=fields)
+    observations_sync(session=session, ctx=ctx, touched=touched)
 
 
 def session_analysis_refresh(session: Session, *, loaded: bool = False) -> dict:

@@ -28,12 +28,12 @@ from agents.endpoint.conversation import message_digests
 from agents.endpoint.feed import Exchange, take
 from agents.endpoint.upstream import profile_endpoint, provider_failure
 from agents.endpoint.wire import WireError
-from agents.events import session_event_append
+from agents.events import session_event_append, session_events_append
 from agents.models import GatewayConversation, GatewayKey, Session, Task
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.runtime import inputs, states
 from agents.selectors import session_lengths
-from agents.services import provider_call_record
+from agents.services import unit_records_save
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import ContextTooLarge, SessionContext
@@ -42,7 +42,7 @@ from observations.gateway.journal import StateJournal
 from observations.gateway.messages import ModelTurn, Request
 from observations.gateway.state import load_state
 from observations.history import history_record
-from observations.services import calibration_load, calibration_save, observations_sync
+from observations.services import calibration_load, calibration_save
 from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
 from rooms.services import message_mark_delivered
@@ -214,21 +214,13 @@ def _save(session: Session, talk: GatewayConversation, request: Request, ctx: Se
     if saved.decisions_changed:
         session.decisions = ctx.decisions.to_json()
         fields.append("decisions")
-    session.step = ctx.step
-    for record in exchange.records:
-        session.tokens_input += record.input_tokens
-        session.tokens_cached += record.cached_input_tokens
-        session.tokens_output += record.output_tokens
-        provider_call_record(session=session, step=ctx.step, record=record)
-    session.save(update_fields=fields)
-    observations_sync(session=session, ctx=ctx, touched=saved.touched)
+    unit_records_save(session=session, ctx=ctx, touched=saved.touched, fields=fields, call_records=exchange.records)
     if (closed := exchange.segments.take_closed()) is not None:
         history_record(session=session, segment=closed[0], items=closed[1])
     calibration_save(ctx.calibration)
     for message in Message.objects.filter(pk__in=delivered):
         message_mark_delivered(message=message, session=session)
-    for kind, payload in events:
-        session_event_append(session, kind, payload)
+    session_events_append(session, events)
     talk.digests = message_digests(request.messages)
     talk.requests += 1
     talk.save(update_fields=["digests", "requests", "updated_at"])

@@ -47,10 +47,10 @@ from agents.services import (
     agent_mentions_mark_delivered,
     approval_request,
     enqueue_session,
-    provider_call_record,
     session_transition,
     session_wake,
     task_write_intent,
+    unit_records_save,
 )
 from agents.tools import registry
 from agents.tools.box import ToolBox
@@ -61,7 +61,7 @@ from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import Record, StateJournal
 from observations.gateway.state import load_state
 from observations.history import history_record
-from observations.services import calibration_load, calibration_save, observations_sync
+from observations.services import calibration_load, calibration_save
 from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
 from rooms.repository.activity import branch_tip
@@ -329,14 +329,8 @@ class SessionRunner:
         session = self._locked()
         ctx = self.ctx
         saved, fields = self._save_state(session)
-        session.step = ctx.step
-        for record in result.call_records:
-            session.tokens_input += record.input_tokens
-            session.tokens_cached += record.cached_input_tokens
-            session.tokens_output += record.output_tokens
-            provider_call_record(session=session, step=ctx.step, record=record)
-        session.save(update_fields=fields)
-        observations_sync(session=session, ctx=ctx, touched=saved.touched)
+        unit_records_save(session=session, ctx=ctx, touched=saved.touched, fields=fields,
+                          call_records=result.call_records)
         if result.closed_segment is not None:
             ended, history = result.closed_segment
             history_record(session=session, segment=ended, items=history)

@@ -215,16 +215,7 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
 
     ctx.obs_base = carried_obs[0].obs_id if carried_obs else ctx.obs_base + len(ctx.observations)
     ctx.payload_base = carried_payloads[0].pid if carried_payloads else ctx.payload_base + len(ctx.payloads)
-    ctx.entries, ctx._rendered, ctx._tokens = [], [], []
-    ctx.observations, ctx.payloads, ctx._payloads_by_entry = [], [], {}
-    ctx.ledger = ReadLedger()
-    ctx._intent_updates = []
-    ctx.estimate = ctx.header_tokens
-    ctx._evictable_gain = ctx._receipted_gain = 0
-    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
-    ctx.intent_text = ctx.intent_file_text
-    if ctx.intent_text:
-        ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
+    _emptied(ctx)
     ctx._append(Entry("handoff", text, step=ctx.step, pinned=True))
     for entry in tail:
         entry.meta = {"carried": True}  # recorded with the segment that ended; not again
@@ -243,15 +234,7 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
             ctx._payloads_by_entry[entry.meta["index"]] = list(carried_payloads)
 
     too_large = _fit(ctx)
-    ctx.epoch += 1
-    ctx.segment += 1
-    ctx.segment_started_step = ctx.step
-    ctx.segment_requested = ""
-    ctx.held_since_fold = 0
-    ctx.postponements = 0
-    ctx._anchor_reported = None
-    ctx._stable_prefix_end = len(ctx._rendered) - 1
-    ctx._last_sent_len = 0
+    _opened(ctx)
     record = SegmentRecord(
         number=ctx.segment, started_step=ctx.step, reason=handoff.reason, prose_source=handoff.prose_source,
         handoff_sizes=handoff.sizes(), handoff_bytes=len(text.encode()), handoff_tokens=estimate_tokens(text),
@@ -352,6 +335,33 @@ def closing_history(ctx: SessionContext) -> list[HistoryItem]:
     return items
 
 
+def _emptied(ctx: SessionContext) -> None:
+    """The context with nothing of the segment that ended: the intent alone."""
+    ctx.entries, ctx._rendered, ctx._tokens = [], [], []
+    ctx.observations, ctx.payloads, ctx._payloads_by_entry = [], [], {}
+    ctx.ledger = ReadLedger()
+    ctx._intent_updates = []
+    ctx.estimate = ctx.header_tokens
+    ctx._evictable_gain = ctx._receipted_gain = 0
+    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
+    ctx.intent_text = ctx.intent_file_text
+    if ctx.intent_text:
+        ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
+
+
+def _opened(ctx: SessionContext) -> None:
+    """The counters of a segment that starts now (a new epoch: the cache prefix is new)."""
+    ctx.epoch += 1
+    ctx.segment += 1
+    ctx.segment_started_step = ctx.step
+    ctx.segment_requested = ""
+    ctx.held_since_fold = 0
+    ctx.postponements = 0
+    ctx._anchor_reported = None
+    ctx._stable_prefix_end = len(ctx._rendered) - 1
+    ctx._last_sent_len = 0
+
+
 def _message_label(kind: str) -> str:
     return {"steer": "a person's steer", "chat": "a person in the room chat", "agent": "another agent's post",
             "task": "the task",
@@ -368,25 +378,8 @@ def restart_segment(ctx: SessionContext, *, reason: str) -> SegmentRecord:
         obs.state = ObsState.ARCHIVED
     ctx.obs_base += len(history)
     ctx.payload_base += len(ctx.payloads)
-    ctx.entries, ctx._rendered, ctx._tokens = [], [], []
-    ctx.observations, ctx.payloads, ctx._payloads_by_entry = [], [], {}
-    ctx.ledger = ReadLedger()
-    ctx._intent_updates = []
-    ctx.estimate = ctx.header_tokens
-    ctx._evictable_gain = ctx._receipted_gain = 0
-    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
-    ctx.intent_text = ctx.intent_file_text
-    if ctx.intent_text:
-        ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
-    ctx.epoch += 1
-    ctx.segment += 1
-    ctx.segment_started_step = ctx.step
-    ctx.segment_requested = ""
-    ctx.held_since_fold = 0
-    ctx.postponements = 0
-    ctx._anchor_reported = None
-    ctx._stable_prefix_end = len(ctx._rendered) - 1
-    ctx._last_sent_len = 0
+    _emptied(ctx)
+    _opened(ctx)
     record = SegmentRecord(
         number=ctx.segment, started_step=ctx.step, reason=reason, prose_source="client", handoff_sizes={},
         handoff_bytes=0, handoff_tokens=0, carried_messages=0, archived=[obs.obs_id for obs in history],
