@@ -4,7 +4,8 @@ A running ``shell`` or ``await`` returns early when a person wrote to the sessio
 used to ask the database (two queries) every 0.1 s; now a post that reaches a session
 rings its doorbell, a Redis pub/sub message sent after the post commits, and the
 worker asks the database only when the bell rang, and every INPUT_RECHECK_SECONDS in
-case a ring was lost (Redis restarted, the post came before the worker listened).
+case a ring was lost (Redis restarted, the post came before the worker listened). The
+ring also ends the tool's pause between two looks, so it looks at once.
 """
 
 from __future__ import annotations

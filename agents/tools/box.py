@@ -45,7 +45,9 @@ class ToolBox:
     ``state_dir`` (e.g. ``JOBS_DIR/<session id>``) holds the session's jobs, call
     records and undo snapshots; give the same directory to every process that runs
     the session. ``interrupted`` is polled while shell and await wait, and returns
-    True when a steer or chat message for the session has arrived. ``allowed_tools``:
+    True when a steer or chat message for the session has arrived; ``pause`` passes the
+    time between two looks (the worker's returns as soon as the session's doorbell
+    rings, so a message is seen at once, not at the next look). ``allowed_tools``:
     the agent profile's tool permissions (empty or None: every tool). Commands run
     confined by ``sandbox`` (default: this interpreter's read-only, nothing else of the
     hub), with ``git_dir`` (the room repository's .git) read-only, the session's private
@@ -62,6 +64,7 @@ class ToolBox:
         yield_seconds: float = 45.0,
         post_message: Callable[[str], str | None] | None = None,
         interrupted: Callable[[], bool] | None = None,
+        pause: Callable[[float], object] = time.sleep,
         allowed_tools: Iterable[str] | None = None,
         silence_limit_seconds: float = 900.0,
         sandbox: SandboxPolicy | None = None,
@@ -73,7 +76,7 @@ class ToolBox:
         self.worktree = Path(worktree).resolve()
         self.state_dir = Path(state_dir).resolve()
         self.post_message = post_message
-        self.interrupted = interrupted
+        self.interrupted, self.pause = interrupted, pause
         self.session_memory = session_memory
         self.room_view = room_view
         allowed = set(allowed_tools or ())
@@ -210,12 +213,12 @@ class ToolBox:
     def _shell(self, call_id: str, v: Mapping[str, Any]) -> Result:
         return shell.run_shell(self.jobs, self.shell_config, call_id=call_id,
                                command=v["command"], timeout=v["timeout"],
-                               interrupted=self.interrupted)
+                               interrupted=self.interrupted, pause=self.pause)
 
     def _await(self, call_id: str, v: Mapping[str, Any]) -> Result:
         return shell.run_await(self.jobs, self.shell_config, call_id=call_id,
                                handles=v["handles"], seconds=v["seconds"], stop=v["stop"],
-                               interrupted=self.interrupted)
+                               interrupted=self.interrupted, pause=self.pause)
 
     def _post_message(self, call_id: str, v: Mapping[str, Any]) -> Result:
         if self.post_message is None:

@@ -312,10 +312,12 @@ class JobRegistry:
 
     def wait(self, handles: Iterable[str], *, seconds: float,
              interrupted: Callable[[], bool] | None = None,
+             pause: Callable[[float], object] = time.sleep,
              poll_seconds: float = 0.1) -> tuple[list[JobStatus], bool]:
         """Wait until every job has ended, ``seconds`` pass, or ``interrupted()`` says so.
 
         Returns the statuses and whether the wait was cut short by ``interrupted``.
+        ``pause`` passes the time between two looks; it may return early (see ToolBox).
         """
         wanted = list(handles)
         deadline = time.monotonic() + seconds
@@ -328,4 +330,4 @@ class JobRegistry:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return statuses, False
-            time.sleep(min(poll_seconds, remaining))
+            pause(min(poll_seconds, remaining))

@@ -56,7 +56,8 @@ def finished_text(registry: JobRegistry, status: JobStatus, max_chars: int) -> s
 
 
 def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, command: str,
-              timeout: float | None, interrupted: Callable[[], bool] | None) -> Result:
+              timeout: float | None, interrupted: Callable[[], bool] | None,
+              pause: Callable[[float], object] = time.sleep) -> Result:
     handle = job_handle(call_id)
     purpose = f"shell: {one_line(command)}"
     try:
@@ -66,7 +67,7 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
     registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
                    cwd=Path(confined.cwd), env=confined.env, timeout=timeout)
     (status,), was_interrupted = registry.wait(
-        [handle], seconds=config.yield_seconds, interrupted=interrupted)
+        [handle], seconds=config.yield_seconds, interrupted=interrupted, pause=pause)
     if status.done:
         registry.claim(handle, call_id)
         output = registry.output(handle, config.max_output_chars).rstrip("\n")
@@ -110,7 +111,8 @@ def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id
 
 def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
               handles: list[str] | None, seconds: float | None,
-              interrupted: Callable[[], bool] | None, stop: bool = False) -> Result:
+              interrupted: Callable[[], bool] | None, stop: bool = False,
+              pause: Callable[[float], object] = time.sleep) -> Result:
     known = registry.handles()
     if handles is None:
         targets = [h for h in known if not registry.delivered(h)]
@@ -130,11 +132,11 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
     if not targets:
         if seconds is None:
             return Result(text="No unfinished jobs to wait for.", purpose=purpose)
-        was_interrupted = _sleep(bound, interrupted)
+        was_interrupted = _sleep(bound, interrupted, pause)
         waited = "Returned early: a message for you arrived." if was_interrupted else (
             f"Waited {bound:g} s" + (" (the most one call waits)." if capped else "."))
         return Result(text=waited, purpose=purpose)
-    statuses, was_interrupted = registry.wait(targets, seconds=bound, interrupted=interrupted)
+    statuses, was_interrupted = registry.wait(targets, seconds=bound, interrupted=interrupted, pause=pause)
     parts: list[str] = []
     if was_interrupted:
         parts.append("Returned early: a message for you arrived.")
@@ -172,12 +174,12 @@ def _stop_jobs(registry: JobRegistry, config: ShellConfig, *, call_id: str, targ
 
 
 def _sleep(seconds: float, interrupted: Callable[[], bool] | None,
-           poll_seconds: float = 0.1) -> bool:
+           pause: Callable[[float], object] = time.sleep, poll_seconds: float = 0.1) -> bool:
     deadline = time.monotonic() + seconds
     while (remaining := deadline - time.monotonic()) > 0:
         if interrupted is not None and interrupted():
             return True
-        time.sleep(min(poll_seconds, remaining))
+        pause(min(poll_seconds, remaining))
     return False
 
 

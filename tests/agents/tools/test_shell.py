@@ -121,6 +121,30 @@ def test_long_output_is_bounded_to_head_and_tail(run):
     assert "elided from the middle" in outcome.text
 
 
+def test_a_waiting_tool_passes_its_time_in_the_given_pause_which_can_cut_it_short(make_box):
+    """The worker's pause returns when the session's doorbell rings; the tool looks at
+    once, so a message is seen when it arrives, not at the next 0.1 s tick."""
+    rung = threading.Event()
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 3:
+            rung.set()  # the bell rings during the third pause, which ends there
+
+    box = make_box(yield_seconds=20, interrupted=rung.is_set, pause=pause)
+    started = time.monotonic()
+    shell = box.execute(call("shell", command="sleep 30"))
+    assert "a message for you arrived" in shell.text and len(pauses) == 3
+    assert all(0 < seconds <= 0.1 for seconds in pauses)
+    rung.clear()
+    pauses.clear()
+    timer = box.execute(call("await", seconds=20))
+    assert timer.text.startswith("Returned early") and len(pauses) == 3
+    assert time.monotonic() - started < 3  # the pauses passed no time: no sleeping besides them
+    box.cancel_jobs()
+
+
 def test_commands_do_not_see_the_workers_secrets(box, monkeypatch):
     for name, value in {"OPENAI_API_KEY": "sk-secret", "DATABASE_URL": "postgres://x", "PGPASSFILE": "/x",
                         "GITHUB_PAT": "ghp_canary", "HTTPS_PROXY": "http://u:pw@proxy"}.items():
