@@ -214,12 +214,13 @@ def _serves(url: str) -> bool:
 
 def start_daphne(log_path: Path, *, port: int | None = None, **env: str) -> DaphneServer:
     """Daphne serving the hub on 127.0.0.1 (a free port unless given), up and serving
-    /login/; DEBUG on (static files straight from the apps, no collectstatic)."""
+    /login/; DEBUG on (static files straight from the apps, no collectstatic); its
+    connections pooled, as `manage.py start` and compose run it."""
     host, port = "127.0.0.1", port or _free_port()
     hub_process = start_hub_process(
         "daphne",
         [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"],
-        log_path, **{"DEBUG": "true", "ALLOWED_HOSTS": host, **env},
+        log_path, **{"DEBUG": "true", "ALLOWED_HOSTS": host, "DB_POOL_SIZE": "40", **env},
     )
     server = DaphneServer(hub_process=hub_process, host=host, port=port)
     _wait_until(lambda: _serves(f"{server.url}/login/"), hub_process, "serve /login/")

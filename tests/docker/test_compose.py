@@ -117,6 +117,7 @@ def test_only_celery_processes_keep_database_connections(compose):
     """Django: persistent connections leak under ASGI (a new thread per request)."""
     assert 'envint("DB_CONN_MAX_AGE", "0")' in SETTINGS.read_text()
     assert "DB_CONN_MAX_AGE" not in compose["services"]["web"]["environment"]
+    assert compose["services"]["web"]["environment"]["DB_POOL_SIZE"] == "40"  # it pools them instead
     for service in ("worker", "sweeper", "beat"):
         assert compose["services"][service]["environment"]["DB_CONN_MAX_AGE"] == "60", service
     assert 'env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")' in SETTINGS.read_text()

@@ -132,8 +132,11 @@ def _log_to_console() -> None:
 def _child_env(name: str) -> dict[str, str]:
     """Celery processes keep their database connections (one thread each); the web process
     must not: under ASGI every request's thread is new, and a kept connection would
-    outlive it (Django says to disable persistent connections there)."""
+    outlive it (Django says to disable persistent connections there). It draws them from
+    a pool instead (PostgreSQL only; hub/settings.py)."""
     env = dict(os.environ)
-    if name != "daphne":
+    if name == "daphne":
+        env.setdefault("DB_POOL_SIZE", "40")
+    else:
         env.setdefault("DB_CONN_MAX_AGE", "60")
     return env
