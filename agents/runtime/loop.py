@@ -151,12 +151,14 @@ class StepLoop:
     # ------------------------------------------------------------- boundary
     def _boundary(self) -> UnitResult:
         ctx, state, host = self.ctx, self.state, self.host
-        state.held_jobs = []
-        for report in host.settle_jobs(f"step-{ctx.step}"):
-            ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
-            host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
-        inputs = host.pending_inputs(chat_after=state.chat_cursor)
-        self._deliver(inputs)
+        if not state.inputs_taken and (inputs := self._take_inputs()):
+            # Delivered is committed before the model call, not after its reply (seconds
+            # with a real model); the next pass, after a crash too, takes no input again.
+            state.inputs_taken = True
+            return UnitResult(Outcome.CONTINUE,
+                              delivered=tuple(item.id for item in inputs if item.kind == "steer"),
+                              delivered_mentions=tuple(item.id for item in inputs if item.kind == "agent"))
+        state.inputs_taken = False
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
             host.emit(event, {"step": ctx.step})
@@ -170,9 +172,6 @@ class StepLoop:
         records: list[CallRecord] = []
 
         def done(result: UnitResult) -> UnitResult:
-            # What this unit read is marked delivered when it commits, and not before.
-            result.delivered = tuple(item.id for item in inputs if item.kind == "steer")
-            result.delivered_mentions = tuple(item.id for item in inputs if item.kind == "agent")
             result.call_records = records
             return self._with_segment(result)
 
@@ -212,6 +211,18 @@ class StepLoop:
                            for c in calls]
             return done(UnitResult(Outcome.CONTINUE))
         return done(self._finish_turn(text))
+
+    def _take_inputs(self) -> list[Input]:
+        """Finished jobs' results and people's and agents' messages into the context; the
+        messages, to be marked delivered when the unit commits."""
+        ctx, state, host = self.ctx, self.state, self.host
+        state.held_jobs = []
+        for report in host.settle_jobs(f"step-{ctx.step}"):
+            ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
+            host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
+        inputs = host.pending_inputs(chat_after=state.chat_cursor)
+        self._deliver(inputs)
+        return inputs
 
     def _deliver(self, inputs: list[Input]) -> None:
         ctx, state, host = self.ctx, self.state, self.host

@@ -43,6 +43,9 @@ class RuntimeState:
     review_approved: bool = False
     # A conflict resolved after round n was approved: that approval no longer covers the code.
     review_stale_round: int = 0
+    # This boundary's jobs and people's messages are in the context and committed (they
+    # were marked delivered before the model call): its next pass goes on to the call.
+    inputs_taken: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

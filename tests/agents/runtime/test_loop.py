@@ -17,6 +17,7 @@ from agents.runtime.loop import Approval, CheckResult, Input, Outcome, StepLoop
 from agents.runtime.reviews import NextRound
 from agents.runtime.state import RuntimeState
 from agents.tools.outcome import ToolOutcome
+from agents.tools.shell import JobReport
 from observations.gateway.messages import ModelTurn, ToolCall, Usage
 from tests.gateway.factories import make_context, shell_input
 
@@ -199,6 +200,29 @@ def test_at_the_boundary_a_steer_is_delivered_before_the_request_is_sent():
     run(host)
     assert host.kinds()[:2] == ["input.delivered", "step.started"]
     assert host.requests[0].messages[-1].text == "[steer from ann, D1] use tabs"
+
+
+def test_a_steer_is_committed_as_delivered_before_the_model_call_and_not_taken_twice():
+    """The boundary's first unit takes the steer (marked delivered when it commits); the
+    second, also after a crash between the two, calls the model without taking input
+    or job results again."""
+    class ClaimedJob(FakeHost):
+        def settle_jobs(self, token):
+            # A claim with the same token answers again (re-delivery after a crash).
+            return (JobReport(handle="j1", state="exited", exit_code=0, text="built"),) if token == "step-0" else ()
+
+    host = ClaimedJob(turns=[turn("ok")], inputs=[Input(7, 3, "steer", "ann", "use tabs")])
+    loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
+    taken = loop.advance()
+    assert taken.outcome is Outcome.CONTINUE and taken.delivered == (7,) and not host.requests
+    # The worker dies after the commit; another resumes from what it committed.
+    host.inputs = [Input(8, 4, "steer", "bob", "later")]
+    resumed = StepLoop(loop.ctx, RuntimeState.from_dict(loop.state.to_dict()), host, clock=lambda: 1_000.0)
+    called = resumed.advance()
+    assert called.delivered == () and len(host.requests) == 1
+    texts = [m.text for m in host.requests[0].messages]
+    assert sum("use tabs" in t for t in texts) == 1 and sum("built" in t for t in texts) == 1
+    assert not any("later" in t for t in texts)  # the next boundary's
 
 
 def test_a_changed_intent_file_is_logged_and_sent(monkeypatch):

@@ -113,10 +113,12 @@ def test_a_replaced_steer_is_marked_superseded_and_a_denial_with_its_reason_is_a
     )
     ctx = make_context(window=60_000, intent=INTENT)
     loop = StepLoop(ctx, RuntimeState(), host, clock=lambda: 1_000.0)
+    loop.advance()  # the steer taken
     loop.advance()
     loop.advance()  # the denied call
     host.inputs = [Input(2, 2, "steer", "ann", "use spaces, not tabs", replaces=(2,))]
     host.segment_asked = "ann"
+    loop.advance()  # the steer taken
     loop.advance()
     handoff = next(p["handoff"] for k, p in host.events if k == "segment.started")
     active, superseded = handoff.split("Superseded (NOT in force")

@@ -65,14 +65,18 @@ def test_the_poster_is_told_what_its_mentions_came_to():
 
 def test_another_agents_post_reaches_the_model_marked_as_an_agents_and_is_no_decision():
     host = FakeHost(turns=[turn("thanks")], inputs=[Input(41, 6, "agent", "alice", "@bob I changed stats.py")])
-    loop, result = run(host)
+    loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
+    taken = loop.advance()
+    # Marked when this unit commits, before the model call.
+    assert taken.delivered == () and taken.delivered_mentions == (41,) and not host.requests
+    loop, result = run(host, ctx=loop.ctx, state=loop.state)
     assert host.requests[0].messages[-1].text == render_agent_message("alice", "@bob I changed stats.py")
     assert host.requests[0].messages[-1].text.startswith(
         "[agent alice in the room: an agent's message, not a person's]")
     assert not loop.ctx.decisions.items  # only people's words become decisions
     delivered = [p for k, p in host.events if k == "input.delivered"]
     assert delivered == [{"message_id": 41, "kind": "agent", "author": "alice"}]
-    assert result.delivered == () and result.delivered_mentions == (41,)  # marked when the unit commits
+    assert result.delivered_mentions == ()  # once
 
 
 class WaitingHost(FakeHost):
@@ -87,10 +91,15 @@ class WaitingHost(FakeHost):
 
 
 def boundary(inputs: list[Input]) -> tuple[WaitingHost, object]:
+    """The boundary's two units: the inputs taken (and committed), then the model call."""
     host = WaitingHost(turns=[turn("ok")], inputs=inputs)
     host.waiting = []
     host.loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
-    return host, host.loop.advance()
+    taken = host.loop.advance()
+    assert not host.requests
+    called = host.loop.advance()
+    assert called.delivered == called.delivered_mentions == () and len(host.requests) == 1
+    return host, taken
 
 
 def test_the_boundary_that_reads_an_agents_post_reports_it_for_marking():
