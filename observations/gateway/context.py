@@ -377,6 +377,8 @@ class SessionContext:
         changed = sorted(set(changed))
         for index in changed:
             freed += self._rerender(index)
+        revived, grown = self._serve_fresh_notes(set(evicted))
+        changed, freed = sorted(set(changed + revived)), freed - grown
         if self._intent_updates:
             # A new epoch may restate the intent at the top instead of in updates.
             changed.append(0)
@@ -554,6 +556,29 @@ class SessionContext:
         self._rendered[index], self._tokens[index] = message, tokens
         self.estimate -= freed
         return freed
+
+    def _serve_fresh_notes(self, evicted: set[int]) -> tuple[list[int], int]:
+        """A note the model has not seen yet, whose text this fold evicted, becomes that
+        text (a re-read after the fold) where the request still fits under the ceiling:
+        a read just asked for must not be answered with "not in the context any more"
+        (the eviction deadlock). Called after the ledger was told of the eviction and
+        the evicted entries were re-rendered. Returns the entries re-rendered and the
+        tokens they grew by."""
+        indexes, grown = [], 0
+        for obs in self.observations[self._consumed_upto :]:
+            if obs.alias_of not in evicted or obs.state is not ObsState.FRESH or obs.source.read is None:
+                continue
+            target, obs.alias_of = obs.alias_of, None
+            growth = -self._rerender(obs.entry_index)
+            if self.projection() > self.budget.ceiling:
+                obs.alias_of = target  # no room for the text: its honest receipt stays
+                self._rerender(obs.entry_index)
+                continue
+            obs.reread_of = target
+            self.ledger.received(obs.source.read, obs.obs_id, self.step)
+            indexes.append(obs.entry_index)
+            grown += growth
+        return indexes, grown
 
     def _entry_indexes_to_rerender(self, evicted: set[int]) -> list[int]:
         indexes = []
