@@ -90,3 +90,21 @@ def test_a_reread_noted_at_a_boundary_whose_fold_evicts_its_text_is_served_the_t
     assert boundary.projection <= ctx.budget.ceiling
     entry = ctx.ledger.lookup(again.source.read)
     assert entry is not None and (entry.obs_id, entry.in_context) == (again.obs_id, True)
+
+
+def test_a_result_a_fresh_note_points_at_is_in_use_whatever_its_age():
+    ctx = make_context(window=128_000, output_budget=8_000, policy="on_demand")
+    ctx.economics = CacheEconomics(cache_read=0.0, cache_write=1.25)  # no fold before the note
+    ctx.add_user("Fix the config loader.", kind="task")
+    reads = [("src/config.py", CONFIG)] + [(f"src/other{n}.py", f"x = {n}\n") for n in range(3)]
+    reads.append(("src/config.py", CONFIG))
+    for n, (path, text) in enumerate(reads):
+        ctx.prepare()
+        ctx.add_assistant(f"reading {path}", (call(f"c{n}", path=path),))
+        ctx.add_tool_result(read_input(f"c{n}", path, text))
+    first, again = ctx.observations[0], ctx.observations[-1]
+    assert again.alias_of == first.obs_id and first.step < ctx.step - 1
+    assert ctx.is_hot(first) and ctx.hot_gain() >= first.gain > 0  # a fold due by cost keeps it
+    ctx.prepare()
+    ctx.add_assistant("done reading")  # the model saw the note: the first copy ages again
+    assert not ctx.is_hot(first)
