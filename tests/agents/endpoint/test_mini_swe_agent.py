@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -106,12 +107,15 @@ def mini_swe_agent() -> Path:
     return MINI
 
 
-def run_mini(mini: Path, *, hub_url: str, key: str, work: Path, home: Path) -> subprocess.CompletedProcess:
+def run_mini(mini: Path, *, hub_url: str, key: str, work: Path, home: Path,
+             proxy: str) -> subprocess.CompletedProcess:
     """The README's recipe: ``mini`` with the OpenAI-compatible base URL and the room's
     key; yolo mode (no confirmation), exit on submit, no cost limit; nothing from the
-    test's own environment but PATH."""
+    test's own environment but PATH. Anything not for the hub goes to ``proxy``."""
     env = {
         "PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8",
+        "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "ALL_PROXY": proxy, "NO_PROXY": "127.0.0.1,localhost",
+        "http_proxy": proxy, "https_proxy": proxy, "all_proxy": proxy, "no_proxy": "127.0.0.1,localhost",
         "OPENAI_BASE_URL": f"{hub_url}/v1", "OPENAI_API_KEY": key,
         "MSWEA_CONFIGURED": "true",  # no first-run setup prompt
         "MSWEA_COST_TRACKING": "ignore_errors",  # litellm has no price for the hub's model name
@@ -136,7 +140,13 @@ def test_mini_swe_agent_runs_a_task_end_to_end_through_the_gateway(setup, wire, 
     for n, (thought, command) in enumerate(TURNS, 1):
         wire.reply(PATH, json_body=turn(n, thought, command))
 
-    done = run_mini(mini, hub_url=hub.url, key=setup.openai_key, work=work, home=tmp_path / "home")
+    # A listening socket as every proxy: a download at run time would knock on it.
+    with socket.create_server(("127.0.0.1", 0)) as trap:
+        trap.setblocking(False)
+        done = run_mini(mini, hub_url=hub.url, key=setup.openai_key, work=work, home=tmp_path / "home",
+                        proxy=f"http://127.0.0.1:{trap.getsockname()[1]}")
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nothing tried to leave the machine
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     trajectory = json.loads((tmp_path / "home" / "run.traj.json").read_text())
