@@ -97,7 +97,9 @@ def turn(n: int, thought: str, command: str) -> dict:
                                                         "tool_calls": [call]}}]}
 
 
-def mini_swe_agent() -> Path:
+@pytest.fixture
+def mini() -> Path:
+    """The ``mini`` command of the agent's virtualenv; checked before the hub starts."""
     if not MINI.is_file():
         message = (f"mini-swe-agent is not installed in {VENV} (.ci/run installs it from "
                    ".ci/mini-swe-agent.lock; ATRIUM_MINI_SWE_AGENT_VENV names another virtualenv)")
@@ -132,8 +134,7 @@ def tool_texts(request: dict) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
-def test_mini_swe_agent_runs_a_task_end_to_end_through_the_gateway(setup, wire, hub, owner, tmp_path):
-    mini = mini_swe_agent()
+def test_mini_swe_agent_runs_a_task_end_to_end_through_the_gateway(mini, setup, wire, hub, owner, tmp_path):
     AgentProfile.objects.filter(name="gpt").update(context_window=7_000, output_budget=500)
     work = make_git_repo(tmp_path / "work", files={"calc.py": CALC, "check.py": CHECK, "NOTES.md": NOTES,
                                                    "API.md": API})
