@@ -199,11 +199,11 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
         failure = provider_failure(exc, trusted=profile_endpoint(agent).trusted)
     finally:
         provider.close()
+    if taken.closed is not None:
+        history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
     for result, obs in results:
         # Known only now: a fold of this request serves a note's text after all.
         result["served"] = "note" if obs.alias_of is not None else "text"
-    if taken.closed is not None:
-        history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
     _save(session, talk, request, ctx, journal, exchange, events, delivered=[s.id for s in steers])
     return turn, failure
 
