@@ -5,7 +5,8 @@ SessionContext, no Django (``agents/endpoint/sessions.py`` does the database wor
 ``take`` feeds the session what the request adds (``conversation.continuation``): the
 client's user messages as user entries, its assistant turns as the agent's, its tool
 results as observations whose purpose is the call (name and arguments) and, for a read
-whose arguments name a path and lines, the range the ledger compares. A history the
+whose arguments name a path and lines or a shell line that reads one file
+(``shell_calls``), the range the ledger compares. A history the
 client edited or compacted starts a new segment (``segments.restart_segment``) filled
 with the history as it now is, so the upstream never gets half of one and half of the
 other.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.endpoint.conversation import continuation
+from agents.endpoint.shell_calls import shell_effects
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
 from agents.runtime.segments import SegmentStarter
 from observations.gateway import segments
@@ -98,6 +100,8 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
     elif path and not failed and _READS.search(call.name):
         start, end = line_range(arguments)
         read = FileRange(path, start, end, sha)
+    elif path is None and not failed:
+        read, written = shell_effects(call, text, sha)
     return ObservationInput(
         call_id=call.id, tool=call.name, arguments=arguments, text=text, sha256=sha, size=len(data),
         tokens=estimate_tokens(text), purpose=purpose(call), read=read, first_line=meaningful_first_line(text),

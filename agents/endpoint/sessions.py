@@ -161,13 +161,15 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
         events.append(("segment.started", {"segment": ctx.segment, "step": ctx.step, "reason": opened["reason"],
                                            "prose": "client", "archived": len(opened["archived"]), "sizes": {},
                                            "handoff_bytes": 0, "handoff_tokens": 0, "handoff": ""}))
+    results = []
     for obs_id in taken.observations:
         obs = ctx.observation(obs_id)
         if obs is not None:
-            events.append(("tool.result", {"step": ctx.step, "call_id": obs.call_id, "tool": obs.source.tool,
-                                           "purpose": obs.source.purpose, "is_error": False,
-                                           "served": "note" if obs.alias_of is not None else "text",
-                                           "tokens": obs.source.tokens, "preview": obs.source.text[:400]}))
+            result = {"step": ctx.step, "call_id": obs.call_id, "tool": obs.source.tool,
+                      "purpose": obs.source.purpose, "is_error": False, "served": "",
+                      "tokens": obs.source.tokens, "preview": obs.source.text[:400]}
+            results.append((result, obs))
+            events.append(("tool.result", result))
     steers = [m for m in inputs.pending_inputs(session, chat_after=0) if m.kind == "steer"]
     for steer in steers:
         decision = ctx.add_person(kind="steer", author=steer.author, text=steer.text, replaces=steer.replaces)
@@ -199,6 +201,9 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
         provider.close()
     if taken.closed is not None:
         history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
+    for result, obs in results:
+        # Known only now: a fold of this request serves a note's text after all.
+        result["served"] = "note" if obs.alias_of is not None else "text"
     _save(session, talk, request, ctx, journal, exchange, events, delivered=[s.id for s in steers])
     return turn, failure
 

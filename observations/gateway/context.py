@@ -377,6 +377,8 @@ class SessionContext:
         changed = sorted(set(changed))
         for index in changed:
             freed += self._rerender(index)
+        revived, grown = self._serve_fresh_notes(set(evicted))
+        changed, freed = sorted(set(changed + revived)), freed - grown
         if self._intent_updates:
             # A new epoch may restate the intent at the top instead of in updates.
             changed.append(0)
@@ -428,6 +430,11 @@ class SessionContext:
         """What the candidates still in use (``is_hot``) would free; they are among the
         newest, so only the tail of the session is looked at."""
         total = 0
+        for obs_id in self._noted_targets():
+            # An older result a fresh note points at (the tail's are counted below).
+            obs = self.observation(obs_id)
+            if obs is not None and obs.step < self.step - 1 and obs.state is ObsState.CONSUMED and obs.gain:
+                total += obs.gain
         for items, upto in ((self.observations, self._consumed_upto), (self.payloads, self._payloads_consumed_upto)):
             for item in reversed(items[:upto]):
                 if item.step < self.step - 1:
@@ -436,13 +443,19 @@ class SessionContext:
                     total += item.gain
         return total
 
+    def _noted_targets(self) -> set[int]:
+        return {o.alias_of for o in self.observations[self._consumed_upto :] if o.alias_of is not None}
+
     def remaining_requests(self) -> float:
         return self.length_prior.remaining(self.step)
 
     def is_hot(self, item: Evictable) -> bool:
         """Still in use: from the agent's last two turns (what it wrote, and the results
         it asked for), unless superseded since (a read of a file written later, the
-        output of a command run again later)."""
+        output of a command run again later); and, whatever its age, a result that a
+        note the model has not seen yet points at (the read it just asked for)."""
+        if isinstance(item, Observation) and item.obs_id in self._noted_targets():
+            return True
         if item.step < self.step - 1:
             return False
         if isinstance(item, Payload):
@@ -554,6 +567,29 @@ class SessionContext:
         self._rendered[index], self._tokens[index] = message, tokens
         self.estimate -= freed
         return freed
+
+    def _serve_fresh_notes(self, evicted: set[int]) -> tuple[list[int], int]:
+        """A note the model has not seen yet, whose text this fold evicted, becomes that
+        text (a re-read after the fold) where the request still fits under the ceiling:
+        a read just asked for must not be answered with "not in the context any more"
+        (the eviction deadlock). Called after the ledger was told of the eviction and
+        the evicted entries were re-rendered. Returns the entries re-rendered and the
+        tokens they grew by."""
+        indexes, grown = [], 0
+        for obs in self.observations[self._consumed_upto :]:
+            if obs.alias_of not in evicted or obs.state is not ObsState.FRESH or obs.source.read is None:
+                continue
+            target, obs.alias_of = obs.alias_of, None
+            growth = -self._rerender(obs.entry_index)
+            if self.projection() > self.budget.ceiling:
+                obs.alias_of = target  # no room for the text: its honest receipt stays
+                self._rerender(obs.entry_index)
+                continue
+            obs.reread_of = target
+            self.ledger.received(obs.source.read, obs.obs_id, self.step)
+            indexes.append(obs.entry_index)
+            grown += growth
+        return indexes, grown
 
     def _entry_indexes_to_rerender(self, evicted: set[int]) -> list[int]:
         indexes = []

@@ -43,6 +43,7 @@ _SHELL_TRUNCATION = (
     _CLIPPED,
     "[... Command output truncated",
     "[... Observation truncated",
+    '"elided_chars":',  # mini-swe-agent 2's JSON observation (mini.yaml)
 )
 
 

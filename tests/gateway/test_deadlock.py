@@ -61,3 +61,50 @@ def test_eager_alone_with_the_session_ledger_does_not_deadlock_either():
     ctx = make_context(window=128_000, output_budget=8_000, policy="eager")
     answers = agent_rereads_config(ctx, attempts=3)
     assert answers[0] == CONFIG  # evicted by eager, so served whole again
+
+
+def test_a_reread_noted_at_a_boundary_whose_fold_evicts_its_text_is_served_the_text():
+    """The note was decided when the result came in; the fold came after, at the same
+    boundary, and took the text it points at: the model gets the text (there is room
+    for it under the ceiling), not a receipt in answer to the read it just asked for."""
+    ctx = make_context(window=12_000, output_budget=500, policy="on_demand")
+    ctx.economics = CacheEconomics(cache_read=0.0, cache_write=1.25)  # only the ceiling folds
+    config, big = file_text("src/config.py", 2, 60), file_text("src/big.py", 1, 200)
+    ctx.add_user("Fix the config loader.", kind="task")
+    reads = [("src/config.py", config), ("src/big.py", big), ("src/x.py", "x = 1\n"), ("src/y.py", "y = 2\n")]
+    for n, (path, text) in enumerate(reads):
+        assert ctx.prepare().fold is None
+        ctx.add_assistant(f"reading {path}", (call(f"c{n}", path=path),))
+        ctx.add_tool_result(read_input(f"c{n}", path, text))
+    assert ctx.prepare().fold is None
+    ctx.add_assistant("config again, and a.py", (call("c4", path="src/config.py"), call("c5", path="src/a.py")))
+    again = ctx.add_tool_result(read_input("c4", "src/config.py", config))
+    ctx.add_tool_result(read_input("c5", "src/a.py", file_text("src/a.py", 1, 200)))
+    assert again.alias_of == 0  # a note while the first copy was in the request
+
+    boundary = ctx.prepare()
+    assert boundary.fold is not None and boundary.fold.evicted[:2] == (0, 1)
+    assert (again.alias_of, again.reread_of) == (None, 0)
+    tool_texts = [m.text for m in boundary.request.messages if m.role == "tool"]
+    assert tool_texts[0].startswith("[receipt ") and tool_texts[4] == config
+    assert boundary.projection <= ctx.budget.ceiling
+    entry = ctx.ledger.lookup(again.source.read)
+    assert entry is not None and (entry.obs_id, entry.in_context) == (again.obs_id, True)
+
+
+def test_a_result_a_fresh_note_points_at_is_in_use_whatever_its_age():
+    ctx = make_context(window=128_000, output_budget=8_000, policy="on_demand")
+    ctx.economics = CacheEconomics(cache_read=0.0, cache_write=1.25)  # no fold before the note
+    ctx.add_user("Fix the config loader.", kind="task")
+    reads = [("src/config.py", CONFIG)] + [(f"src/other{n}.py", f"x = {n}\n") for n in range(3)]
+    reads.append(("src/config.py", CONFIG))
+    for n, (path, text) in enumerate(reads):
+        ctx.prepare()
+        ctx.add_assistant(f"reading {path}", (call(f"c{n}", path=path),))
+        ctx.add_tool_result(read_input(f"c{n}", path, text))
+    first, again = ctx.observations[0], ctx.observations[-1]
+    assert again.alias_of == first.obs_id and first.step < ctx.step - 1
+    assert ctx.is_hot(first) and ctx.hot_gain() >= first.gain > 0  # a fold due by cost keeps it
+    ctx.prepare()
+    ctx.add_assistant("done reading")  # the model saw the note: the first copy ages again
+    assert not ctx.is_hot(first)
