@@ -12,6 +12,7 @@ both gateways are anchored the same way and neither learns a calibration ratio.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -19,15 +20,17 @@ from dataclasses import dataclass, field
 import openai
 
 from agents.endpoint import feed, translate
-from observations.gateway.messages import Request
+from observations.gateway.messages import Request, ToolCall
 from observations.gateway.receipts import render_receipt
 from observations.gateway.tokens import estimate_request_message, estimate_tokens
-from observations.gateway.transcript import Observation
+from observations.gateway.transcript import Observation, ObservationInput
 from observations.replay.eval import engine
-from observations.replay.trajectory import Step, Trajectory
+from observations.replay.trajectory import Step, ToolEvent, Trajectory
 from tests.agents.providers.wire_server import Received, Reply, WireServer
 
 PATH = "/v1/chat/completions"
+# The replay's own, kept: a benchmark puts named_as_the_endpoint_names_it in its place.
+replay_observation = engine.observation_input
 UPSTREAM_MODEL = "gpt-4.1"
 
 
@@ -63,7 +66,7 @@ def naming_excess(request: Request, trajectory: Trajectory) -> int:
         if message.role != "tool" or event is None:
             continue
         ours = feed.observation_input(calls[event.call_id], event.output)
-        theirs = engine.observation_input(event)
+        theirs = replay_observation(event)
         if message.text == render_receipt(Observation(0, 0, ours)):
             excess += estimate_tokens(message.text) - estimate_tokens(render_receipt(Observation(0, 0, theirs)))
         elif message.text.startswith(("[unchanged]", "[receipt")) and ours.read and theirs.read:
@@ -73,12 +76,27 @@ def naming_excess(request: Request, trajectory: Trajectory) -> int:
     return excess
 
 
+def named_as_the_endpoint_names_it(event: ToolEvent) -> ObservationInput:
+    """The replay's observation of ``event`` with what the endpoint knows of it instead
+    of what the replay's readers recognised: its purpose (the call), its read's path
+    (the client's), no read it cannot see (a shell command's), no write the editor
+    refused. With it in place of ``engine.observation_input`` the replay's requests name
+    every result as the endpoint's do: what is left between the two is their decisions."""
+    ours = feed.observation_input(ToolCall(event.call_id, event.tool, event.arguments), event.output)
+    theirs = replay_observation(event)
+    read = dataclasses.replace(theirs.read, path=ours.read.path) if theirs.read and ours.read else None
+    return dataclasses.replace(theirs, purpose=theirs.purpose if read else ours.purpose, read=read,
+                               file_fingerprint=theirs.file_fingerprint if read else "", written=ours.written)
+
+
 class TrajectoryUpstream(WireServer):
-    """Answers request k of one conversation with the recorded turn of step k (k: the
-    assistant turns the request holds), and keeps each request's estimated size."""
+    """Answers every request with the recorded turn of the step the client is at
+    (``step``: a segment's prose request too, should the gateway start one), and keeps
+    each request's estimated size."""
 
     def __init__(self, trajectory: Trajectory) -> None:
         self.trajectory = trajectory
+        self.step = 0
         self.sizes: list[int] = []
         self.excess: list[int] = []  # naming_excess of each request
         self.received: list[Request] = []
@@ -87,7 +105,7 @@ class TrajectoryUpstream(WireServer):
     def _next(self, received: Received) -> Reply:
         request = translate.request_from("openai", received.json, model=UPSTREAM_MODEL)
         size = request_tokens(request)
-        step = self.trajectory.steps[sum(1 for m in request.messages if m.role == "assistant")]
+        step = self.trajectory.steps[self.step]
         body = {"id": f"chatcmpl-{step.index}", "object": "chat.completion", "created": 1760000000,
                 "model": UPSTREAM_MODEL,
                 "choices": [{"index": 0, "message": recorded_turn(step),
@@ -106,9 +124,9 @@ class Played:
     latencies: list[float] = field(default_factory=list)  # seconds per request, client side
 
 
-def play(trajectory: Trajectory, client: openai.OpenAI, *, steps: int | None = None) -> Played:
-    """Send the trajectory's requests through ``client`` (the first ``steps`` only, if
-    given), each with the whole history as the agent kept it. Only steps the agent kept
+def play(trajectory: Trajectory, client: openai.OpenAI, upstream: TrajectoryUpstream) -> Played:
+    """Send the trajectory's requests through ``client``, each with the whole history as
+    the agent kept it, ``upstream`` answering. Only steps the agent kept
     in its history can be played this way: a dropped one would read as an edited history."""
     played = Played()
     # The recorded tool schemas, as the agent sent them (OpenAI's shape, or bare).
@@ -116,9 +134,10 @@ def play(trajectory: Trajectory, client: openai.OpenAI, *, steps: int | None = N
     extra = {"tools": tools} if tools else {}
     messages: list[dict] = [{"role": "system", "content": trajectory.system_prompt},
                             {"role": "user", "content": trajectory.task}]
-    for step in trajectory.steps[:steps]:
+    for step in trajectory.steps:
         if not step.kept_in_history:
             raise ValueError(f"step {step.index} was dropped from the agent's history; pick another trajectory")
+        upstream.step = step.index
         started = time.perf_counter()
         answer = client.chat.completions.create(model="any", messages=messages, **extra)
         played.latencies.append(time.perf_counter() - started)
