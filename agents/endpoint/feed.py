@@ -37,6 +37,7 @@ from observations.gateway.receipts import meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
+from observations.replay.actions import PathScope, editor_accesses
 
 PURPOSE_MAX = 200  # characters of a call's arguments in its purpose
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
@@ -46,6 +47,11 @@ _WRITES = re.compile(r"write|edit|create|replace|patch|insert", re.IGNORECASE)
 PATH_ARGUMENTS = ("path", "file_path", "filepath", "file", "filename")
 START_ARGUMENTS = ("start_line", "line_start", "start", "from_line", "offset")
 END_ARGUMENTS = ("end_line", "line_end", "end", "to_line")
+# The file-editor convention (SWE-agent's and OpenHands' ``str_replace_editor``,
+# Anthropic's text editor tool): one tool whose ``command`` argument says what the call
+# did, so its name says nothing ("str_replace_editor" reads as a write by name).
+EDITOR_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit", "edit"})
+_AS_GIVEN = PathScope("/")
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,9 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
     failed = text.lstrip().lower().startswith(("error", "traceback"))
     read = None
     written: tuple[str, ...] = ()
-    if path and not failed and _WRITES.search(call.name):
+    if path and arguments.get("command") in EDITOR_COMMANDS:
+        read, written = _editor_call(path, arguments, text, sha, failed=failed)
+    elif path and not failed and _WRITES.search(call.name):
         written = (path,)
     elif path and not failed and _READS.search(call.name):
         start, end = line_range(arguments)
@@ -107,6 +115,18 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
         tokens=estimate_tokens(text), purpose=purpose(call), read=read, first_line=meaningful_first_line(text),
         written=written,
     )
+
+
+def _editor_call(path: str, arguments: dict[str, Any], text: str, sha: str, *,
+                 failed: bool) -> tuple[FileRange | None, tuple[str, ...]]:
+    """An editor call's read or write, recognised as the replay evaluator recognises it
+    (``editor_accesses``: a directory listing, a refused or abbreviated view is no read; a
+    clipped view is read up to its last whole line), under the path the client gave. An
+    edit the editor refused (``ERROR: No replacement was performed``) wrote nothing."""
+    accesses = editor_accesses(arguments, scope=_AS_GIVEN, output=text, cwd="/")
+    read = next((FileRange(path, a.start, a.end, sha) for a in accesses if a.kind == "read"), None)
+    written = (path,) if not failed and any(a.kind in ("write", "edit") for a in accesses) else ()
+    return read, written
 
 
 def purpose(call: ToolCall) -> str:

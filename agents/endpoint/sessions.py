@@ -17,6 +17,7 @@ request, send it, record the calls and save the state, as a worker's unit does
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,15 @@ log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
 OBJECTIVE_MAX = 4000
+
+# Providers by endpoint, shared by the requests of every conversation (as the
+# pass-through keeps its SDK clients, upstream._CLIENTS): building one costs about 30 ms
+# of CPU (its SDK client's SSL context), which held up every request in the process, and
+# a kept one keeps its connections (no new TLS handshake per request). The SDKs' sync
+# clients are safe to share between threads; a provider keeps no state between calls.
+_PROVIDERS: dict[tuple[str, str, str], Any] = {}
+_PROVIDERS_LOCK = threading.Lock()
+MAX_PROVIDERS = 64
 
 
 @dataclass
@@ -176,8 +186,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
         events.append(("input.delivered", {"message_id": steer.id, "kind": "steer", "author": steer.author,
                                            "decision": decision.label, "replaces": list(steer.replaces)}))
     agent = session.agent
-    provider = provider_for(agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
-                            policy=RetryPolicy(max_attempts=1))
+    provider = _provider(agent.model, agent.api_key, agent.base_url)
     exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens,
                         person_waiting=bool(steers))
     turn: ModelTurn | None = None
@@ -197,8 +206,6 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                             code="context_length_exceeded")
     except ProviderError as exc:  # an overflow after the folded retry too
         failure = provider_failure(exc, trusted=profile_endpoint(agent).trusted)
-    finally:
-        provider.close()
     if taken.closed is not None:
         history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
     for result, obs in results:
@@ -206,6 +213,22 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
         result["served"] = "note" if obs.alias_of is not None else "text"
     _save(session, talk, request, ctx, journal, exchange, events, delivered=[s.id for s in steers])
     return turn, failure
+
+
+def _provider(model: str, api_key: str, base_url: str) -> Any:
+    """The profile's provider, no retries of ours (the client's SDK retries as it would
+    against the provider). One evicted from a full cache is not closed: another request
+    may be calling it; its connections go with it."""
+    cache_key = (model, api_key, base_url)
+    with _PROVIDERS_LOCK:
+        provider = _PROVIDERS.get(cache_key)
+        if provider is None:
+            while len(_PROVIDERS) >= MAX_PROVIDERS:
+                _PROVIDERS.pop(next(iter(_PROVIDERS)))
+            provider = _PROVIDERS[cache_key] = provider_for(model, api_key=api_key or None,
+                                                            base_url=base_url or None,
+                                                            policy=RetryPolicy(max_attempts=1))
+    return provider
 
 
 def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,

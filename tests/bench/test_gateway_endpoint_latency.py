@@ -1,31 +1,109 @@
 """Benchmark: what the gateway endpoint adds to a model call, per request, against a
 direct call to the same local upstream (the provider tests' wire-protocol server), at
-1, 10 and 100 concurrent conversations, each a few requests in a row, through the
-official OpenAI SDK (async) and a real Daphne (one process).
+1, 10 and 100 concurrent conversations, through the official OpenAI SDK (async) and a
+real Daphne (one process), PostgreSQL behind it.
+
+Each conversation is an agent loop: a system prompt, a task, then REQUESTS_PER_CONVERSATION
+requests, each answered with a tool call whose result (a file of about 2 KB) the client
+appends before the next request, the whole history sent every time. Three paths, each
+measured in the same run against the same upstream:
+
+- direct: the client calls the upstream itself;
+- session (ATRIUM_GATEWAY_SESSIONS on, the default): each conversation is a proxied
+  session of the room: the request is taken into the session (tool results become
+  observations), the gateway prepares the request it sends upstream, and the unit's
+  records (state, calls, events) are saved, under the conversation's row lock;
+- pass-through (ATRIUM_GATEWAY_SESSIONS=False): the request is relayed as it is.
 
 Run: .venv/bin/pytest -m bench tests/bench/test_gateway_endpoint_latency.py -s
-Prints p50 and p99 of each path and their difference. On the 2-core development box
-(client, upstream and Daphne on the same machine), added p50 / p99 in ms:
-1 conversation 17 / 32, 10: 108 / 193, 100: 1149 / 1801. One request costs the hub
-about 15 ms (Django's middleware, a fresh database connection for the key lookup, the
-SDK); beyond that the added time is queueing in the one Daphne process: more web
-processes, not a faster request, is what scales it.
+(with /work/wt/run-tests.sh <run id> for PostgreSQL). Prints p50 / p99 in ms of each
+path, each hub path's ratio to the direct call (p50 ratio / p99 ratio) and the time it
+adds. On the 2-core development box (client, upstream, PostgreSQL and Daphne on the same
+machine, shared with other work; three runs, the last with Daphne's connection pool):
+
+| concurrent | direct p50 / p99 | session p50 / p99 (× direct) | pass-through p50 / p99 (× direct) |
+|--:|--:|--:|--:|
+| 1 | 3-8 / 7-15 | 70-109 / 97-125 (×14-22 / ×8-16) | 20-24 / 23-31 (×3-7 / ×2-4) |
+| 10 | 30-40 / 42-61 | 420-535 / 680-1,016 (×11-18 / ×12-24) | 156-215 / 216-327 (×4-7 / ×4-8) |
+| 100 | 333-532 / 394-740 | 4,467-5,137 / 5,617-6,749 (×10-13 / ×9-14) | 1,233-1,508 / 2,382-3,092 (×3-4 / ×3-7) |
+
+A session request costs the hub about 70 ms of CPU (restoring and saving the gateway
+state, the ledger's rows, the calls, events and accounting, some 30 queries), a
+pass-through request about 15-20 ms; beyond one conversation the added time is
+queueing in the one Daphne process (and its thread pool), so it grows with the
+conversations at once: more web processes, not a faster request, is what scales it.
+Against a real provider (hundreds of ms to seconds per call, 10-100 times this local
+upstream's) the ratios are that much smaller. Building the profile's provider for every
+request cost another ~30 ms each (its SDK client's SSL context) until the sessions kept
+one per endpoint: session p50 at 10 / 100 conversations was 655 / 7,076 ms before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
+from collections.abc import Iterator
 
 import openai
 import pytest
 
-from tests.agents.endpoint.conftest import hub, owner, setup, wire  # noqa: F401
-from tests.agents.providers.wire_server import load_fixture
+from tests.agents.endpoint.conftest import owner, setup  # noqa: F401
+from tests.agents.providers.wire_server import Received, Reply, WireServer
+from tests.conftest import DaphneServer, start_daphne
 
-REQUESTS_PER_CONVERSATION = 5
+REQUESTS_PER_CONVERSATION = 6
 CONCURRENCY = (1, 10, 100)
+SYSTEM = "You are a coding agent. Use the tools to read files, then answer."
+TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+FILE = "".join(f"def function_{n}(value):\n    return value * {n} + {n * 7} - len(str(value))\n\n"
+               for n in range(30))  # about 2 KB
+
+
+class ToolLoopUpstream(WireServer):
+    """Answers request k of any conversation (k: the assistant turns it holds) with a
+    read of file k, the last one with text: every request gets its reply whatever
+    order the conversations' requests arrive in."""
+
+    def _next(self, received: Received) -> Reply:
+        body = received.json
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        message: dict = {"role": "assistant", "content": f"Step {turn}: reading the next file."}
+        if turn < REQUESTS_PER_CONVERSATION - 1:
+            message["tool_calls"] = [{"id": f"call_{turn}", "type": "function", "function": {
+                "name": "read_file", "arguments": json.dumps({"path": f"src/module_{turn}.py"})}}]
+        answer = {"id": f"chatcmpl-{turn}", "object": "chat.completion", "created": 1760000000,
+                  "model": "gpt-4.1", "choices": [{"index": 0, "message": message, "finish_reason":
+                                                   "tool_calls" if "tool_calls" in message else "stop"}],
+                  "usage": {"prompt_tokens": 1000 + 600 * turn, "completion_tokens": 20,
+                            "total_tokens": 1020 + 600 * turn}}
+        with self._lock:
+            self.requests.append(received)
+        return Reply(200, json.dumps(answer).encode(), {"Content-Type": "application/json"})
+
+
+@pytest.fixture
+def wire() -> Iterator[ToolLoopUpstream]:
+    server = ToolLoopUpstream()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def hubs(transactional_db, tmp_path) -> Iterator[dict[str, DaphneServer]]:
+    """The hub twice: proxied sessions (the default) and pass-through."""
+    session = start_daphne(tmp_path / "daphne-session.log")
+    try:
+        relay = start_daphne(tmp_path / "daphne-relay.log", ATRIUM_GATEWAY_SESSIONS="False")
+        try:
+            yield {"session": session, "pass-through": relay}
+        finally:
+            relay.hub_process.stop()
+    finally:
+        session.hub_process.stop()
 
 
 def _percentile(samples: list[float], p: float) -> float:
@@ -33,38 +111,51 @@ def _percentile(samples: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def _conversations(base_url: str, key: str, n: int) -> list[float]:
-    client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=60)
+async def _conversations(base_url: str, key: str, n: int, tag: str) -> list[float]:
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=300)
     latencies: list[float] = []
 
     async def conversation(i: int) -> None:
-        messages = [{"role": "user", "content": f"conversation {i}"}]
+        # A task of its own: the hub names a conversation by the start of its history.
+        messages: list[dict] = [{"role": "system", "content": SYSTEM},
+                                {"role": "user", "content": f"Task {tag}-{i}: find the bug in src/."}]
         for _ in range(REQUESTS_PER_CONVERSATION):
             started = time.perf_counter()
-            await client.chat.completions.create(model="m", messages=messages)
+            answer = await client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
             latencies.append(time.perf_counter() - started)
+            reply = answer.choices[0].message
+            messages.append(reply.model_dump(exclude_none=True, exclude={"refusal", "annotations", "audio"}))
+            for call in reply.tool_calls or ():
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": f"# {call.id}\n{FILE}"})
 
     await asyncio.gather(*(conversation(i) for i in range(n)))
     await client.close()
     return latencies
 
 
+def _line(label: str, samples: list[float], direct: list[float] | None = None) -> str:
+    p50, p99 = statistics.median(samples), _percentile(samples, 99)
+    text = f"{label:>13} | {p50:8.1f} / {p99:8.1f}"
+    if direct is not None:
+        d50, d99 = statistics.median(direct), _percentile(direct, 99)
+        text += f" | ×{p50 / d50:6.1f} / ×{p99 / d99:6.1f} | {p50 - d50:8.1f} / {p99 - d99:8.1f}"
+    return text
+
+
 @pytest.mark.bench
-@pytest.mark.timeout(600)
-def test_the_endpoint_adds_little_to_each_request(setup, wire, hub):  # noqa: F811
-    reply = load_fixture("openai_chat_tool_calls.json")
-    print(f"\nconcurrent | direct p50 / p99 ms | via hub p50 / p99 ms | added p50 / p99 ms "
-          f"({REQUESTS_PER_CONVERSATION} requests per conversation)")
+@pytest.mark.timeout(1200)
+def test_the_endpoint_adds_little_to_each_request(setup, wire, hubs):  # noqa: F811
+    paths = {"direct": (wire.url + "/v1", "sk-direct"),
+             **{name: (hub.url + "/v1", setup.openai_key) for name, hub in hubs.items()}}
+    print(f"\n{REQUESTS_PER_CONVERSATION} requests per conversation, each after a tool result of "
+          f"{len(FILE):,} bytes; ms p50 / p99, ratio to direct p50 / p99, added p50 / p99")
     for n in CONCURRENCY:
         results = {}
-        for path, base_url, key in (("direct", wire.url + "/v1", "sk-direct"),
-                                    ("hub", hub.url + "/v1", setup.openai_key)):
-            for _ in range((n + 1) * REQUESTS_PER_CONVERSATION):
-                wire.reply("/v1/chat/completions", json_body=reply)
-            asyncio.run(_conversations(base_url, key, 1))  # warm: connections, imports
-            results[path] = [s * 1000 for s in asyncio.run(_conversations(base_url, key, n))]
-        direct, via = results["direct"], results["hub"]
-        p50d, p99d = statistics.median(direct), _percentile(direct, 99)
-        p50h, p99h = statistics.median(via), _percentile(via, 99)
-        print(f"{n:10d} | {p50d:8.1f} / {p99d:7.1f} | {p50h:8.1f} / {p99h:7.1f} | {p50h - p50d:8.1f} / {p99h - p99d:7.1f}")
-        assert len(via) == n * REQUESTS_PER_CONVERSATION
+        for path, (base_url, key) in paths.items():
+            asyncio.run(_conversations(base_url, key, 1, f"warm-{path}-{n}"))  # connections, imports
+            results[path] = [s * 1000 for s in asyncio.run(_conversations(base_url, key, n, f"{path}-{n}"))]
+            assert len(results[path]) == n * REQUESTS_PER_CONVERSATION
+        print(f"{n} concurrent conversations")
+        print(_line("direct", results["direct"]))
+        for path in hubs:
+            print(_line(path, results[path], results["direct"]))

@@ -76,6 +76,30 @@ def test_a_reads_path_and_lines_come_from_its_arguments_and_a_write_is_a_write()
     assert shell.read is None and len(shell.purpose) < 220
 
 
+
+def test_an_editor_call_is_read_or_written_by_its_command_not_by_the_tools_name():
+    """``str_replace_editor`` (SWE-agent, OpenHands) and Anthropic's text editor say by
+    their ``command`` what a call did; by name alone every view of theirs was a write."""
+    def editor(text: str, **arguments):
+        return observation_input(ToolCall("c", "str_replace_editor", arguments), text)
+
+    view = editor("    10\tdef area(r):\n    11\t    return r\n", command="view", path="/testbed/geo.py",
+                  view_range=[10, 11])
+    assert (view.read.path, view.read.start, view.read.end) == ("/testbed/geo.py", 10, 11) and view.written == ()
+    listing = editor("Here's the files and directories up to 2 levels deep in /testbed, excluding hidden items:\n"
+                     "/testbed\n/testbed/geo.py\n", command="view", path="/testbed")
+    assert listing.read is None and listing.written == ()
+    clipped = editor("     1\ta\n     2\tb\n     3\tc<response clipped><NOTE>...</NOTE>", command="view",
+                     path="/testbed/big.py")
+    assert (clipped.read.start, clipped.read.end) == (1, 2)  # line 3 may have been cut
+    created = editor("File created successfully at: /testbed/t.py", command="create", path="/testbed/t.py",
+                     file_text="x = 1\n")
+    assert created.read is None and created.written == ("/testbed/t.py",)
+    refused = editor("ERROR:\nNo replacement was performed, old_str `y` did not appear verbatim.",
+                     command="str_replace", path="/testbed/geo.py", old_str="y", new_str="z")
+    assert refused.read is None and refused.written == ()
+
+
 class Upstream:
     """The provider, scripted: an overflow or a turn per call."""
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from agents import dispatch
 from agents.endpoint.keys import gateway_key_create
+from agents.endpoint.sessions import _provider
 from agents.models import (
     AgentProfile,
     GatewayConversation,
@@ -362,3 +363,12 @@ def test_an_unreachable_upstream_is_a_502_in_the_clients_format_and_the_failed_c
     assert "sk-upstream-0002" not in failed.value.message
     session = Session.objects.get(origin=Session.Origin.ENDPOINT)
     assert ProviderCall.objects.get(session=session).error
+
+
+def test_the_requests_of_every_conversation_share_one_provider_per_endpoint():
+    """Building a provider costs ~30 ms of CPU (its SDK client's SSL context), which held
+    up every request of the process; kept, it keeps its connections too."""
+    first = _provider("openai:gpt-4.1", "sk-one", "http://127.0.0.1:9/v1")
+    assert _provider("openai:gpt-4.1", "sk-one", "http://127.0.0.1:9/v1") is first
+    assert _provider("openai:gpt-4.1", "sk-two", "http://127.0.0.1:9/v1") is not first
+    assert _provider("openai:gpt-4.1", "sk-one", "http://127.0.0.1:8/v1") is not first
