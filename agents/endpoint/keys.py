@@ -17,7 +17,8 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents.models import AgentProfile, GatewayKey, RoomAgent
@@ -43,10 +44,18 @@ class MadeKey:
     token: str
 
 
+def may_key(agent: AgentProfile, actor: AbstractBaseUser) -> bool:
+    """Whether ``actor`` may make keys for ``agent``. A profile on the hub's provider keys
+    is the operator's to share: anyone who may act in the room. One that carries its own
+    provider key spends its creator's account, and a key spends it from anywhere, at any
+    volume: only its creator (or staff)."""
+    return not agent.api_key or getattr(actor, "is_staff", False) or agent.created_by_id == actor.pk
+
+
 @transaction.atomic
 def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, name: str) -> MadeKey:
-    """A key for one of the room's agents. Anyone who may act in the room may make one:
-    the key does what they could do from the room page, start the agent's model."""
+    """A key for one of the room's agents (``may_key``): the key does what its maker could
+    do from the room page, start the agent's model."""
     check_may_act(membership_of(room, actor))
     name = check_storable_text((name or "").strip(), what="The key's name")
     if not name:
@@ -56,6 +65,9 @@ def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, na
     room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
     if room_agent is None:
         raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    if not may_key(room_agent.agent, actor):
+        raise RoomPermissionError(f"{room_agent.agent.name} uses its creator's own provider key: only they (or staff) "
+                                  "can make gateway keys for it.")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     key = GatewayKey.objects.create(
         room=room, agent=room_agent.agent, name=name, digest=token_digest(token),
@@ -86,7 +98,14 @@ def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int, as_s
 
 
 def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
-    return GatewayKey.objects.filter(room=room).select_related("agent", "created_by", "revoked_by")
+    """The room's keys, each with what it was used for: its conversations (sessions) and
+    their tokens, as the sessions recorded them."""
+    return GatewayKey.objects.filter(room=room).select_related("agent", "created_by", "revoked_by").annotate(
+        conversation_count=Count("conversations"),
+        request_count=Coalesce(Sum("conversations__requests"), 0),
+        tokens_in=Coalesce(Sum("conversations__session__tokens_input"), 0),
+        tokens_out=Coalesce(Sum("conversations__session__tokens_output"), 0),
+    )
 
 
 async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:
@@ -139,5 +158,7 @@ def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
             connection.close()
 
 
-def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
-    return AgentProfile.objects.filter(room_agents__room=room).order_by("name")
+def keyable_agents(room: Room, actor: AbstractBaseUser) -> list[AgentProfile]:
+    """The room's agents ``actor`` may make keys for (``may_key``)."""
+    return [agent for agent in AgentProfile.objects.filter(room_agents__room=room).order_by("name")
+            if may_key(agent, actor)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,9 +18,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from agents.endpoint.keys import (
     NAME_MAX_LENGTH,
-    assignable_agents,
     gateway_key_create,
     gateway_key_revoke,
+    keyable_agents,
     room_gateway_keys,
 )
 from rooms.errors import RoomError, RoomPermissionError, attempt
@@ -31,9 +32,9 @@ class GatewayKeyForm(forms.Form):
     name = forms.CharField(max_length=NAME_MAX_LENGTH, help_text="What will use it, e.g. “laptop aider”.")
     agent = forms.TypedChoiceField(coerce=int, help_text="Its model and upstream key are the agent's.")
 
-    def __init__(self, *args: Any, room: Room, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, room: Room, user: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agent"].choices = [(a.pk, f"{a.name} ({a.model})") for a in assignable_agents(room)]
+        self.fields["agent"].choices = [(a.pk, f"{a.name} ({a.model})") for a in keyable_agents(room, user)]
 
 
 @require_GET
@@ -45,7 +46,7 @@ def gateway_keys(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def gateway_key_new(request: HttpRequest, slug: str) -> HttpResponse:
     access = access_room(request.user, slug)
-    form = GatewayKeyForm(request.POST, room=access.room)
+    form = GatewayKeyForm(request.POST, room=access.room, user=request.user)
     token = None
     if form.is_valid():
         try:
@@ -56,7 +57,7 @@ def gateway_key_new(request: HttpRequest, slug: str) -> HttpResponse:
         except RoomError as exc:
             form.add_error(None, exc.message)
         else:
-            token, form = made.token, GatewayKeyForm(room=access.room)
+            token, form = made.token, GatewayKeyForm(room=access.room, user=request.user)
     return _panel(request, access, key_form=form, token=token)
 
 
@@ -73,7 +74,7 @@ def _panel(request: HttpRequest, access: RoomAccess, **extra: Any) -> HttpRespon
         "room": access.room,
         "access": access,
         "keys": list(room_gateway_keys(access.room)),
-        "key_form": GatewayKeyForm(room=access.room),
+        "key_form": GatewayKeyForm(room=access.room, user=request.user),
         "base_url": base.split("/rooms/", 1)[0] + "/v1",
         "user_id": request.user.pk,
         **extra,

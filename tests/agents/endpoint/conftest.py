@@ -41,8 +41,8 @@ def owner(transactional_db):
 
 @pytest.fixture
 def setup(owner, wire) -> Setup:
-    gpt = make_agent("gpt", "openai:gpt-4.1", base_url=wire.url + "/v1", api_key=UPSTREAM_KEY)
-    claude = make_agent("claude", "anthropic:claude-sonnet-5", base_url=wire.url, api_key=UPSTREAM_KEY)
+    gpt = make_agent("gpt", "openai:gpt-4.1", base_url=wire.url + "/v1", api_key=UPSTREAM_KEY, owner=owner)
+    claude = make_agent("claude", "anthropic:claude-sonnet-5", base_url=wire.url, api_key=UPSTREAM_KEY, owner=owner)
     replayer = make_agent("replayer", "replay:demo.jsonl")
     room = make_room(owner, "Victim room", agents=[gpt, claude, replayer])
     keys = [gateway_key_create(room=room, actor=owner, agent_id=agent.pk, name=f"{agent.name} key").token

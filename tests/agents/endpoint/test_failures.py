@@ -38,7 +38,8 @@ def refusing():
 @pytest.fixture
 def key(transactional_db, refusing) -> str:
     owner = make_user("olga")
-    agent = make_agent("gpt", "openai:gpt-4.1", base_url=refusing.url + "/v1", api_key="sk-upstream-secret-0001")
+    agent = make_agent("gpt", "openai:gpt-4.1", base_url=refusing.url + "/v1", api_key="sk-upstream-secret-0001",
+                       owner=owner)
     room = make_room(owner, agents=[agent])
     return gateway_key_create(room=room, actor=owner, agent_id=agent.pk, name="k").token
 

@@ -17,7 +17,7 @@ from agents.endpoint.keys import (
     gateway_key_lookup,
     gateway_key_revoke,
 )
-from agents.models import GatewayKey
+from agents.models import GatewayConversation, GatewayKey, Session, Task
 from rooms.errors import RoomError, RoomPermissionError
 from tests.rooms.factories import make_agent, make_room, make_user
 
@@ -126,3 +126,45 @@ def test_staff_revoke_keys_from_the_admin_and_make_none_there(room, people):
     assert GatewayKey.objects.get().revoked_by == staff
     with pytest.raises(RoomPermissionError):  # as_staff is for staff only
         gateway_key_revoke(room=room, actor=people["mo"], key_id=made.key.pk, as_staff=True)
+
+
+def test_a_profile_on_its_creators_own_provider_key_is_keyed_by_its_creator_or_staff_only(people):
+    """An attacker who owns a room and assigned the victim's profile (profiles are shared)
+    cannot make a key that spends the victim's provider account from anywhere."""
+    victim, attacker = people["mo"], people["olga"]
+    own = make_agent("mos-gpt", "openai:gpt-4.1", owner=victim, api_key="sk-mo-own-account-0001")
+    shared = make_agent("hub-gpt", "openai:gpt-4.1", owner=victim)  # on the hub's keys
+    room = make_room(attacker, "Attacker's room", members=[victim], agents=[own, shared])
+    with pytest.raises(RoomPermissionError, match="its creator's own provider key"):
+        gateway_key_create(room=room, actor=attacker, agent_id=own.pk, name="spend it")
+    assert gateway_key_create(room=room, actor=attacker, agent_id=shared.pk, name="hub's").key.agent == shared
+    assert gateway_key_create(room=room, actor=victim, agent_id=own.pk, name="mine").key.agent == own
+    staff = make_user("root-ops")
+    staff.is_staff = True
+    staff.save()
+    room.memberships.create(user=staff, role="member")
+    assert gateway_key_create(room=room, actor=staff, agent_id=own.pk, name="ops").key.agent == own
+    # On the page: the attacker is not offered it, and a forged post is refused.
+    client = login(attacker)
+    url = reverse("agents:gateway_keys", args=[room.slug])
+    html = client.get(url, **HTMX).content.decode()
+    assert f'value="{shared.pk}"' in html and f'value="{own.pk}"' not in html
+    forged = client.post(reverse("agents:gateway_key_new", args=[room.slug]), {"name": "x", "agent": own.pk}, **HTMX)
+    assert forged.status_code == 200 and "shown this once" not in forged.content.decode()
+    assert f'value="{own.pk}"' in login(victim).get(url, **HTMX).content.decode()
+    assert GatewayKey.objects.filter(agent=own).count() == 2
+
+
+def test_each_key_shows_what_its_conversations_used(room, people):
+    agent = room.room_agents.get().agent
+    made = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="aider")
+    idle = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="unused")
+    task = Task.objects.create(room=room, title="t", objective="o")
+    for n, (requests, tokens_in, tokens_out) in enumerate([(3, 1200, 80), (2, 300, 20)]):
+        session = Session.objects.create(task=task, agent=agent, attempt=n + 1, origin=Session.Origin.ENDPOINT,
+                                         tokens_input=tokens_in, tokens_output=tokens_out)
+        GatewayConversation.objects.create(key=made.key, conversation=f"c{n}", session=session, requests=requests)
+    html = login(people["vi"]).get(reverse("agents:gateway_keys", args=[room.slug]), **HTMX).content.decode()
+    assert 'data-usage="2 5 1500 100"' in html and "2 conversations, 5 requests, 1500 tokens in, 100 out" in html
+    assert 'data-usage="0 0 0 0"' in html  # the unused key
+    assert idle.key.name in html

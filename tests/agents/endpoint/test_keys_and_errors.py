@@ -58,7 +58,8 @@ def test_missing_wrong_and_revoked_keys_get_each_providers_401(setup, owner, wir
 
 def test_a_key_never_reaches_another_room(setup, wire, hub):
     mallory = make_user("mallory")
-    agent = make_agent("mallory-gpt", "openai:gpt-4.1", base_url=wire.url + "/v1", api_key="sk-mallory")
+    agent = make_agent("mallory-gpt", "openai:gpt-4.1", base_url=wire.url + "/v1", api_key="sk-mallory",
+                       owner=mallory)
     own_room = make_room(mallory, "Attacker room", agents=[agent])
     token = gateway_key_create(room=own_room, actor=mallory, agent_id=agent.pk, name="mine").token
 

@@ -10,9 +10,10 @@ import openai
 import pytest
 
 from agents.forms import AgentProfileForm
+from agents.models import RoomAgent
 from rooms.services import membership_remove
 from tests.agents.endpoint.test_keys_and_errors import post
-from tests.rooms.factories import make_user
+from tests.rooms.factories import make_agent, make_user
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,8 +28,10 @@ def test_a_key_stops_working_when_its_maker_leaves_the_room_or_becomes_a_viewer(
 
     bob = make_user("bob")
     Membership.objects.create(room=setup.room, user=bob, role="member")
-    agent_id = setup.room.gateway_keys.get(agent__name="gpt").agent_id
-    token = gateway_key_create(room=setup.room, actor=bob, agent_id=agent_id, name="bob's").token
+    # A profile on the hub's keys: anyone who acts in the room may key it.
+    shared = make_agent("shared-gpt", "openai:gpt-4.1")
+    RoomAgent.objects.create(room=setup.room, agent=shared)
+    token = gateway_key_create(room=setup.room, actor=bob, agent_id=shared.pk, name="bob's").token
     client = openai.OpenAI(base_url=hub.url + "/v1", api_key=token, max_retries=0)
     assert client.models.list()  # a member's key works
     Membership.objects.filter(room=setup.room, user=bob).update(role="viewer")

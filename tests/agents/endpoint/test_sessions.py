@@ -352,7 +352,7 @@ def test_a_cancel_while_a_request_is_upstream_ends_the_session_at_once_and_refus
 def test_an_unreachable_upstream_is_a_502_in_the_clients_format_and_the_failed_call_is_on_the_ledger(owner, hub):
     refusing = RefusingEndpoint()
     try:
-        agent = make_agent("far", "openai:gpt-4.1", base_url=refusing.url + "/v1", api_key="sk-upstream-0002")
+        agent = make_agent("far", "openai:gpt-4.1", base_url=refusing.url + "/v1", api_key="sk-upstream-0002", owner=owner)
         room = make_room(owner, agents=[agent])
         key = gateway_key_create(room=room, actor=owner, agent_id=agent.pk, name="k").token
         with pytest.raises(openai.APIStatusError) as failed:
