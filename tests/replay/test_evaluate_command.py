@@ -134,6 +134,20 @@ def test_compare_with_other_prices_is_confounded(replayed, tmp_path):
     assert "settings differ: cost" in output
 
 
+def test_compare_on_a_database_never_migrated_says_so_without_a_traceback(replayed, tmp_path):
+    """A fresh checkout's embedded database has no tables yet: the comparison is shown,
+    and storing its verdicts fails with what to do, not a traceback."""
+    _, json_path, _ = replayed
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'never-migrated.sqlite3'}",
+           "ATRIUM_DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "manage.py", "replay", "compare", str(json_path), str(json_path)],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 1
+    assert "48 no observed effect" in done.stdout
+    assert "could not be stored in the eval ledger" in done.stderr and "manage.py migrate" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
 def test_compare_needs_two_results_files(tmp_path):
     with pytest.raises(CommandError, match="usage: replay compare"):
         run("compare", "only-one.json", "--no-ledger")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -163,8 +164,13 @@ class Command(BaseCommand):
         if ledger:
             verdicts = [(f"{v.key} {v.policy} {window_label(v.window)}", v.label, v.reason)
                         for v in comparison.verdicts]
-            answers = replay_compared.send(sender=self.__class__, a_label=str(Path(paths[0]).resolve()),
-                                           b_label=str(Path(paths[1]).resolve()), verdicts=verdicts)
+            try:
+                answers = replay_compared.send(sender=self.__class__, a_label=str(Path(paths[0]).resolve()),
+                                               b_label=str(Path(paths[1]).resolve()), verdicts=verdicts)
+            except DatabaseError as exc:
+                raise CommandError(f"The comparison is above, but its verdicts could not be stored in the eval "
+                                   f"ledger ({str(exc).strip()}): run `manage.py migrate` first, or pass "
+                                   "--no-ledger.") from None
             stored = sum(count for _, count in answers if isinstance(count, int))
             console.print(f"{stored} verdict(s) stored in the eval ledger")
 
