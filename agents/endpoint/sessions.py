@@ -33,8 +33,10 @@ from agents.events import session_event_append, session_events_append
 from agents.models import GatewayConversation, GatewayKey, Session, Task
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.runtime import inputs, states
+from agents.runtime.loop import chat_cursor_after, deliver_inputs
+from agents.runtime.state import RuntimeState
 from agents.selectors import session_lengths
-from agents.services import unit_records_save
+from agents.services import agent_mentions_mark_delivered, unit_records_save
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import ContextTooLarge, SessionContext
@@ -180,15 +182,14 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                       "tokens": obs.source.tokens, "preview": obs.source.text[:400]}
             results.append((result, obs))
             events.append(("tool.result", result))
-    steers = [m for m in inputs.pending_inputs(session, chat_after=0) if m.kind == "steer"]
-    for steer in steers:
-        decision = ctx.add_person(kind="steer", author=steer.author, text=steer.text, replaces=steer.replaces)
-        events.append(("input.delivered", {"message_id": steer.id, "kind": "steer", "author": steer.author,
-                                           "decision": decision.label, "replaces": list(steer.replaces)}))
+    # Steers, chat that mentions the agent, other agents' posts: as a worker's boundary takes them.
+    runtime = RuntimeState.from_dict(session.runtime_state)
+    taken_inputs = inputs.pending_inputs(session, chat_after=runtime.chat_cursor)
+    person = deliver_inputs(ctx, taken_inputs, lambda kind, payload: events.append((kind, payload)))
+    runtime.chat_cursor = chat_cursor_after(runtime.chat_cursor, taken_inputs)
     agent = session.agent
     provider = _provider(agent.model, agent.api_key, agent.base_url)
-    exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens,
-                        person_waiting=bool(steers))
+    exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens, person_waiting=person)
     turn: ModelTurn | None = None
     failure: WireError | None = None
     try:
@@ -211,7 +212,9 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     for result, obs in results:
         # Known only now: a fold of this request serves a note's text after all.
         result["served"] = "note" if obs.alias_of is not None else "text"
-    _save(session, talk, request, ctx, journal, exchange, events, delivered=[s.id for s in steers])
+    _save(session, talk, request, ctx, journal, exchange, events, runtime=runtime,
+          delivered=[i.id for i in taken_inputs if i.kind == "steer"],
+          delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
     return turn, failure
 
 
@@ -233,12 +236,15 @@ def _provider(model: str, api_key: str, base_url: str) -> Any:
 
 def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,
           journal: StateJournal, exchange: Exchange, events: list[tuple[str, dict[str, Any]]],
-          *, delivered: list[int]) -> None:
+          *, runtime: RuntimeState, delivered: list[int], delivered_mentions: tuple[int, ...]) -> None:
     """The unit's records, as a worker's commit writes them; the client's history as
     this request held it, for the next one to be compared with."""
     saved = journal.record(ctx)
     gateway_state_save(session=session, record=saved)
     fields = ["step", "tokens_input", "tokens_cached", "tokens_output"]
+    if (runtime_state := runtime.to_dict()) != session.runtime_state:
+        session.runtime_state = runtime_state
+        fields.append("runtime_state")
     if saved.decisions_changed:
         session.decisions = ctx.decisions.to_json()
         fields.append("decisions")
@@ -248,6 +254,7 @@ def _save(session: Session, talk: GatewayConversation, request: Request, ctx: Se
     calibration_save(ctx.calibration)
     for message in Message.objects.filter(pk__in=delivered):
         message_mark_delivered(message=message, session=session)
+    agent_mentions_mark_delivered(session=session, message_ids=delivered_mentions)
     session_events_append(session, events)
     talk.digests = message_digests(request.messages)
     talk.requests += 1

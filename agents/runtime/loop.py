@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -225,19 +226,10 @@ class StepLoop:
         return inputs
 
     def _deliver(self, inputs: list[Input]) -> None:
-        ctx, state, host = self.ctx, self.state, self.host
-        for item in inputs:
-            if item.kind == "agent":
-                # Another agent's words: shown as such, never a decision people made.
-                ctx.add_user(render_agent_message(item.author, item.text), kind="agent")
-                host.emit("input.delivered", {"message_id": item.id, "kind": "agent", "author": item.author})
-                continue
-            decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
-            host.emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
-                                          "decision": decision.label, "replaces": list(item.replaces)})
-        if any(i.kind != "agent" for i in inputs):
+        state = self.state
+        if deliver_inputs(self.ctx, inputs, self.host.emit):
             state.person_waiting = True
-            state.chat_cursor = max([state.chat_cursor] + [i.seq for i in inputs if i.kind == "chat"])
+            state.chat_cursor = chat_cursor_after(state.chat_cursor, inputs)
 
     def _prepare(self, records: list[CallRecord]) -> Boundary:
         """The next request; a new segment first when folds cannot (or should not) make
@@ -586,6 +578,26 @@ class StepLoop:
             return UnitResult(Outcome.WAIT, wake_at=self.clock() + obligations.HOLD_SECONDS)
         self.host.emit("jobs.open", {"action": verdict.action, "handles": list(verdict.handles)})
         return UnitResult(Outcome.CONTINUE)
+
+
+def deliver_inputs(ctx: SessionContext, inputs: list[Input], emit: Callable[[str, dict[str, Any]], None]) -> bool:
+    """People's messages (steers, chat that mentions the agent) and agents' posts into
+    the context, each logged as delivered; whether a person's was among them."""
+    for item in inputs:
+        if item.kind == "agent":
+            # Another agent's words: shown as such, never a decision people made.
+            ctx.add_user(render_agent_message(item.author, item.text), kind="agent")
+            emit("input.delivered", {"message_id": item.id, "kind": "agent", "author": item.author})
+            continue
+        decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
+        emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
+                                 "decision": decision.label, "replaces": list(item.replaces)})
+    return any(i.kind != "agent" for i in inputs)
+
+
+def chat_cursor_after(cursor: int, inputs: list[Input]) -> int:
+    """Room chat up to this seq was looked at for mentions."""
+    return max([cursor] + [i.seq for i in inputs if i.kind == "chat"])
 
 
 def _await_seconds(call: ToolCall) -> float:

@@ -22,6 +22,7 @@ from agents import dispatch
 from agents.endpoint.keys import gateway_key_create
 from agents.endpoint.sessions import _provider
 from agents.models import (
+    AgentMention,
     AgentProfile,
     GatewayConversation,
     ProviderCall,
@@ -34,6 +35,7 @@ from agents.services import session_cancel, session_retry, session_steer
 from agents.sweep import sessions_time_out
 from observations.models import Observation
 from rooms.errors import RoomError
+from rooms.services import message_post
 from tests.agents.providers.wire_server import RefusingEndpoint
 from tests.rooms.factories import make_agent, make_room
 
@@ -191,6 +193,33 @@ def test_a_steer_reaches_the_next_upstream_request_and_a_cancel_refuses_the_one_
     assert len(sent(wire)) == 2  # nothing more went upstream
     with pytest.raises(RoomError):  # a worker here cannot run an agent that runs elsewhere
         session_retry(session=Session.objects.get(pk=session.pk), actor=owner)
+
+
+def test_chat_that_mentions_the_agent_and_another_agents_post_reach_the_next_request_once(setup, wire, hub, owner):
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "util.py"}), n=2))
+    wire.reply(PATH, json_body=completion(text="Done.", n=3))
+    agent = Agent(client(hub, setup.openai_key), "Fix geo.py")
+    first = agent.step()
+    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
+    message_post(room=setup.room, author=owner, kind="chat", text="@gpt keep the public names")
+    message_post(room=setup.room, author=owner, kind="chat", text="@gptx is someone else")
+    replayer = AgentProfile.objects.get(name="replayer")
+    post = message_post(room=setup.room, author=None, kind="agent", agent=replayer, text="@gpt I renamed util.py")
+    agent.result(first.tool_calls[0].id, FILE)
+    second = agent.step()
+
+    texts = [json.dumps(m) for m in sent(wire)[1]["messages"]]
+    assert sum("keep the public names" in t for t in texts) == 1 and not any("someone else" in t for t in texts)
+    assert sum("[agent replayer in the room" in t and "I renamed util.py" in t for t in texts) == 1
+    assert AgentMention.objects.get(message=post, session=session).state == AgentMention.State.DELIVERED
+    agent.result(second.tool_calls[0].id, "x = 1\n")
+    agent.step()
+    texts = [json.dumps(m) for m in sent(wire)[2]["messages"]]
+    # In the session's context since, not delivered again.
+    assert sum("keep the public names" in t for t in texts) == sum("I renamed util.py" in t for t in texts) == 1
+    delivered = SessionEvent.objects.filter(session=session, kind="input.delivered")
+    assert sorted(e.payload["kind"] for e in delivered) == ["agent", "chat"]
 
 
 def test_an_upstream_overflow_gets_one_folded_retry_and_a_second_is_the_clients_context_length_error(
