@@ -175,6 +175,7 @@ class SessionRunner:
             yield_seconds=settings.ATRIUM_SHELL_YIELD_SECONDS,
             post_message=self._post_message,
             interrupted=self._interrupted,
+            pause=self._pause,
             allowed_tools=registry.REVIEW_TOOLS if self.reviewed is not None else _work_tools(agent.allowed_tools),
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
             sandbox=sandbox_policy(),
@@ -249,6 +250,11 @@ class SessionRunner:
         """Polled by a running shell or await (every 0.1 s): the database is asked only
         when the session's doorbell rang (agents.runtime.doorbell)."""
         return self.keeper.lost.is_set() or self._input_waiting()
+
+    def _pause(self, seconds: float) -> None:
+        """A waiting tool's pause between two looks, cut short by the doorbell: a
+        person's message is seen when it rings, not at the next look."""
+        self.doorbell.rung.wait(seconds)
 
     def _post_message(self, text: str) -> str:
         """Post for the agent; what its mentions came to, for its tool result."""

@@ -3,10 +3,14 @@ the worker asks the database only when it rang, not every 0.1 s."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents.runtime.doorbell import Doorbell, InputWatch
+from agents.runtime.worker import LeaseKeeper, SessionRunner, session_claim
 from agents.services import session_start, task_create
 from rooms.services import message_post
 
@@ -46,3 +50,26 @@ def test_the_database_is_asked_only_when_the_bell_rang(session, person, demo_roo
         assert watch() and len(asked) == 2
     finally:
         bell.close()
+
+
+def test_the_workers_waiting_tools_pause_on_the_sessions_doorbell(session, person, demo_room, replay_agent):
+    """A running shell or await is woken by the ring itself, not at its next look."""
+    owner = "doorbell-test-worker"
+    assert session_claim(session.pk, owner)
+    runner = SessionRunner(session, owner, LeaseKeeper(session.pk, owner))
+    try:
+        assert runner.toolbox.pause == runner._pause
+        started = time.monotonic()
+        runner.toolbox.pause(0.3)  # quiet: the whole pause passes
+        assert time.monotonic() - started >= 0.29
+        def steer() -> None:
+            message_post(room=demo_room, author=person, kind="steer", text="stop", agent=replay_agent)
+            connection.close()  # this thread's own
+
+        threading.Timer(0.2, steer).start()
+        started = time.monotonic()
+        runner.toolbox.pause(30)
+        assert time.monotonic() - started < 10  # the ring ended it
+    finally:
+        runner.doorbell.close()
+        runner.provider.close()
