@@ -97,15 +97,13 @@ DATABASES = {
 # The web process draws its PostgreSQL connections from a pool of at most DB_POOL_SIZE
 # (0: none): under ASGI each request and websocket frame runs in a thread of its own, so
 # a kept connection would leak, and opening one each time cost 3-5 ms of this process
-# and a new server process. Checked before reuse; a full pool makes a request wait.
+# and a new server process. A full pool makes a request wait. Django checks a pooled
+# connection before it hands it out (its own `check`: Django 5.2 refuses a second one).
 DB_POOL_SIZE = envint("DB_POOL_SIZE", "0")
 if DB_POOL_SIZE > 0 and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    from psycopg_pool import ConnectionPool
-
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django refuses both
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE,
-        "timeout": envint("DB_POOL_TIMEOUT", "30"), "check": ConnectionPool.check_connection,
+        "min_size": min(2, DB_POOL_SIZE), "max_size": DB_POOL_SIZE, "timeout": envint("DB_POOL_TIMEOUT", "30"),
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker writes; IMMEDIATE makes writers

@@ -111,7 +111,8 @@ def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
 async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:
     """The live key ``token`` names, with its room and agent; None for anything else: no
     token, not one of ours, revoked, its agent no longer assigned to its room, its maker
-    no longer acting in the room (removed, a viewer, deactivated), or (with
+    no longer acting in the room (removed, a viewer, deactivated), one its maker may no
+    longer make (``may_key``: the profile took its creator's own provider key), or (with
     ``room_slug``, the room-scoped URLs) a key of another room. One answer for all of
     them, so a caller learns nothing about keys or rooms it has no key for.
 
@@ -145,10 +146,12 @@ def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
         maker_acts = Membership.objects.filter(
             room_id=OuterRef("room_id"), user_id=OuterRef("created_by_id"), user__is_active=True,
             role__in=[Membership.Role.OWNER, Membership.Role.MEMBER])
-        key = (GatewayKey.objects.select_related("room", "agent")
+        key = (GatewayKey.objects.select_related("room", "agent", "created_by")
                .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts)).first())
         if key is None or (room_slug is not None and key.room.slug != room_slug):
             return None
+        if not may_key(key.agent, key.created_by):
+            return None  # made before its profile took its creator's own provider key
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
             GatewayKey.objects.filter(pk=key.pk).update(last_used_at=now)

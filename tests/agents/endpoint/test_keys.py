@@ -153,6 +153,12 @@ def test_a_profile_on_its_creators_own_provider_key_is_keyed_by_its_creator_or_s
     assert forged.status_code == 200 and "shown this once" not in forged.content.decode()
     assert f'value="{own.pk}"' in login(victim).get(url, **HTMX).content.decode()
     assert GatewayKey.objects.filter(agent=own).count() == 2
+    # A key made while the profile ran on the hub's keys stops when its creator gives it their own.
+    before = gateway_key_create(room=room, actor=attacker, agent_id=shared.pk, name="made before").token
+    assert lookup(before) is not None
+    shared.api_key = "sk-mo-own-account-0002"
+    shared.save()
+    assert lookup(before) is None
 
 
 def test_each_key_shows_what_its_conversations_used(room, people):
