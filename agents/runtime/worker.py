@@ -278,6 +278,8 @@ class SessionRunner:
             result = self.loop.advance()
             if not self.commit(result):
                 return
+            if self.state.inputs_taken:
+                continue  # a person's message taken is answered before the turn goes to another
             if time.monotonic() > slice_ends or dispatch.people_waiting(besides=self.session.pk):
                 self.give_turn()
                 return

@@ -112,3 +112,21 @@ def test_the_demo_runs_again_once_its_bug_is_fixed_and_changes_nothing(person, d
     edit = SessionEvent.objects.get(session=again, kind="tool.result", payload__tool="edit_file")
     assert edit.payload["is_error"]
     assert (Path(demo_room.repo_path) / "textstats.py").read_text() == fixed
+
+
+def test_a_steer_taken_is_answered_before_the_worker_gives_its_turn_back(person, demo_room, replay_agent,
+                                                                        allow_demo_tools, settings):
+    """The boundary commits the steer before the model call; the worker does not hand the
+    session to the queue between the two, even with its time slice used up."""
+    from agents.services import session_steer
+
+    settings.ATRIUM_WORKER_SLICE_SECONDS = 0
+    task = task_create(room=demo_room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=replay_agent, actor=person)
+    steer = session_steer(session=session, actor=person, text="Keep the tests as they are.")
+    assert run_session(session.pk) == "ran"
+    steer.refresh_from_db()
+    assert steer.delivered_at is not None
+    assert ProviderCall.objects.filter(session=session).count() == 1  # answered, then the turn went back
+    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
+    assert kinds.index("input.delivered") < kinds.index("model.reply")
