@@ -377,8 +377,10 @@ class SessionContext:
         changed = sorted(set(changed))
         for index in changed:
             freed += self._rerender(index)
-        revived, grown = self._serve_fresh_notes(set(evicted))
-        changed, freed = sorted(set(changed + revived)), freed - grown
+        self._anchor_reported = None  # what the provider counted no longer applies
+        if plan.reason is not FoldReason.OVERFLOW:  # after an overflow our projection is known to be low
+            revived, grown = self._serve_fresh_notes(set(evicted))
+            changed, freed = sorted(set(changed + revived)), freed - grown
         if self._intent_updates:
             # A new epoch may restate the intent at the top instead of in updates.
             changed.append(0)
@@ -386,7 +388,6 @@ class SessionContext:
         self.epoch += 1
         self.postponements, postponed = 0, self.postponements
         self.held_since_fold = 0
-        self._anchor_reported = None  # what the provider counted no longer applies
         self._advance_candidate_floor()
         first_changed = min(changed) if changed else len(self._rendered)
         self._stable_prefix_end = len(self._rendered) - 1
@@ -570,7 +571,8 @@ class SessionContext:
 
     def _serve_fresh_notes(self, evicted: set[int]) -> tuple[list[int], int]:
         """A note the model has not seen yet, whose text this fold evicted, becomes that
-        text (a re-read after the fold) where the request still fits under the ceiling:
+        text (a re-read after the fold) where the request stays under the fold trigger
+        (a margin below the ceiling, for the estimate's error):
         a read just asked for must not be answered with "not in the context any more"
         (the eviction deadlock). Called after the ledger was told of the eviction and
         the evicted entries were re-rendered. Returns the entries re-rendered and the
@@ -581,7 +583,7 @@ class SessionContext:
                 continue
             target, obs.alias_of = obs.alias_of, None
             growth = -self._rerender(obs.entry_index)
-            if self.projection() > self.budget.ceiling:
+            if self.projection() > self.budget.trigger:
                 obs.alias_of = target  # no room for the text: its honest receipt stays
                 self._rerender(obs.entry_index)
                 continue

@@ -108,3 +108,28 @@ def test_a_result_a_fresh_note_points_at_is_in_use_whatever_its_age():
     ctx.prepare()
     ctx.add_assistant("done reading")  # the model saw the note: the first copy ages again
     assert not ctx.is_hot(first)
+
+
+def test_a_note_served_as_text_by_a_fold_leaves_the_request_under_the_ceiling():
+    """The revived text is judged on the basis the request is then checked on (not the
+    provider's last count, which the fold voids), with the trigger's margin: a
+    fallback model's low count once let it fill the request past the ceiling."""
+    ctx = make_context(window=20_000, output_budget=500, policy="on_demand")
+    ctx.economics = CacheEconomics(cache_read=0.0, cache_write=1.25)  # only the ceiling folds
+    big = file_text("src/big.py", 1, 420)
+    ctx.add_user("task", kind="task")
+    ctx.prepare()
+    ctx.add_assistant("read big", (call("c0", path="src/big.py"),))
+    first = ctx.add_tool_result(read_input("c0", "src/big.py", big))
+    for n in range(1, 4):
+        ctx.prepare()
+        ctx.add_assistant(f"r{n}", (call(f"c{n}", path=f"src/o{n}.py"),))
+        ctx.add_tool_result(read_input(f"c{n}", f"src/o{n}.py", file_text(f"src/o{n}.py", 1, 40)))
+    sent = ctx.prepare()
+    ctx.add_assistant("big again + more", (call("c8", path="src/big.py"), call("c9", path="src/more.py")))
+    ctx.record_usage(round(sent.projection * 0.88), learn=False)  # a fallback model's count
+    again = ctx.add_tool_result(read_input("c8", "src/big.py", big))
+    ctx.add_tool_result(read_input("c9", "src/more.py", file_text("src/more.py", 1, 230)))
+    assert again.alias_of == first.obs_id
+    boundary = ctx.prepare()  # was ContextTooLarge: 19,166 > 18,000
+    assert boundary.projection <= ctx.budget.ceiling and boundary.fold is not None
