@@ -62,11 +62,10 @@ def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, lis
     changed = []
     for obs in ctx.observations:
         row = rows.get(obs.obs_id)
-        if row is not None and (row.state != obs.state.value or row.fold_number != obs.fold):
-            row.state, row.fold_number, row.receipt_text = obs.state.value, obs.fold, _receipt(ctx, obs)
+        if row is not None and _refreshed(row, ctx, obs):
             changed.append(row)
     Observation.objects.bulk_create(new_rows)
-    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
+    Observation.objects.bulk_update(changed, SYNCED_FIELDS)
     # Everything before this segment's first observation left with an earlier segment.
     Observation.objects.filter(session=session, seq__lt=ctx.obs_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
@@ -87,11 +86,10 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
         row = rows.get(obs.obs_id)
         if row is None:
             new.append(_observation_row(session, room_id, ctx, obs))
-        elif row.state != obs.state.value or row.fold_number != obs.fold:
-            row.state, row.fold_number, row.receipt_text = obs.state.value, obs.fold, _receipt(ctx, obs)
+        elif _refreshed(row, ctx, obs):
             changed.append(row)
     Observation.objects.bulk_create(new)
-    Observation.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
+    Observation.objects.bulk_update(changed, SYNCED_FIELDS)
     _sync_payloads(session, room_id, ctx, [ctx.payloads[i] for i in touched["payloads"]])
     if touched["ledger"]:
         entries = list(ctx.ledger)
@@ -100,6 +98,20 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
         _sync_folds(session, ctx)
     if touched["segment_log"]:
         _sync_segments(session, ctx)
+
+
+SYNCED_FIELDS = ["state", "fold_number", "alias_of_seq", "reread_of_seq", "served", "receipt_text"]
+
+
+def _refreshed(row: Observation, ctx: SessionContext, obs) -> bool:
+    """``row`` brought up to ``obs`` (folded, or a note that a fold served as text after
+    all); whether anything changed."""
+    now = (obs.state.value, obs.fold, obs.alias_of, obs.reread_of, _served(obs))
+    if (row.state, row.fold_number, row.alias_of_seq, row.reread_of_seq, row.served) == now:
+        return False
+    row.state, row.fold_number, row.alias_of_seq, row.reread_of_seq, row.served = now
+    row.receipt_text = _receipt(ctx, obs)
+    return True
 
 
 def _observation_row(session, room_id: int, ctx: SessionContext, obs) -> Observation:
