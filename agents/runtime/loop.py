@@ -152,13 +152,10 @@ class StepLoop:
     # ------------------------------------------------------------- boundary
     def _boundary(self) -> UnitResult:
         ctx, state, host = self.ctx, self.state, self.host
-        if not state.inputs_taken and (inputs := self._take_inputs()):
+        if not state.inputs_taken and (inputs := self._take_inputs()[0]):
             # Delivered is committed before the model call, not after its reply (seconds
             # with a real model); the next pass, after a crash too, takes no input again.
-            state.inputs_taken = True
-            return UnitResult(Outcome.CONTINUE,
-                              delivered=tuple(item.id for item in inputs if item.kind == "steer"),
-                              delivered_mentions=tuple(item.id for item in inputs if item.kind == "agent"))
+            return self._taken(inputs)
         state.inputs_taken = False
         intent = host.read_intent()
         if intent is not None and (event := ctx.refresh_intent(intent)):
@@ -213,17 +210,26 @@ class StepLoop:
             return done(UnitResult(Outcome.CONTINUE))
         return done(self._finish_turn(text))
 
-    def _take_inputs(self) -> list[Input]:
-        """Finished jobs' results and people's and agents' messages into the context; the
-        messages, to be marked delivered when the unit commits."""
+    def _taken(self, inputs: list[Input]) -> UnitResult:
+        """A unit that took the boundary's inputs: they are marked delivered when it
+        commits, and the boundary's next pass, after a crash too, takes none again."""
+        self.state.inputs_taken = True
+        return UnitResult(Outcome.CONTINUE,
+                          delivered=tuple(item.id for item in inputs if item.kind == "steer"),
+                          delivered_mentions=tuple(item.id for item in inputs if item.kind == "agent"))
+
+    def _take_inputs(self) -> tuple[list[Input], bool]:
+        """Finished jobs' results and people's and agents' messages into the context: the
+        messages (marked delivered when the unit commits), and whether anything came."""
         ctx, state, host = self.ctx, self.state, self.host
         state.held_jobs = []
-        for report in host.settle_jobs(f"step-{ctx.step}"):
+        reports = host.settle_jobs(f"step-{ctx.step}")
+        for report in reports:
             ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
         inputs = host.pending_inputs(chat_after=state.chat_cursor)
         self._deliver(inputs)
-        return inputs
+        return inputs, bool(reports or inputs)
 
     def _deliver(self, inputs: list[Input]) -> None:
         state = self.state
@@ -335,6 +341,11 @@ class StepLoop:
         state.next_call += 1
         if state.next_call >= len(state.calls):
             state.phase, state.calls, state.next_call, state.yielded_job = BOUNDARY, [], 0, None
+            # What waits for the boundary (a message that cut this call short, a job that
+            # ended) is taken with the step's last result: one commit less before delivered.
+            inputs, took = self._take_inputs()
+            if took:
+                return self._taken(inputs)
         return UnitResult(Outcome.CONTINUE)
 
     def _settle(self, raw: dict[str, Any], call: ToolCall) -> UnitResult | Settled:

@@ -225,6 +225,24 @@ def test_a_steer_is_committed_as_delivered_before_the_model_call_and_not_taken_t
     assert not any("later" in t for t in texts)  # the next boundary's
 
 
+def test_a_message_that_arrives_during_the_steps_last_call_is_taken_with_its_result():
+    """One commit (the result and the steer, marked delivered) before the next request."""
+
+    class SteeredDuringTheCall(FakeHost):
+        def execute(self, call):
+            self.inputs = [Input(9, 5, "steer", "ann", "stop the build")]  # the doorbell cut it short
+            return super().execute(call)
+
+    host = SteeredDuringTheCall(turns=[turn("build", ("s0", "shell", {"command": "make"})), turn("ok")])
+    loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
+    loop.advance()  # the model asks for the build
+    settled = loop.advance()
+    assert settled.delivered == (9,) and len(host.requests) == 1 and loop.state.inputs_taken
+    called = loop.advance()
+    assert called.delivered == () and len(host.requests) == 2
+    assert host.requests[1].messages[-1].text == "[steer from ann, D1] stop the build"
+
+
 def test_a_changed_intent_file_is_logged_and_sent(monkeypatch):
     host = FakeHost(turns=[turn("ok")])
     ctx = make_context(intent="Objective: A")
