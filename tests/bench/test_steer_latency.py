@@ -8,20 +8,20 @@ lease keeper's): at 50 the server needs max_connections well above 100, its defa
 
 Every session is live on a real Celery worker (prefork children, one per session): its
 agent (``replay:shell-until-steered.json``) runs a two-minute build in a shell step, which
-returns early when a person writes (the doorbell rings, the tool's next poll tick asks
-the database); the next boundary reads the steer, marks it delivered, and the next turn
-starts another shell step. A signed-in member sends each steer as a ``steer`` frame to
+returns early when a person writes (the doorbell rings and ends the tool's pause between
+two looks, which asks the database); the unit that saves the step's result takes the
+steer and marks it delivered, and the next turn starts another shell step. A signed-in member sends each steer as a ``steer`` frame to
 a real Daphne, one at a time to a random session, with a random pause between them.
 
 Per steer, on one clock (all processes run on this machine):
 - sent: the frame leaves the test's websocket; stored: the message row's created_at;
-- tick: the shell step returned (its job's start + the call's duration), the poll tick
-  that saw the doorbell plus its check of the database;
-- delivered: the message's delivered_at, written by the boundary that read it.
+- tick: the shell step returned (its job's start + the call's duration): the look the
+  doorbell woke plus its check of the database;
+- delivered: the message's delivered_at, written by the unit that took it.
 
 Printed per level: p50/p99 of end to end (sent → delivered); "notice" (stored → tick:
-the post's commit, the doorbell, waiting for the tool's poll tick, its check), next to
-the poll interval, which alone explains a wait uniform in [0, poll]; and the hub's
+the post's commit, the doorbell's trip through Redis, the woken look, its check; before
+the doorbell ended the pause this waited for the next 0.1 s look as well); and the hub's
 overhead, which is everything else: (stored − sent) + (delivered − tick), the frame's
 trip into the database and the step boundary that delivers it. Ratios are against one
 live session, measured in the same run. Target: hub overhead p99 < 50 ms at 50.
@@ -205,7 +205,7 @@ def test_steer_latency_with_live_sessions(hub_workers, person, demo_room, tmp_pa
 
     base = rows[0][1]
     print(f"\nsteer frame → delivered at the step boundary; sessions live in two-minute shell steps "
-          f"(poll interval {POLL_SECONDS * 1000:.0f} ms: a uniform wait for the tick is p50 50 ms, p99 99 ms)")
+          f"(the doorbell ends the tool's pause between its {POLL_SECONDS * 1000:.0f} ms looks)")
     for level, timings, idle, load in rows:
         total = [t.total for t in timings]
         notice = [t.notice for t in timings]
@@ -219,7 +219,7 @@ def test_steer_latency_with_live_sessions(hub_workers, person, demo_room, tmp_pa
         print(f"  {level:>3} live sessions, {len(timings)} steers ({between} between steps); their workers idle "
               f"use {idle:.2f} cores; machine load average {load:.1f} on {os.cpu_count()} cores:\n"
               f"      end to end  {ms(total)}\n"
-              f"      notice      {ms(notice)}  (post commit + doorbell + poll tick + check)\n"
+              f"      notice      {ms(notice)}  (post commit + doorbell + the woken look + check)\n"
               f"      hub overhead {ms(overhead)}{ratio}\n"
               f"        of which frame → stored {ms(ingest)}, tick → delivered {ms(boundary)}")
     assert all(t.total < 10 for _, timings, _, _ in rows for t in timings)  # sanity, not a target
