@@ -465,10 +465,10 @@ class SessionContext:
         if src.read is not None:
             note = self.files.get(src.read.path)
             return not (note is not None and note.written and note.last_written > item.step)
-        command = src.arguments.get("command") if isinstance(src.arguments, dict) else None
-        return not (command and any(
-            o.step > item.step and isinstance(o.source.arguments, dict) and o.source.arguments.get("command") == command
-            for o in self.observations[-8:]))
+        # The same call made again: the same tool with the same arguments (an editor's
+        # "command" is only its subcommand: an edit of another file supersedes nothing).
+        return not any(o.step > item.step and o.source.tool == src.tool and o.source.arguments == src.arguments
+                       for o in self.observations[-8:])
 
     def live_observations_newest_first(self) -> Iterator[Observation]:
         for obs in reversed(self.observations[self._candidate_floor :]):

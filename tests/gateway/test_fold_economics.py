@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from observations.gateway.economics import MIN_SAMPLES, CacheEconomics, LengthPrior
@@ -81,6 +83,31 @@ def test_a_fold_never_takes_what_the_last_two_turns_produced_unless_superseded()
     ctx.add_tool_result(type(written)(**{**{f: getattr(written, f) for f in written.__slots__}, "written": ("a.py",)}))
     ctx.add_assistant("next")
     assert read.state is ObsState.CONSUMED and not ctx.is_hot(read)
+
+
+def test_only_the_same_call_made_again_supersedes_a_result():
+    """A command run again supersedes its earlier output; an editor's edit of another
+    file does not supersede an edit (its "command" is only the subcommand)."""
+    ctx = make_context(window=200_000, output_budget=4_000)
+
+    def step(*calls: tuple[str, str, dict, str]) -> list:
+        ctx.prepare()
+        ctx.add_assistant("go", tuple(call(call_id, tool, **arguments) for call_id, tool, arguments, _ in calls))
+        made = []
+        for call_id, tool, arguments, text in calls:
+            base = shell_input(call_id, "", text)
+            made.append(ctx.add_tool_result(replace(base, tool=tool, arguments=arguments)))
+        return made
+
+    def edit(call_id: str, path: str) -> tuple[str, str, dict, str]:
+        arguments = {"command": "str_replace", "path": path, "old_str": "x", "new_str": "y"}
+        return call_id, "str_replace_editor", arguments, f"The file {path} has been edited.\n" * 30
+
+    tests, edit_a = step(("t1", "shell", {"command": "pytest -q"}, "3 failed\n" * 50), edit("e1", "/r/a.py"))
+    edit_b, again = step(edit("e2", "/r/b.py"), ("t2", "shell", {"command": "pytest -q"}, "all passed\n" * 50))
+    assert tests.step == edit_a.step == again.step - 1 == ctx.step - 1  # all from the last two turns
+    assert ctx.is_hot(edit_a) and ctx.is_hot(edit_b) and ctx.is_hot(again)
+    assert not ctx.is_hot(tests)  # the same command, run again
 
 
 def test_the_providers_prices_decide_openai_folds_sooner_than_anthropic():
