@@ -344,8 +344,8 @@ def test_a_check_that_passes_on_the_second_round_succeeds():
 
 def test_an_overflow_is_folded_and_retried_once_never_resent_unchanged():
     ctx = make_context(window=20_000, output_budget=1_000)
-    big = {"path": "big.py"}
-    turns = [turn("read", (f"r{n}", "read_file", big)) for n in range(3)]
+    # Three different files: a call made again would supersede the first (is_hot).
+    turns = [turn("read", (f"r{n}", "read_file", {"path": f"big{n}.py"})) for n in range(3)]
     host = FakeHost(turns=[*turns, ContextOverflow("prompt is too long"), turn("done")])
 
     def execute(call):
