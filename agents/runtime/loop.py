@@ -335,17 +335,21 @@ class StepLoop:
             return settled  # parked; the same call is settled again when the session wakes
         call, outcome, suffix = settled
         state.await_deadline = None
+        if outcome.interrupted:
+            raw["interrupted"] = True
         self._record(call, outcome, suffix)
         if call.name in registry.VERDICTS and self.host.reviewing and not outcome.is_error:
             return self._verdict_given(outcome.arguments)
         state.next_call += 1
         if state.next_call >= len(state.calls):
+            cut_short = any(c.get("interrupted") for c in state.calls)
             state.phase, state.calls, state.next_call, state.yielded_job = BOUNDARY, [], 0, None
-            # What waits for the boundary (a message that cut this call short, a job that
-            # ended) is taken with the step's last result: one commit less before delivered.
-            inputs, took = self._take_inputs()
-            if took:
-                return self._taken(inputs)
+            # A message that cut a call of this step short is taken with the step's last
+            # result: one commit less before delivered. Otherwise the boundary looks, once.
+            if cut_short:
+                inputs, took = self._take_inputs()
+                if took:
+                    return self._taken(inputs)
         return UnitResult(Outcome.CONTINUE)
 
     def _settle(self, raw: dict[str, Any], call: ToolCall) -> UnitResult | Settled:

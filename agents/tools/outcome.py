@@ -25,6 +25,8 @@ class Result:
     job_handle: str | None = None
     pending_jobs: tuple[str, ...] = ()
     modified_files: bool = False
+    # A shell or await that returned early because a message for the session arrived.
+    interrupted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class ToolOutcome:
     job_handle: str | None = None
     pending_jobs: tuple[str, ...] = ()
     modified_files: bool = False
+    interrupted: bool = False
     outcome_unknown: bool = False
     replayed: bool = False
     # Wall-clock duration of the execution that produced this outcome.

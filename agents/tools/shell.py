@@ -84,7 +84,7 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
             f"await(handles=[\"{handle}\"]); if you do not, it is delivered when it finishes.\n"
             f"Output so far:\n{so_far or '(none yet)'}")
     return Result(text=text, purpose=purpose, job_handle=handle, pending_jobs=(handle,),
-                  modified_files=True)
+                  modified_files=True, interrupted=was_interrupted)
 
 
 def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id: str,
@@ -135,7 +135,7 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
         was_interrupted = _sleep(bound, interrupted, pause)
         waited = "Returned early: a message for you arrived." if was_interrupted else (
             f"Waited {bound:g} s" + (" (the most one call waits)." if capped else "."))
-        return Result(text=waited, purpose=purpose)
+        return Result(text=waited, purpose=purpose, interrupted=was_interrupted)
     statuses, was_interrupted = registry.wait(targets, seconds=bound, interrupted=interrupted, pause=pause)
     parts: list[str] = []
     if was_interrupted:
@@ -155,7 +155,7 @@ def run_await(registry: JobRegistry, config: ShellConfig, *, call_id: str,
         parts.append(f"{len(running)} job(s) still running after {bound:g} s; await again "
                      "to keep waiting.")
     return Result(text="\n\n".join(parts), purpose=purpose,
-                  pending_jobs=tuple(s.handle for s in running))
+                  pending_jobs=tuple(s.handle for s in running), interrupted=was_interrupted)
 
 
 def _stop_jobs(registry: JobRegistry, config: ShellConfig, *, call_id: str, targets: list[str]) -> Result:

@@ -7,6 +7,7 @@ verify rounds, overflow handling.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -230,8 +231,8 @@ def test_a_message_that_arrives_during_the_steps_last_call_is_taken_with_its_res
 
     class SteeredDuringTheCall(FakeHost):
         def execute(self, call):
-            self.inputs = [Input(9, 5, "steer", "ann", "stop the build")]  # the doorbell cut it short
-            return super().execute(call)
+            self.inputs = [Input(9, 5, "steer", "ann", "stop the build")]
+            return dataclasses.replace(super().execute(call), interrupted=True)  # the doorbell cut it short
 
     host = SteeredDuringTheCall(turns=[turn("build", ("s0", "shell", {"command": "make"})), turn("ok")])
     loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
@@ -241,6 +242,35 @@ def test_a_message_that_arrives_during_the_steps_last_call_is_taken_with_its_res
     called = loop.advance()
     assert called.delivered == () and len(host.requests) == 2
     assert host.requests[1].messages[-1].text == "[steer from ann, D1] stop the build"
+
+
+def test_a_step_whose_calls_nobody_cut_short_looks_for_inputs_once_at_its_boundary():
+    """Looking costs queries and reads of the job folder: once per step, not also with the
+    last result. A message that came during a call nobody cut short (it ended on its own)
+    is taken at the boundary, before the next request."""
+
+    class Counting(FakeHost):
+        looks = 0
+
+        def pending_inputs(self, *, chat_after):
+            self.looks += 1
+            return super().pending_inputs(chat_after=chat_after)
+
+        def execute(self, call):
+            self.inputs = [Input(9, 5, "steer", "ann", "use tabs")]
+            return super().execute(call)
+
+    host = Counting(turns=[turn("read", ("r0", "read_file", {"path": "a.py"}), ("r1", "read_file", {"path": "b.py"})),
+                           turn("ok")])
+    loop = StepLoop(make_context(window=60_000), RuntimeState(), host, clock=lambda: 1_000.0)
+    loop.advance()  # the boundary looks (nothing), the model asks for two reads
+    assert host.looks == 1
+    assert loop.advance().delivered == () and loop.advance().delivered == ()  # the two reads
+    assert host.looks == 1
+    taken = loop.advance()  # the boundary
+    assert taken.delivered == (9,) and host.looks == 2 and len(host.requests) == 1
+    loop.advance()
+    assert host.requests[1].messages[-1].text == "[steer from ann, D1] use tabs"
 
 
 def test_a_changed_intent_file_is_logged_and_sent(monkeypatch):

@@ -161,13 +161,15 @@ def test_shell_and_await_return_early_when_a_message_arrives(make_box):
     started = time.monotonic()
     shell = box.execute(call("shell", command="sleep 30"))
     assert time.monotonic() - started < 3
-    assert "a message for you arrived" in shell.text and shell.job_handle
+    assert "a message for you arrived" in shell.text and shell.job_handle and shell.interrupted
     waited = box.execute(call("await", handles=[shell.job_handle], seconds=20))
     assert time.monotonic() - started < 4
-    assert waited.text.startswith("Returned early: a message for you arrived.")
+    assert waited.text.startswith("Returned early: a message for you arrived.") and waited.interrupted
     assert waited.pending_jobs == (shell.job_handle,)
     timer = box.execute(call("await", seconds=20))
-    assert timer.text.startswith("Returned early")
+    assert timer.text.startswith("Returned early") and timer.interrupted
+    arrived.clear()
+    assert not box.execute(call("shell", command="true")).interrupted
     (cancelled,) = box.cancel_jobs()
     assert cancelled.state == "cancelled"
 
