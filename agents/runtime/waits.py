@@ -18,12 +18,12 @@ from typing import Any
 
 from django.conf import settings
 
-from agents.tools.jobs import JobRegistry
+from agents.tools.jobs import JobRegistry, look_interval
 from agents.tools.registry import WAITS
 
 log = logging.getLogger(__name__)
 
-WATCH_POLL_SECONDS = 0.25
+WATCH_POLL_SECONDS = 0.25  # the least pause between two looks of a watch
 
 
 def session_jobs(session_id: int) -> JobRegistry:
@@ -63,6 +63,7 @@ def watch_jobs(registry: JobRegistry, arguments: dict[str, Any], *, until: float
     the jobs' files (no database) and gives up at ``until`` (time.time()), when the
     session's own wake time comes anyway."""
     def watch() -> None:
+        started = time.monotonic()
         while time.time() < until:
             if jobs_ready(registry, arguments):
                 try:
@@ -70,7 +71,7 @@ def watch_jobs(registry: JobRegistry, arguments: dict[str, Any], *, until: float
                 except Exception:  # beat's sweep wakes it instead
                     log.exception("waking a session whose jobs ended failed")
                 return
-            time.sleep(WATCH_POLL_SECONDS)
+            time.sleep(look_interval(time.monotonic() - started, least=WATCH_POLL_SECONDS))
 
     thread = threading.Thread(target=watch, daemon=True, name="job-watch")
     thread.start()

@@ -34,6 +34,14 @@ WRAPPER = Path(__file__).with_name("_jobwrapper.py")
 JobState = Literal["running", "finished", "dead", "cancelled"]
 # The wrapper beats every 5 s; a job on another machine whose beat is this old is dead.
 HEARTBEAT_STALE_SECONDS = 30.0
+LOOK_SECONDS_MAX = 1.0
+
+
+def look_interval(waited: float, *, least: float = 0.1) -> float:
+    """How long to pause before looking at a job again, after ``waited`` seconds: a tenth
+    of the wait so far (between ``least`` and a second). A job's end is noticed at most
+    10% late, and the sessions that wait on long jobs all day cost little between looks."""
+    return min(LOOK_SECONDS_MAX, max(least, waited / 10))
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +328,8 @@ class JobRegistry:
         ``pause`` passes the time between two looks; it may return early (see ToolBox).
         """
         wanted = list(handles)
-        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        deadline = started + seconds
         while True:
             statuses = [self.status(h) for h in wanted]
             if all(s.done for s in statuses):
@@ -330,4 +339,4 @@ class JobRegistry:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return statuses, False
-            pause(min(poll_seconds, remaining))
+            pause(min(look_interval(time.monotonic() - started, least=poll_seconds), remaining))

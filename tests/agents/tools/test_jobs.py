@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from agents.tools.jobs import JobRegistry
+from agents.tools.jobs import JobRegistry, look_interval
 
 
 def _recorded_job(directory: Path, handle: str, *, created_ago: float, proc: dict | None) -> None:
@@ -76,3 +76,22 @@ def test_a_job_on_another_machine_whose_heartbeat_stopped_is_dead(tmp_path):
     assert registry.status("job-beating").state == "running"
     stopped = registry.status("job-stopped")
     assert stopped.state == "dead" and "stopped reporting 45" in stopped.reason and "another-worker" in stopped.reason
+
+
+def test_a_long_wait_looks_less_often_as_it_goes_on(tmp_path):
+    """Sessions waiting on long jobs all day: each look reads the job's files, so the
+    pauses grow to a tenth of the wait so far (a job's end is noticed at most 10% late),
+    never above a second; short jobs are still looked at every 0.1 s."""
+    assert [look_interval(w) for w in (0, 0.5, 1, 3, 10, 600)] == [0.1, 0.1, 0.1, 0.3, 1.0, 1.0]
+    registry = JobRegistry(tmp_path, start_grace_seconds=60)
+    _recorded_job(tmp_path, "job-long", created_ago=1, proc=None)  # running: its wrapper is starting
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        time.sleep(seconds)
+
+    (status,), interrupted = registry.wait(["job-long"], seconds=4, pause=pause)
+    assert status.state == "running" and not interrupted
+    assert pauses[0] == 0.1 and max(pauses) > 0.3 and all(p <= 1.0 for p in pauses)
+    assert len(pauses) < 30  # every 0.1 s would be 40 looks
