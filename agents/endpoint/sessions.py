@@ -33,7 +33,7 @@ from agents.events import session_event_append, session_events_append
 from agents.models import GatewayConversation, GatewayKey, Session, Task
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.runtime import inputs, states
-from agents.runtime.loop import chat_cursor_after, deliver_inputs
+from agents.runtime.delivery import chat_cursor_after, deliver_inputs
 from agents.runtime.state import RuntimeState
 from agents.selectors import session_lengths
 from agents.services import agent_mentions_mark_delivered, unit_records_save

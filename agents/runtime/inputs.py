@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from agents.models import AgentMention, Session
-from agents.runtime.loop import Input
+from agents.runtime.delivery import Input
 from agents.runtime.mentions import mentions
 from rooms.models import Message
 

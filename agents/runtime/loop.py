@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -22,7 +21,7 @@ from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
 from agents.runtime import conflicts, nudges, obligations, reviews
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
-from agents.runtime.mentions import render_agent_message
+from agents.runtime.delivery import Input, chat_cursor_after, deliver_inputs
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, REVIEW, RuntimeState
 from agents.tools import registry
@@ -51,18 +50,6 @@ class Outcome(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     NEEDS_MERGE = "needs_merge"
-
-
-@dataclass(frozen=True, slots=True)
-class Input:
-    """A person's message for this session, read at a step boundary."""
-
-    id: int
-    seq: int  # the room chat's sequence number
-    kind: str  # "steer", "chat" (a chat message that mentions the agent) or "agent" (another agent's post that does)
-    author: str
-    text: str
-    replaces: tuple[int, ...] = ()  # decisions (D<n>) a steer replaces
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,26 +580,6 @@ class StepLoop:
             return UnitResult(Outcome.WAIT, wake_at=self.clock() + obligations.HOLD_SECONDS)
         self.host.emit("jobs.open", {"action": verdict.action, "handles": list(verdict.handles)})
         return UnitResult(Outcome.CONTINUE)
-
-
-def deliver_inputs(ctx: SessionContext, inputs: list[Input], emit: Callable[[str, dict[str, Any]], None]) -> bool:
-    """People's messages (steers, chat that mentions the agent) and agents' posts into
-    the context, each logged as delivered; whether a person's was among them."""
-    for item in inputs:
-        if item.kind == "agent":
-            # Another agent's words: shown as such, never a decision people made.
-            ctx.add_user(render_agent_message(item.author, item.text), kind="agent")
-            emit("input.delivered", {"message_id": item.id, "kind": "agent", "author": item.author})
-            continue
-        decision = ctx.add_person(kind=item.kind, author=item.author, text=item.text, replaces=item.replaces)
-        emit("input.delivered", {"message_id": item.id, "kind": item.kind, "author": item.author,
-                                 "decision": decision.label, "replaces": list(item.replaces)})
-    return any(i.kind != "agent" for i in inputs)
-
-
-def chat_cursor_after(cursor: int, inputs: list[Input]) -> int:
-    """Room chat up to this seq was looked at for mentions."""
-    return max([cursor] + [i.seq for i in inputs if i.kind == "chat"])
 
 
 def _await_seconds(call: ToolCall) -> float:
