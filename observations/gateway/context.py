@@ -431,7 +431,7 @@ class SessionContext:
         """What the candidates still in use (``is_hot``) would free; they are among the
         newest, so only the tail of the session is looked at."""
         total = 0
-        for obs_id in self._noted_targets():
+        for obs_id in self.noted_targets():
             # An older result a fresh note points at (the tail's are counted below).
             obs = self.observation(obs_id)
             if obs is not None and obs.step < self.step - 1 and obs.state is ObsState.CONSUMED and obs.gain:
@@ -444,7 +444,8 @@ class SessionContext:
                     total += item.gain
         return total
 
-    def _noted_targets(self) -> set[int]:
+    def noted_targets(self) -> set[int]:
+        """Results that a note the model has not seen yet points at (reads just asked for)."""
         return {o.alias_of for o in self.observations[self._consumed_upto :] if o.alias_of is not None}
 
     def remaining_requests(self) -> float:
@@ -455,7 +456,7 @@ class SessionContext:
         it asked for), unless superseded since (a read of a file written later, the
         output of a command run again later); and, whatever its age, a result that a
         note the model has not seen yet points at (the read it just asked for)."""
-        if isinstance(item, Observation) and item.obs_id in self._noted_targets():
+        if isinstance(item, Observation) and item.obs_id in self.noted_targets():
             return True
         if item.step < self.step - 1:
             return False

@@ -55,6 +55,17 @@ def test_the_search_finds_the_cheapest_schedule_of_its_family(window):
     assert found.run.policy == "oracle" and not found.run.failed
 
 
+@pytest.mark.parametrize("window", [16_000, 128_000])
+def test_the_search_stays_exact_with_an_unchanged_re_read_served_as_a_note(window):
+    """A note for an unchanged re-read points at the first read: a fold that evicted that
+    read before the note was sent would serve the note as text, and what a fold leaves
+    would depend on the folds before it. The family keeps it, as on_demand does."""
+    traj = run_of(9, reread_at=5)
+    found = oracle(traj, window, SETTINGS)
+    assert found.predicted == pytest.approx(strict(found.run))
+    assert strict(found.run) == pytest.approx(brute_force(traj, window))
+
+
 def test_it_folds_when_folding_pays_and_never_costs_more_than_not_folding():
     traj = run_of(12)
     found = oracle(traj, 128_000, SETTINGS)

@@ -3,7 +3,8 @@
 The oracle knows the whole recorded run. Its family of schedules: fold at any set of
 recorded steps; each fold evicts every consumed result and payload except the results
 whose range the agent will read again later (it knows when), so that no re-read is
-ever served twice; every request stays under the ceiling with no mandatory fold and no
+ever served twice, and those a note not sent yet points at (as on_demand keeps them);
+every request stays under the ceiling with no mandatory fold and no
 new segment. Cost is the strict accounting (every fold request written to the cache
 whole), with the prices the replay is billed with.
 
@@ -65,7 +66,13 @@ class ForcedFolds:
         if self.at not in self.schedule and not mandatory:
             return Plan(note="not a fold step of the schedule")
         seen = ctx.obs_base + len(ctx.observations)  # events received so far
-        chosen = [item for item in ctx.eviction_candidates() if mandatory or not self._read_again(item, seen)]
+        # A result a fresh note points at stays too: evicted, the note would become its
+        # text (SessionContext._serve_fresh_notes), and what a fold leaves would then
+        # depend on the folds before it.
+        noted = ctx.noted_targets()
+        chosen = [item for item in ctx.eviction_candidates()
+                  if mandatory or not (self._read_again(item, seen)
+                                       or isinstance(item, Observation) and item.obs_id in noted)]
         if not chosen:
             return Plan(note="nothing to fold")
         return Plan(evict=tuple(chosen), reason=FoldReason.COST)
