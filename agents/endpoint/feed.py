@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,13 +32,12 @@ from agents.runtime.segments import SegmentStarter
 from observations.gateway import segments
 from observations.gateway.context import Boundary, SegmentNeeded, SessionContext
 from observations.gateway.messages import Message, Request, ToolCall
-from observations.gateway.receipts import meaningful_first_line
+from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 from observations.replay.actions import PathScope, editor_accesses
 
-PURPOSE_MAX = 200  # characters of a call's arguments in its purpose
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
 # lines by the argument names such tools use.
 _READS = re.compile(r"read|view|open|cat|show", re.IGNORECASE)
@@ -112,7 +110,7 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
         read, written = shell_effects(call, text, sha)
     return ObservationInput(
         call_id=call.id, tool=call.name, arguments=arguments, text=text, sha256=sha, size=len(data),
-        tokens=estimate_tokens(text), purpose=purpose(call), read=read, first_line=meaningful_first_line(text),
+        tokens=estimate_tokens(text), purpose=call_purpose(call.name, call.arguments), read=read, first_line=meaningful_first_line(text),
         written=written,
     )
 
@@ -127,13 +125,6 @@ def _editor_call(path: str, arguments: dict[str, Any], text: str, sha: str, *,
     read = next((FileRange(path, a.start, a.end, sha) for a in accesses if a.kind == "read"), None)
     written = (path,) if not failed and any(a.kind in ("write", "edit") for a in accesses) else ()
     return read, written
-
-
-def purpose(call: ToolCall) -> str:
-    arguments = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True, default=str)
-    if len(arguments) > PURPOSE_MAX:
-        arguments = arguments[:PURPOSE_MAX - 1] + "…"
-    return f"{call.name} {arguments}"
 
 
 def line_range(arguments: dict[str, Any]) -> tuple[int | None, int | None]:

@@ -9,11 +9,15 @@ these texts holds a timestamp, counter or random id, so they keep the prefix sta
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from observations.gateway.transcript import Observation, ObservationInput
 
 _FIRST_LINE_MAX = 80
+PURPOSE_MAX = 200  # characters of a call's arguments in its purpose
 # Lines that only wrap an output and say nothing about it: mini-swe-agent's
 # <returncode>/<output> tags, SWE-agent's OBSERVATION:, OpenHands' banners, blank lines.
 _WRAPPER = re.compile(
@@ -26,6 +30,16 @@ _LEADING_TAGS = re.compile(r"^(?:\s*</?[A-Za-z_][\w-]*>)+")
 def ref_of(sha256: str) -> str:
     """The short reference a receipt shows: the first 12 hex digits of the text's SHA-256."""
     return sha256[:12]
+
+
+def call_purpose(tool: str, arguments: Mapping[str, Any] | Any) -> str:
+    """What a result of a tool nobody here wrote was for: the call, name and arguments.
+    The one naming of the gateway endpoint (a client's calls) and of the replay (a
+    recorded agent's), so the evaluator's receipts are the ones the endpoint sends."""
+    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
+    if len(text) > PURPOSE_MAX:
+        text = text[: PURPOSE_MAX - 1] + "…"
+    return f"{tool} {text}"
 
 
 def meaningful_first_line(text: str) -> str:

@@ -16,7 +16,7 @@ measured in the same run against the same upstream:
 - pass-through (ATRIUM_GATEWAY_SESSIONS=False): the request is relayed as it is.
 
 Run: .venv/bin/pytest -m bench tests/bench/test_gateway_endpoint_latency.py -s
-(with /work/wt/run-tests.sh <run id> for PostgreSQL). Prints p50 / p99 in ms of each
+(with DATABASE_URL and REDIS_URL set for PostgreSQL and Redis). Prints p50 / p99 in ms of each
 path, each hub path's ratio to the direct call (p50 ratio / p99 ratio) and the time it
 adds. On the 2-core development box (client, upstream, PostgreSQL and Daphne on the same
 machine, shared with other work; three runs, the last with Daphne's connection pool):

@@ -6,11 +6,14 @@ import json
 
 import pytest
 
+from observations.gateway.receipts import render_receipt
 from observations.gateway.tokens import estimate_tokens
+from observations.gateway.transcript import Observation
 from observations.replay.eval.calibration import estimator_error, percentile
 from observations.replay.eval.engine import (
     NO_SEGMENTS,
     ReplaySettings,
+    observation_input,
     output_tokens,
     replay,
     tool_schemas,
@@ -169,3 +172,17 @@ def test_on_demand_without_notes_separates_folding_from_the_ledgers_notes():
     # with them the unchanged re-reads shrink to a line each.
     assert plain.sent == none.sent
     assert sum(notes.sent) < sum(none.sent)
+
+
+def test_a_result_that_read_no_file_is_named_by_its_call_as_the_gateway_endpoint_names_it():
+    """The evaluator's receipts are the ones a live gateway sends: a command's output is
+    named by the command (so the model knows which output it stands for), a read by its
+    file and range, and a very long call is cut."""
+    ran = observation_input(shell_event("c1", "cd /testbed && python -m pytest -x tests/", "3 passed"))
+    assert ran.purpose == 'bash {"command": "cd /testbed && python -m pytest -x tests/"}'
+    assert render_receipt(Observation(0, 0, ran)).startswith(
+        '[receipt 61affed06dc6] bash {"command": "cd /testbed && python -m pytest -x tests/"}: 8 bytes')
+    read = observation_input(read_event("c2", "src/app.py", "x = 1\n", 1, 1))
+    assert read.purpose == "read src/app.py lines 1-1"
+    long = observation_input(shell_event("c3", "echo " + "y" * 500, "y"))
+    assert long.purpose.endswith("…") and len(long.purpose) == len("bash ") + 200

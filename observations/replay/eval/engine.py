@@ -24,7 +24,7 @@ from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeede
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
 from observations.gateway.policies import FoldReason, Policy
-from observations.gateway.receipts import meaningful_first_line
+from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.tokens import (
     estimate_message_tokens,
     estimate_request_message,
@@ -178,7 +178,7 @@ def observation_input(event: ToolEvent) -> ObservationInput:
         sha256=text_sha256(text),
         size=len(text.encode("utf-8", "surrogatepass")),
         tokens=estimate_tokens(text),
-        purpose=reads[0].describe() if len(reads) == 1 else "",
+        purpose=reads[0].describe() if len(reads) == 1 else call_purpose(event.tool, event.arguments),
         read=read,
         file_fingerprint=read.content_hash if read else "",
         first_line=meaningful_first_line(text),

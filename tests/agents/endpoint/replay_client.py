@@ -53,11 +53,9 @@ def recorded_turn(step: Step) -> dict:
 
 def naming_excess(request: Request, trajectory: Trajectory) -> int:
     """Tokens the endpoint's receipts and notes in ``request`` spend beyond the replay's
-    for the same results: the two name a result differently. The endpoint names it by
-    its call (``bash {"command": "cd /testbed && python t.py"}``, as a live session's
-    receipt names its shell command), the replay by its recognised file read only, else
-    by the tool (``bash``); and a read's path is the client's own (absolute) at the
-    endpoint, repository-relative in the replay."""
+    for the same results: both name a result by its call (``receipts.call_purpose``), but
+    a read's path is the client's own (absolute) at the endpoint, repository-relative in
+    the replay, and a shell line's read is recognised by the replay only."""
     events = {e.call_id: e for step in trajectory.steps for e in step.events}
     calls = {c.id: c for m in request.messages for c in m.tool_calls}
     excess = 0

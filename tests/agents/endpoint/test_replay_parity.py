@@ -13,20 +13,14 @@ in the paths given) is, live, the agent's finished sessions: made here with the 
 lengths. Budget tuning (``ReplaySettings.budget``) is the hub's ATRIUM_FOLD_* settings,
 not a profile's: left at the defaults on both sides.
 
-What differs, and why: the two name a result differently in its receipt or note. The
-endpoint names it by its call (``bash {"command": "cd /testbed && python t.py"}``, as a
-live session's receipt names its shell command) and by the client's absolute path; the
-replay by its recognised file read, else by the tool alone (``bash``), and by a
-repository-relative path. Each receipt is 10-60 tokens longer at the endpoint, so the
-raw difference grows with the receipts standing (8% of the request by the end of the
-SWE-agent run). ``naming_excess`` takes exactly that out; what remains comes from the
-same cause, one step removed: a result whose receipt would save fewer than
-MIN_GAIN_TOKENS is not folded, and a longer receipt puts a few small results under
-that line at the endpoint (a 150-token test output kept, say), or frees less so that a
-fold comes a request or two later (the benchmark's runs show both). Tolerance after
-that: 2% per request, the estimator's own noise; the folds must be the same requests.
-And the replay made to name each result as the endpoint does sends, request for
-request, exactly the endpoint's tokens and folds: the decisions are the same.
+Both name a result whose call reads no file by the call itself, name and arguments
+(``receipts.call_purpose``: ``bash {"command": "cd /testbed && python t.py"}``). What
+still differs is a read's path: the client's own (absolute) at the endpoint,
+repository-relative in the replay, a few tokens per receipt or note that names one.
+Tolerance: 2% per request, raw, the estimator's own noise; the folds must be the same
+requests. ``naming_excess`` takes the paths out, and the replay made to name each result
+as the endpoint does (its paths too) sends, request for request, exactly the endpoint's
+tokens and folds: the decisions are the same.
 """
 
 from __future__ import annotations
@@ -129,7 +123,7 @@ def _finished_sessions(room, agent, owner, lengths: list[int]) -> None:
 @dataclass(frozen=True)
 class Agreement:
     raw: list[float]  # |endpoint - replay| / endpoint per request
-    explained: list[float]  # the same, the endpoint's longer receipt names taken out
+    explained: list[float]  # the same, the endpoint's read paths taken out
 
 
 def agreement(expected: list[int], run: EndpointRun) -> Agreement:
@@ -141,8 +135,8 @@ def agreement(expected: list[int], run: EndpointRun) -> Agreement:
 
 
 def named_replay(source: Path, trajectory_id: str, window: int, monkeypatch) -> RunResult:
-    """The replay's run naming each result as the endpoint does (the call, the client's
-    path: ``named_as_the_endpoint_names_it``), everything else as ``evaluator_run``."""
+    """The replay's run naming each result as the endpoint does (the client's path:
+    ``named_as_the_endpoint_names_it``), everything else as ``evaluator_run``."""
     loaded = load_trajectories([source]).trajectories
     trajectory = next(t for t in loaded if t.trajectory_id == trajectory_id)
     with monkeypatch.context() as patched:
@@ -167,11 +161,11 @@ def test_a_development_trajectory_through_the_endpoint_matches_the_replay(source
     first_fold = expected["folds"][0]
     print(f"\n{trajectory_id} at {window:,}: {len(expected['sent'])} requests, folds {run.folds} (replay "
           f"{expected['folds']}); max difference {max(found.raw):.2%} raw, {max(found.explained):.2%} with the "
-          f"receipts' names taken out")
-    # Until a receipt stands, the same messages but for the names: the same tokens.
+          f"read paths taken out")
+    # Until a receipt stands, the same messages but for the paths: the same tokens.
     named = [size - excess for size, excess in zip(run.upstream.sizes, run.upstream.excess, strict=True)]
     assert named[:first_fold] == expected["sent"][:first_fold]
-    assert max(found.explained) <= TOLERANCE
+    assert max(found.raw) <= TOLERANCE
     # Named alike, the two gateways send the same requests: the same folds, the same tokens.
     alike = named_replay(source, trajectory_id, window, monkeypatch)
     assert (alike.folds, alike.sent) == (run.folds, run.upstream.sizes)
