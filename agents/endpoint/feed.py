@@ -34,6 +34,7 @@ from observations.gateway.context import Boundary, SegmentNeeded, SessionContext
 from observations.gateway.messages import Message, Request, ToolCall
 from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.segments import HistoryItem
+from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 from observations.replay.actions import PathScope, editor_accesses
@@ -213,6 +214,4 @@ class Exchange:
 
     def _emit_fold(self, boundary: Boundary) -> None:
         if (fold := boundary.fold) is not None:
-            self.host.emit("fold", {"number": fold.number, "step": fold.step, "epoch": fold.epoch,
-                                    "reason": fold.reason.value, "evicted": list(fold.evicted),
-                                    "tokens_freed": fold.tokens_freed})
+            self.host.emit("fold", dump_fold(fold))

@@ -34,6 +34,7 @@ from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeede
 from observations.gateway.messages import ToolCall
 from observations.gateway.receipts import meaningful_first_line
 from observations.gateway.segments import HistoryItem
+from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 
@@ -305,13 +306,7 @@ class StepLoop:
             "postponed": boundary.postponed, "note": boundary.plan.note,
         })
         if boundary.fold is not None:
-            fold = boundary.fold
-            self.host.emit("fold", {
-                "number": fold.number, "step": fold.step, "epoch": fold.epoch, "reason": fold.reason.value,
-                "postponements": fold.postponements, "projection_before": fold.projection_before,
-                "projection_after": fold.projection_after, "evicted": list(fold.evicted),
-                "payloads": list(fold.payloads), "tokens_freed": fold.tokens_freed,
-            })
+            self.host.emit("fold", dump_fold(boundary.fold))
 
     # ------------------------------------------------------------- tool calls
     def _settle_next_call(self) -> UnitResult:

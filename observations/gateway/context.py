@@ -77,6 +77,7 @@ class FoldRecord:
     tokens_freed: int  # estimated, before calibration
     first_changed_message: int  # index into request.messages
     payloads: tuple[int, ...] = ()  # payload ids receipted
+    revived: tuple[int, ...] = ()  # obs_ids of notes not sent yet that it served as their text
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,9 +379,10 @@ class SessionContext:
         for index in changed:
             freed += self._rerender(index)
         self._anchor_reported = None  # what the provider counted no longer applies
+        revived: list[Observation] = []
         if plan.reason is not FoldReason.OVERFLOW:  # after an overflow our projection is known to be low
             revived, grown = self._serve_fresh_notes(set(evicted))
-            changed, freed = sorted(set(changed + revived)), freed - grown
+            changed, freed = sorted(set(changed + [o.entry_index for o in revived])), freed - grown
         if self._intent_updates:
             # A new epoch may restate the intent at the top instead of in updates.
             changed.append(0)
@@ -403,6 +405,7 @@ class SessionContext:
             tokens_freed=freed,
             first_changed_message=first_changed,
             payloads=tuple(payload_ids),
+            revived=tuple(o.obs_id for o in revived),
         )
         self.folds.append(record)
         return record
@@ -570,15 +573,15 @@ class SessionContext:
         self.estimate -= freed
         return freed
 
-    def _serve_fresh_notes(self, evicted: set[int]) -> tuple[list[int], int]:
+    def _serve_fresh_notes(self, evicted: set[int]) -> tuple[list[Observation], int]:
         """A note the model has not seen yet, whose text this fold evicted, becomes that
         text (a re-read after the fold) where the request stays under the fold trigger
         (a margin below the ceiling, for the estimate's error):
         a read just asked for must not be answered with "not in the context any more"
         (the eviction deadlock). Called after the ledger was told of the eviction and
-        the evicted entries were re-rendered. Returns the entries re-rendered and the
+        the evicted entries were re-rendered. Returns the notes served as text and the
         tokens they grew by."""
-        indexes, grown = [], 0
+        revived, grown = [], 0
         for obs in self.observations[self._consumed_upto :]:
             if obs.alias_of not in evicted or obs.state is not ObsState.FRESH or obs.source.read is None:
                 continue
@@ -590,9 +593,9 @@ class SessionContext:
                 continue
             obs.reread_of = target
             self.ledger.received(obs.source.read, obs.obs_id, self.step)
-            indexes.append(obs.entry_index)
+            revived.append(obs)
             grown += growth
-        return indexes, grown
+        return revived, grown
 
     def _entry_indexes_to_rerender(self, evicted: set[int]) -> list[int]:
         indexes = []

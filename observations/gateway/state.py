@@ -76,7 +76,8 @@ def dump_ledger_entry(e: LedgerEntry) -> dict[str, Any]:
 
 
 def dump_fold(f: FoldRecord) -> dict[str, Any]:
-    return {**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted), "payloads": list(f.payloads)}
+    return {**asdict(f), "reason": f.reason.value, "evicted": list(f.evicted), "payloads": list(f.payloads),
+            "revived": list(f.revived)}
 
 
 def dump_payload(p: Payload) -> dict[str, Any]:
@@ -161,7 +162,8 @@ def load_state(
         ))
     for raw in state["folds"]:
         ctx.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"]),
-                                       "payloads": tuple(raw.get("payloads", ()))}))
+                                       "payloads": tuple(raw.get("payloads", ())),
+                                       "revived": tuple(raw.get("revived", ()))}))
     ctx.estimate = ctx.header_tokens + sum(ctx._tokens)
     ctx._evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
     return ctx

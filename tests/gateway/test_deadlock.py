@@ -84,7 +84,7 @@ def test_a_reread_noted_at_a_boundary_whose_fold_evicts_its_text_is_served_the_t
 
     boundary = ctx.prepare()
     assert boundary.fold is not None and boundary.fold.evicted[:2] == (0, 1)
-    assert (again.alias_of, again.reread_of) == (None, 0)
+    assert (again.alias_of, again.reread_of) == (None, 0) and boundary.fold.revived == (again.obs_id,)
     tool_texts = [m.text for m in boundary.request.messages if m.role == "tool"]
     assert tool_texts[0].startswith("[receipt ") and tool_texts[4] == config
     assert boundary.projection <= ctx.budget.ceiling

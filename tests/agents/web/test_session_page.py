@@ -83,7 +83,7 @@ def test_the_event_log_reads_like_what_happened(login, task, agent, member):
                                     "tokens": 12, "preview": "[already in context]"})
     append(session, "fold", {"number": 2, "step": 7, "epoch": 2, "reason": "trigger", "postponements": 1,
                              "projection_before": 26_000, "projection_after": 9_000, "evicted": [3, 4, 5],
-                             "tokens_freed": 17_000})
+                             "tokens_freed": 17_000, "revived": [6]})
     append(session, "input.delivered", {"message_id": 9, "kind": "steer", "author": "mo"})
     append(session, "intent.changed", {"step": 3})
     append(session, "nudge", {"kind": "unchecked"})
@@ -94,6 +94,7 @@ def test_the_event_log_reads_like_what_happened(login, task, agent, member):
     assert "<code>read_file</code> path=textstats.py" in html
     assert "read textstats.py" in html and ">note<" in html
     assert "fold #2</span> at step 7" in html and "26,000 → 9,000 tokens" in html and "3 observations receipted" in html
+    assert "1 re-read served as text instead of a note" in html  # the note above was not what it got
     assert "steer from mo</span> delivered" in html
     assert "intent changed" in html and "asked to run a check" in html
     assert "verify #1: python -m pytest -q → exit 0 (812 ms)" in html and "event--ok" in html
