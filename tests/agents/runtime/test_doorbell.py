@@ -9,6 +9,7 @@ import time
 import pytest
 from django.db import connection, transaction
 
+from agents.models import AgentMention, AgentProfile, RoomAgent
 from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.worker import LeaseKeeper, SessionRunner, session_claim
 from agents.services import session_start, task_create
@@ -73,3 +74,22 @@ def test_the_workers_waiting_tools_pause_on_the_sessions_doorbell(session, perso
     finally:
         runner.doorbell.close()
         runner.provider.close()
+
+
+def test_another_agents_mention_rings_the_doorbell_and_one_the_guard_stops_does_not(session, demo_room, settings):
+    """An agent's post reaches a session blocked in a command or an await as a steer does:
+    at once, not at the next periodic look."""
+    alice = AgentProfile.objects.create(name="alice", model="replay:demo-fix-median.json")
+    RoomAgent.objects.create(room=demo_room, agent=alice)
+    bell = Doorbell(session.pk)
+    try:
+        assert not bell.rung.wait(1.5)  # listening, and quiet
+        message_post(room=demo_room, author=None, kind="agent", text="@fixer I changed stats.py", agent=alice)
+        assert bell.rung.wait(2.0)
+        bell.rung.clear()
+        settings.ATRIUM_AGENT_MENTIONS = {"per_pair": 1, "window_seconds": 600, "per_session": 10}
+        message_post(room=demo_room, author=None, kind="agent", text="@fixer again", agent=alice)
+        assert AgentMention.objects.filter(session=session, state="stopped").count() == 1
+        assert not bell.rung.wait(1.0)
+    finally:
+        bell.close()

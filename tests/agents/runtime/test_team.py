@@ -1,6 +1,9 @@
 """Three agents on three tasks in one room at once, on real workers: two change the same
 file in conflicting ways, and the one that merges second gets the conflict back,
-resolves it in its worktree, passes the check and merges. main holds all three changes."""
+resolves it in its worktree, passes the check and merges. main holds all three changes.
+
+Three workers, one session each: the three run at the same time (each one's first
+command takes two seconds, so none ends before the last has started)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from tests.agents.runtime.test_workers import agent_in, ended, wait_for
 
 def test_three_agents_in_one_room_all_merge_and_a_conflict_is_resolved_by_its_session(
         hub_workers, person, demo_room):
-    workers = [hub_workers(), hub_workers()]
+    workers = [hub_workers() for _ in range(3)]
     workers.append(hub_workers.beat())
     for tool in ("write_file", "shell"):
         ApprovalRule.objects.create(room=demo_room, tool=tool, decision="allow")
@@ -33,6 +36,14 @@ def test_three_agents_in_one_room_all_merge_and_a_conflict_is_resolved_by_its_se
     for session in sessions:
         wait_for(lambda s=session: ended(s), 240, f"{session.agent.name}'s session to end", workers)
     assert [s.state for s in sessions] == ["succeeded"] * 3, [(s.agent.name, s.reason) for s in sessions]
+    # At the same time, on three workers: the last one started before the first one ended.
+    for session in sessions:
+        session.refresh_from_db(fields=["started_at", "finished_at"])
+    assert max(s.started_at for s in sessions) < min(s.finished_at for s in sessions), [
+        (s.agent.name, s.started_at, s.finished_at) for s in sessions]
+    first_claims = [SessionEvent.objects.filter(session=s, kind="session.claimed").order_by("seq").first()
+                    for s in sessions]
+    assert len({e.payload["worker"].split(":")[1] for e in first_claims}) == 3  # three worker processes
 
     repo = Path(demo_room.repo_path)
     assert (repo / "team.py").read_text() == "MEMBERS = ['alpha', 'beta']\n"
