@@ -121,20 +121,22 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
         wire[wire_index]["content"][block_index]["cache_control"] = dict(_CACHE)
     params["messages"] = wire
     params.update(messages_settings(request.params, tools=bool(request.tools)))
-    # Through the SDK's extra_body (its create() takes only the fields it knows); never
-    # over a field set here.
-    extra = {k: v for k, v in request.params.native.get("anthropic", {}).items() if k not in params}
+    # Through the SDK's extra_body, never over a field set here: its create() takes only
+    # the fields it knows, and it no longer knows temperature and top_p (whether a model
+    # takes them is the API's to say, as it would say it to the client itself).
+    native = request.params.native.get("anthropic", {})
+    extra = {k: v for k, v in {**request.params.sampling(), **native}.items() if k not in params}
     if extra:
         params["extra_body"] = extra
     return params
 
 
 def messages_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
-    """A client's settings in Messages API words: ``stop_sequences``, a tool choice of
+    """A client's settings the SDK takes, in Messages API words: ``stop_sequences``, a tool choice of
     type auto / none / any / tool, no parallel calls as the choice's
     ``disable_parallel_tool_use`` (on an "auto" choice when none was given; a "none"
     choice has no such field). Tool settings only go with tools."""
-    out: dict[str, Any] = dict(settings.sampling())
+    out: dict[str, Any] = {}
     if settings.stop:
         out["stop_sequences"] = list(settings.stop)
     if settings.user:
