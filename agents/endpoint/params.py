@@ -8,17 +8,20 @@ client's own format) relays the body as it is and does not come here.
 - Translated (``Params``, either provider): ``temperature``, ``top_p``, ``stop`` /
   ``stop_sequences``, ``tool_choice`` (auto / none / required / a named tool, Anthropic's
   auto / none / any / tool), ``parallel_tool_calls`` / ``disable_parallel_tool_use``,
-  ``user`` / ``metadata.user_id``. A value the upstream's provider does not take (a
-  temperature above 1 for Anthropic) is refused.
+  ``user`` / ``metadata.user_id``; to the other provider also the answer's JSON Schema
+  (``response_format`` / ``output_config.format``) and the reasoning effort. A value
+  the upstream's provider does not take (a temperature above 1 for Anthropic, a JSON
+  mode without a schema) is refused.
 - Refused on both: what the one turn the gateway answers with cannot hold (``n`` > 1,
   log probabilities, audio, thinking blocks, a server tool's blocks).
 - Every other field goes as it is to an upstream of the client's own format (``seed``,
   ``response_format``, ``top_k``, a server's own extras: what the provider does with it,
   or refuses, the client hears). To the other provider: a field that changes the answer
-  is refused (``response_format``, penalties, ``top_k``); a hint the answer does not
-  depend on (``seed``, ``service_tier``, ``store``, ``metadata``) and a field this module
-  does not know are ignored, as OpenAI-compatible servers ignore what they do not know,
-  and named in the response's ``X-Atrium-Ignored-Params`` header.
+  is refused (penalties, ``logit_bias``, ``top_k``); a hint the answer does not depend
+  on (``seed``, ``service_tier``, ``store``, ``metadata``) and a field this module does
+  not know are ignored, as OpenAI-compatible servers ignore what they do not know, and
+  named in the response's ``X-Atrium-Ignored-Params`` header, as are the fields the
+  gateway decides itself (Anthropic's ``cache_control``).
 
 Plain Python, no Django; docs/architecture.md has the table.
 """
@@ -89,15 +92,30 @@ _UNSERVED: dict[str, dict[str, tuple[Default, str]]] = {
 # has no word for: refused when the upstream is the other provider.
 _UNTRANSLATABLE: dict[str, dict[str, Default]] = {
     "openai": {
-        "response_format": lambda v: isinstance(v, dict) and v.get("type") == "text",
         "presence_penalty": lambda v: v == 0,
         "frequency_penalty": lambda v: v == 0,
         "logit_bias": lambda v: not v,
-        "reasoning_effort": _never,
         "verbosity": _never,
     },
     "anthropic": {"top_k": _never},
 }
+
+# Fields the gateway decides itself when it makes the call: ignored and named.
+_GATEWAYS_OWN: dict[str, frozenset[str]] = {
+    "openai": frozenset(),
+    # Its cache breakpoints (``anthropic_messages``), and a diagnosis against a message
+    # id of the upstream's, which the client never saw.
+    "anthropic": frozenset({"cache_control", "diagnostics"}),
+}
+
+# The answer's shape and the reasoning effort, where the other provider has a word for
+# them: OpenAI's ``response_format`` (a JSON Schema) and ``reasoning_effort``, Anthropic's
+# ``output_config`` ``format`` and ``effort``. The same format keeps its own words.
+_CONVERTED: dict[str, frozenset[str]] = {
+    "openai": frozenset({"response_format", "reasoning_effort"}),
+    "anthropic": frozenset({"output_config"}),
+}
+_ANTHROPIC_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 # The range each provider takes.
 _TEMPERATURE_MAX = {"openai": 2.0, "anthropic": 1.0}
@@ -120,9 +138,11 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: Format) -> Decisio
     native: dict[str, Any] = {}
     ignored: list[str] = []
     for name, value in body.items():
-        if name in read or value is None:
+        if name in read or value is None or (fmt != upstream and name in _CONVERTED[fmt]):
             continue
-        if fmt == upstream:
+        if name in _GATEWAYS_OWN[fmt]:
+            ignored.append(name)
+        elif fmt == upstream:
             native[name] = value
         elif (default := _UNTRANSLATABLE[fmt].get(name)) is None:
             ignored.append(name)
@@ -133,6 +153,8 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: Format) -> Decisio
                 param=name,
             )
     params = _openai(body) if fmt == "openai" else _anthropic(body)
+    if fmt != upstream:
+        params = _converted(params, fmt, body)
     _check_ranges(params, fmt, upstream)
     _check_tool_choice(params, fmt, body)
     if native:
@@ -210,6 +232,64 @@ def _anthropic_tool_choice(value: Any) -> tuple[ToolChoice | None, bool | None]:
         )
     return ToolChoice(_ANTHROPIC_CHOICES[kind], name if kind == "tool" else ""), (
         False if disable else None
+    )
+
+
+def _converted(params: Params, fmt: Format, body: Mapping[str, Any]) -> Params:
+    """``params`` with the answer's JSON Schema and the reasoning effort of a client of
+    the other format, in neutral words."""
+    if fmt == "openai":
+        schema = _openai_schema(body.get("response_format"))
+        effort = body.get("reasoning_effort")
+        if effort is not None and effort not in _ANTHROPIC_EFFORTS:
+            raise WireError(
+                f"reasoning_effort: this key's agent runs an Anthropic model, whose efforts are "
+                f"{', '.join(_ANTHROPIC_EFFORTS)}.",
+                param="reasoning_effort",
+            )
+        return dataclasses.replace(params, json_schema=schema, effort=effort)
+    config = body.get("output_config")
+    if config is None:
+        return params
+    if not isinstance(config, dict):
+        raise WireError("output_config: must be an object.", param="output_config")
+    if unknown := sorted(config.keys() - {"format", "effort"}):
+        raise WireError(
+            f"output_config.{unknown[0]}: this key's agent runs an OpenAI model, which has no "
+            "such setting; leave it out.",
+            param=f"output_config.{unknown[0]}",
+        )
+    output = config.get("format")
+    if output is not None and (
+        not isinstance(output, dict)
+        or output.get("type") != "json_schema"
+        or not isinstance(output.get("schema"), dict)
+    ):
+        raise WireError(
+            'output_config.format: must be {"type": "json_schema", "schema": {...}}.',
+            param="output_config.format",
+        )
+    effort = config.get("effort")
+    if effort is not None and not isinstance(effort, str):
+        raise WireError("output_config.effort: must be a string.", param="output_config.effort")
+    return dataclasses.replace(
+        params, json_schema=output["schema"] if output else None, effort=effort
+    )
+
+
+def _openai_schema(response_format: Any) -> Mapping[str, Any] | None:
+    """The JSON Schema an OpenAI ``response_format`` asks for; Anthropic has no JSON mode
+    without a schema."""
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if response_format is None or kind == "text":
+        return None
+    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    if isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+        return spec["schema"]
+    raise WireError(
+        "response_format: this key's agent runs an Anthropic model, which takes a JSON Schema "
+        '({"type": "json_schema", "json_schema": {"schema": ...}}) and no other format.',
+        param="response_format",
     )
 
 

@@ -141,6 +141,13 @@ def messages_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
         out["stop_sequences"] = list(settings.stop)
     if settings.user:
         out["metadata"] = {"user_id": settings.user}
+    config: dict[str, Any] = {}
+    if settings.json_schema is not None:
+        config["format"] = {"type": "json_schema", "schema": dict(settings.json_schema)}
+    if settings.effort:
+        config["effort"] = settings.effort
+    if config:
+        out["output_config"] = config
     choice = settings.tool_choice
     if tools and (choice is not None or settings.parallel_tool_calls is False):
         mode = choice.mode if choice is not None else "auto"

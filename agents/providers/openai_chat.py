@@ -161,6 +161,13 @@ def chat_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
         out["stop"] = list(settings.stop)
     if settings.user:
         out["user"] = settings.user
+    if settings.json_schema is not None:
+        out["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": dict(settings.json_schema)},
+        }
+    if settings.effort:
+        out["reasoning_effort"] = settings.effort
     if tools and (choice := settings.tool_choice) is not None:
         out["tool_choice"] = (
             {"type": "function", "function": {"name": choice.name}}

@@ -68,6 +68,12 @@ class Params:
     parallel_tool_calls: bool | None = None
     # The client's end-user id: OpenAI's ``user``, Anthropic's ``metadata.user_id``.
     user: str | None = None
+    # The answer as JSON of this schema: OpenAI's ``response_format`` json_schema,
+    # Anthropic's ``output_config.format``.
+    json_schema: Mapping[str, Any] | None = None
+    # How hard a reasoning model thinks: OpenAI's ``reasoning_effort``, Anthropic's
+    # ``output_config.effort``.
+    effort: str | None = None
     # Fields in one provider's own words, sent as they are to that provider only (a
     # client of the upstream's own format: ``seed``, ``top_k``, ...), keyed by format.
     native: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -77,7 +77,12 @@ def test_hints_and_unknown_fields_are_ignored_for_the_other_provider_and_named()
     ("openai", "anthropic", {"response_format": {"type": "json_object"}}, "response_format"),
     ("openai", "anthropic", {"presence_penalty": 0.5}, "presence_penalty"),
     ("openai", "anthropic", {"logit_bias": {"1": 5}}, "logit_bias"),
-    ("openai", "anthropic", {"reasoning_effort": "high"}, "reasoning_effort"),
+    ("openai", "anthropic", {"reasoning_effort": "minimal"}, "reasoning_effort"),
+    ("openai", "anthropic", {"response_format": {"type": "json_schema", "json_schema": {"name": "x"}}},
+     "response_format"),
+    ("anthropic", "openai", {"output_config": {"format": {"type": "json_object"}}}, "output_config.format"),
+    ("anthropic", "openai", {"output_config": {"speed": "fast"}}, "output_config.speed"),
+    ("anthropic", "openai", {"output_config": "high"}, "output_config"),
     ("openai", "anthropic", {"temperature": 1.5}, "temperature"),
     ("openai", "openai", {"temperature": 2.5}, "temperature"),
     ("openai", "openai", {"top_p": 1.5}, "top_p"),
@@ -119,3 +124,29 @@ def test_a_tool_choice_that_needs_a_tool_needs_tools_and_one_that_does_not_is_ha
     with pytest.raises(WireError, match="needs `tools`"):
         decide("openai", {**bare, "tool_choice": "required"}, upstream="openai")
     assert decide("openai", {**bare, "tool_choice": "none"}, upstream="openai").params.tool_choice == ToolChoice("none")
+
+
+def test_the_answers_json_schema_and_the_reasoning_effort_cross_between_the_formats():
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    body = {**CHAT, "response_format": {"type": "json_schema", "json_schema": {"name": "verdict", "schema": schema}},
+            "reasoning_effort": "high"}
+    crossed = decide("openai", body, upstream="anthropic").params
+    assert (crossed.json_schema, crossed.effort, crossed.native) == (schema, "high", {})
+    # The same format keeps its own words.
+    same = decide("openai", body, upstream="openai").params
+    assert (same.json_schema, same.effort) == (None, None)
+    assert same.native["openai"]["response_format"]["json_schema"]["name"] == "verdict"
+
+    config = {"format": {"type": "json_schema", "schema": schema}, "effort": "max"}
+    back = decide("anthropic", {**MESSAGES, "output_config": config}, upstream="openai").params
+    assert (back.json_schema, back.effort) == (schema, "max")
+    assert decide("anthropic", {**MESSAGES, "output_config": config},
+                  upstream="anthropic").params.native == {"anthropic": {"output_config": config}}
+
+
+def test_what_the_gateway_decides_itself_is_ignored_and_named():
+    body = {**MESSAGES, "cache_control": {"type": "ephemeral"}, "diagnostics": {"previous_message_id": "msg_1"},
+            "top_k": 3}
+    decided = decide("anthropic", body, upstream="anthropic")
+    assert decided.ignored == ("cache_control", "diagnostics")
+    assert decided.params.native == {"anthropic": {"top_k": 3}}

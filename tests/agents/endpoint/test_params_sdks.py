@@ -21,6 +21,7 @@ OPENAI_TOOLS = [{"type": "function", "function": {"name": "read_file", "descript
 ANTHROPIC_TOOLS = [{"name": "shell", "description": "Run a command.",
                     "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
 HISTORY = [{"role": "user", "content": "fix calc.py"}]
+SCHEMA = {"type": "object", "properties": {"fixed": {"type": "boolean"}}, "required": ["fixed"]}
 
 
 def gpt_client(hub, key: str) -> openai.OpenAI:
@@ -94,12 +95,16 @@ def test_parameters_are_translated_between_the_formats_in_a_session(setup, wire,
     tools = [{"type": "function", "function": {"name": "shell", "parameters": ANTHROPIC_TOOLS[0]["input_schema"]}}]
     raw = gpt_client(hub, setup.anthropic_key).chat.completions.with_raw_response.create(
         model="m", messages=HISTORY, tools=tools, stop="END", tool_choice="required", parallel_tool_calls=False,
-        temperature=0.5, max_tokens=300, seed=3, extra_body={"vendor_extra": True})
+        temperature=0.5, max_tokens=300, seed=3, reasoning_effort="low",
+        response_format={"type": "json_schema", "json_schema": {"name": "verdict", "schema": SCHEMA}},
+        extra_body={"vendor_extra": True})
     assert raw.headers[IGNORED_HEADER] == "seed, vendor_extra"
     sent = last(wire, MESSAGES)
-    assert {k: sent.get(k) for k in ("stop_sequences", "tool_choice", "temperature", "max_tokens")} == {
+    assert {k: sent.get(k) for k in ("stop_sequences", "tool_choice", "temperature", "max_tokens",
+                                     "output_config")} == {
         "stop_sequences": ["END"], "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
-        "temperature": 0.5, "max_tokens": 300}
+        "temperature": 0.5, "max_tokens": 300,
+        "output_config": {"format": {"type": "json_schema", "schema": SCHEMA}, "effort": "low"}}
     assert "seed" not in sent and "vendor_extra" not in sent
     for refused, param in (({"response_format": {"type": "json_object"}}, "response_format"),
                            ({"temperature": 1.5}, "temperature"), ({"n": 2}, "n")):

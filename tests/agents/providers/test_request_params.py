@@ -108,3 +108,22 @@ def test_no_settings_and_no_tools_send_nothing_of_them(wire):
     }
     assert not keys & set(wire.requests_to("/v1/chat/completions")[-1].json)
     assert not keys & set(wire.requests_to("/v1/messages")[-1].json)
+
+
+def test_a_json_schema_and_an_effort_in_each_providers_words(wire):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    wire.reply("/v1/chat/completions", json_body=load_fixture("openai_chat_tool_calls.json"))
+    wire.reply("/v1/messages", json_body=load_fixture("anthropic_message_text.json"))
+    request = replace(session_request(), params=Params(json_schema=schema, effort="high"))
+    provider("openai:gpt-4.1", wire).call(request)
+    provider("anthropic:claude-sonnet-5", wire).call(request)
+    chat = wire.requests_to("/v1/chat/completions")[-1].json
+    assert chat["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": schema},
+    }
+    assert chat["reasoning_effort"] == "high"
+    assert wire.requests_to("/v1/messages")[-1].json["output_config"] == {
+        "format": {"type": "json_schema", "schema": schema},
+        "effort": "high",
+    }
