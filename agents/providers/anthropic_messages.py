@@ -238,6 +238,7 @@ def from_message(message: Any, *, latency_ms: int) -> ModelTurn:
         model=message.model or "",
         stop_reason=stop,
         latency_ms=latency_ms,
+        stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
     )
 
 

@@ -128,6 +128,9 @@ class ModelTurn:
     model: str = ""
     stop_reason: str = ""
     latency_ms: int = 0
+    # The client's stop sequence that ended the text (its stop_reason is then
+    # "end_turn"), where the provider says which (Anthropic does, OpenAI does not).
+    stop_sequence: str | None = None
 
 
 def serialize_message(message: Message) -> str:

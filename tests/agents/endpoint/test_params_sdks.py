@@ -78,6 +78,14 @@ def test_an_anthropic_clients_parameters_reach_its_agents_upstream_through_the_s
         "stop_sequences": ["\nObservation:"], "tool_choice": {"type": "any", "disable_parallel_tool_use": True},
         "metadata": {"user_id": "person-2"}, "temperature": 0.3, "top_k": 5, "max_tokens": 1000}
 
+    # The stop sequence that ended the text comes back as the upstream said it.
+    stopped = {**load_fixture("anthropic_message_text.json"), "stop_reason": "stop_sequence",
+               "stop_sequence": "\nObservation:"}
+    wire.reply(MESSAGES, json_body=stopped)
+    message = client.messages.create(model="m", max_tokens=500, stop_sequences=["\nObservation:"],
+                                     messages=[{"role": "user", "content": "think aloud"}])
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "\nObservation:")
+
     with pytest.raises(anthropic.BadRequestError) as caught:
         client.messages.create(model="m", max_tokens=2000, messages=HISTORY, tools=ANTHROPIC_TOOLS,
                                thinking={"type": "enabled", "budget_tokens": 1024})
@@ -86,7 +94,7 @@ def test_an_anthropic_clients_parameters_reach_its_agents_upstream_through_the_s
     with pytest.raises(anthropic.BadRequestError, match=r"tool_choice: no tool named 'read_file'"):
         client.messages.create(model="m", max_tokens=10, messages=HISTORY, tools=ANTHROPIC_TOOLS,
                                tool_choice={"type": "tool", "name": "read_file"})
-    assert len(wire.requests_to(MESSAGES)) == 1
+    assert len(wire.requests_to(MESSAGES)) == 2
 
 
 def test_parameters_are_translated_between_the_formats_in_a_session(setup, wire, hub):
