@@ -31,7 +31,7 @@ from agents.providers import CallRecord, Completion, ContextOverflow, ProviderEr
 from agents.runtime.segments import SegmentStarter
 from observations.gateway import segments
 from observations.gateway.context import Boundary, SegmentNeeded, SessionContext
-from observations.gateway.messages import Message, Request, ToolCall
+from observations.gateway.messages import NO_PARAMS, Message, Params, Request, ToolCall
 from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.state import dump_fold
@@ -161,6 +161,7 @@ class Exchange:
     ctx: SessionContext
     host: Host
     max_tokens: int = 0  # the client's own output limit; 0: the agent's output budget
+    params: Params = NO_PARAMS  # the client's settings (agents.endpoint.params), for the step's calls only
     person_waiting: bool = False
     records: list[CallRecord] = field(default_factory=list)
     overflows: int = 0
@@ -205,8 +206,13 @@ class Exchange:
             return completion
 
     def _request(self, boundary: Boundary) -> Request:
-        limit = self.max_tokens or boundary.request.max_tokens
-        return dataclasses.replace(boundary.request, max_tokens=limit)
+        """The step's request with the client's settings. Its output limit is at most the
+        agent's output budget: that is what the budget reserves of the window (a larger
+        one could overflow a request the projection let through); a smaller one is the
+        client's. A handoff's prose (``segments``) is the gateway's, sent without them."""
+        reserved = boundary.request.max_tokens
+        limit = min(self.max_tokens, reserved) if self.max_tokens and reserved else self.max_tokens or reserved
+        return dataclasses.replace(boundary.request, max_tokens=limit, params=self.params)
 
     def _keep(self, exc: ProviderError) -> None:
         if exc.record is not None:

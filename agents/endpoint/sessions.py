@@ -189,7 +189,8 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     runtime.chat_cursor = chat_cursor_after(runtime.chat_cursor, taken_inputs)
     agent = session.agent
     provider = _provider(agent.model, agent.api_key, agent.base_url)
-    exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens, person_waiting=person)
+    exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens, params=request.params,
+                        person_waiting=person)
     turn: ModelTurn | None = None
     failure: WireError | None = None
     try:

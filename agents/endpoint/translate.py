@@ -165,8 +165,18 @@ def _anthropic_message(turn: ModelTurn, model: str) -> dict[str, Any]:
     content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
     content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.tool_calls]
     return {"id": _id("msg_"), "type": "message", "role": "assistant", "model": turn.model or model,
-            "content": content, "stop_reason": "tool_use" if turn.tool_calls else _STOP.get(turn.stop_reason, "end_turn"),
-            "stop_sequence": None, "usage": _anthropic_usage(turn)}
+            "content": content, "stop_reason": _stop_reason(turn), "stop_sequence": _stop_sequence(turn),
+            "usage": _anthropic_usage(turn)}
+
+
+def _stop_reason(turn: ModelTurn) -> str:
+    if turn.tool_calls:
+        return "tool_use"
+    return "stop_sequence" if _stop_sequence(turn) is not None else _STOP.get(turn.stop_reason, "end_turn")
+
+
+def _stop_sequence(turn: ModelTurn) -> str | None:
+    return turn.stop_sequence if not turn.tool_calls and turn.stop_reason == "end_turn" else None
 
 
 def _anthropic_usage(turn: ModelTurn) -> dict[str, Any]:
@@ -215,7 +225,8 @@ def _anthropic_events(turn: ModelTurn, model: str) -> list[bytes]:
         out.append(_event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
         out.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
     out.append(_event("message_delta", {"type": "message_delta",
-                                        "delta": {"stop_reason": whole["stop_reason"], "stop_sequence": None},
+                                        "delta": {"stop_reason": whole["stop_reason"],
+                                                  "stop_sequence": whole["stop_sequence"]},
                                         "usage": {"output_tokens": usage["output_tokens"]}}))
     out.append(_event("message_stop", {"type": "message_stop"}))
     return out

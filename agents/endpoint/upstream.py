@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -48,7 +49,7 @@ from agents.providers.factory import (
     parse_spec,
     upstream_endpoint,
 )
-from observations.gateway.messages import ModelTurn, Request
+from observations.gateway.messages import ModelTurn, Params, Request
 from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -96,12 +97,13 @@ def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
                         kind="api_error") from None
 
 
-async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any]) -> Relay:
-    """A client of the other format: its request as a neutral Request, sent through the
-    profile's own provider (the same call a session makes, SDK retries off), the turn
-    back in the client's format, streamed as events when it asked for a stream."""
+async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any], params: Params) -> Relay:
+    """A client of the other format: its request as a neutral Request with its settings
+    (``agents.endpoint.params``), sent through the profile's own provider (the same call
+    a session makes, SDK retries off), the turn back in the client's format, streamed as
+    events when it asked for a stream."""
     model = profile.model.partition(":")[2]
-    request = translate.request_from(fmt, body, model=model)
+    request = dataclasses.replace(translate.request_from(fmt, body, model=model), params=params)
     try:
         turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:

@@ -10,6 +10,7 @@ bad key).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -29,12 +30,13 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.endpoint import translate, upstream, wire
+from agents.endpoint import params, translate, upstream, wire
 from agents.endpoint.conversation import SESSION_HEADER, conversation_key
 from agents.endpoint.keys import gateway_key_lookup
 from agents.endpoint.sessions import proxied_turn
 from agents.endpoint.wire import Format, WireError
 from agents.models import GatewayKey
+from observations.gateway.messages import Params
 
 log = logging.getLogger(__name__)
 
@@ -142,12 +144,18 @@ def _body(request: HttpRequest) -> bytes:
 async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:
     endpoint = upstream.profile_endpoint(key.agent)
     started = time.monotonic()
-    if settings.ATRIUM_GATEWAY_SESSIONS:
-        answer = await _session_turn(request, key, fmt, body)
-    elif endpoint.kind == fmt:
+    if not settings.ATRIUM_GATEWAY_SESSIONS and endpoint.kind == fmt:
         answer = await upstream.relay(endpoint, fmt, body, request.headers)
     else:
-        answer = await upstream.translated(key.agent, fmt, body)
+        # The gateway makes the upstream call itself: each parameter is carried or refused
+        # before anything is fed to a session or sent.
+        decision = params.decide(fmt, body, upstream=endpoint.kind)
+        if settings.ATRIUM_GATEWAY_SESSIONS:
+            answer = await _session_turn(request, key, fmt, body, decision.params)
+        else:
+            answer = await upstream.translated(key.agent, fmt, body, decision.params)
+        if decision.ignored:
+            answer.headers[params.IGNORED_HEADER] = ", ".join(decision.ignored)
     log.info("gateway endpoint: key %s (room %s) %s → %s in %.0f ms", key.pk, key.room_id, fmt, answer.status,
              (time.monotonic() - started) * 1000)
     if answer.stream is not None:
@@ -161,13 +169,13 @@ async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[
     return response
 
 
-async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format,
-                        body: dict[str, Any]) -> upstream.Relay:
+async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any],
+                        client_params: Params) -> upstream.Relay:
     """The request as one unit of its conversation's session (``sessions.proxied_turn``,
     in a worker thread with its own connection), the turn in the client's format: what
     the gateway sent upstream is its own; the client keeps its history as it wrote it."""
     model = key.agent.model.partition(":")[2]
-    neutral = translate.request_from(fmt, body, model=model)
+    neutral = dataclasses.replace(translate.request_from(fmt, body, model=model), params=client_params)
     conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER))
     turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
     if body.get("stream") is True:

@@ -24,7 +24,7 @@ import anthropic
 from agents.providers.ambient import withheld_headers
 from agents.providers.errors import sdk_errors
 from agents.providers.toolcalls import canonical, parse_arguments
-from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, Usage
+from observations.gateway.messages import Message, ModelTurn, Params, Request, ToolCall, Usage
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 MAX_CACHE_BREAKPOINTS = 4
@@ -35,6 +35,7 @@ UNBOUNDED_MAX_TOKENS = 32_000
 EMPTY_TEXT = "(empty)"  # the API refuses empty text blocks
 
 _CACHE = {"type": "ephemeral"}
+_TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any", "tool": "tool"}
 _STOP_REASONS = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -119,7 +120,44 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
     for wire_index, block_index in _message_breakpoints(request, last_block)[:budget]:
         wire[wire_index]["content"][block_index]["cache_control"] = dict(_CACHE)
     params["messages"] = wire
+    params.update(messages_settings(request.params, tools=bool(request.tools)))
+    # Through the SDK's extra_body, never over a field set here: its create() takes only
+    # the fields it knows, and it no longer knows temperature and top_p (whether a model
+    # takes them is the API's to say, as it would say it to the client itself).
+    native = request.params.native.get("anthropic", {})
+    extra = {k: v for k, v in {**request.params.sampling(), **native}.items() if k not in params}
+    if extra:
+        params["extra_body"] = extra
     return params
+
+
+def messages_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
+    """A client's settings the SDK takes, in Messages API words: ``stop_sequences``, a tool choice of
+    type auto / none / any / tool, no parallel calls as the choice's
+    ``disable_parallel_tool_use`` (on an "auto" choice when none was given; a "none"
+    choice has no such field). Tool settings only go with tools."""
+    out: dict[str, Any] = {}
+    if settings.stop:
+        out["stop_sequences"] = list(settings.stop)
+    if settings.user:
+        out["metadata"] = {"user_id": settings.user}
+    config: dict[str, Any] = {}
+    if settings.json_schema is not None:
+        config["format"] = {"type": "json_schema", "schema": dict(settings.json_schema)}
+    if settings.effort:
+        config["effort"] = settings.effort
+    if config:
+        out["output_config"] = config
+    choice = settings.tool_choice
+    if tools and (choice is not None or settings.parallel_tool_calls is False):
+        mode = choice.mode if choice is not None else "auto"
+        wire: dict[str, Any] = {"type": _TOOL_CHOICE[mode]}
+        if mode == "tool":
+            wire["name"] = choice.name if choice is not None else ""
+        if settings.parallel_tool_calls is False and mode != "none":
+            wire["disable_parallel_tool_use"] = True
+        out["tool_choice"] = wire
+    return out
 
 
 def _message_breakpoints(
@@ -200,6 +238,7 @@ def from_message(message: Any, *, latency_ms: int) -> ModelTurn:
         model=message.model or "",
         stop_reason=stop,
         latency_ms=latency_ms,
+        stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
     )
 
 

@@ -19,7 +19,14 @@ from agents.providers.errors import (
     sdk_errors,
 )
 from agents.providers.toolcalls import arguments_text, parse_arguments
-from observations.gateway.messages import ModelTurn, Request, ToolCall, Usage, serialize_request
+from observations.gateway.messages import (
+    ModelTurn,
+    Params,
+    Request,
+    ToolCall,
+    Usage,
+    serialize_request,
+)
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -137,7 +144,39 @@ def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> d
             }
             for t in request.tools
         ]
+    params.update(chat_settings(request.params, tools=bool(request.tools)))
+    # Through the SDK's extra_body (its create() takes only the fields it knows); never
+    # over a field set here.
+    extra = {k: v for k, v in request.params.native.get("openai", {}).items() if k not in params}
+    if extra:
+        params["extra_body"] = extra
     return params
+
+
+def chat_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
+    """A client's settings in Chat Completions words. A tool choice and
+    ``parallel_tool_calls`` only go with tools: the API refuses them without."""
+    out: dict[str, Any] = dict(settings.sampling())
+    if settings.stop:
+        out["stop"] = list(settings.stop)
+    if settings.user:
+        out["user"] = settings.user
+    if settings.json_schema is not None:
+        out["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": dict(settings.json_schema)},
+        }
+    if settings.effort:
+        out["reasoning_effort"] = settings.effort
+    if tools and (choice := settings.tool_choice) is not None:
+        out["tool_choice"] = (
+            {"type": "function", "function": {"name": choice.name}}
+            if choice.mode == "tool"
+            else choice.mode
+        )
+    if tools and settings.parallel_tool_calls is not None:
+        out["parallel_tool_calls"] = settings.parallel_tool_calls
+    return out
 
 
 def from_chat_completion(

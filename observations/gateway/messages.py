@@ -8,10 +8,12 @@ byte form used to check that requests within an epoch are append-only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
+ToolChoiceMode = Literal["auto", "none", "required", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,48 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """Whether the model must call a tool: "auto" (its choice), "none", "required" (some
+    tool; Anthropic's "any") or "tool" (the one ``name``d)."""
+
+    mode: ToolChoiceMode
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Params:
+    """A client's generation settings for one step, in neutral words; each provider says
+    them in its own (``stop`` is OpenAI's ``stop`` and Anthropic's ``stop_sequences``).
+    None or empty: the provider's default. The gateway's own requests (a handoff's
+    prose) carry none of them."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    # The client's end-user id: OpenAI's ``user``, Anthropic's ``metadata.user_id``.
+    user: str | None = None
+    # The answer as JSON of this schema: OpenAI's ``response_format`` json_schema,
+    # Anthropic's ``output_config.format``.
+    json_schema: Mapping[str, Any] | None = None
+    # How hard a reasoning model thinks: OpenAI's ``reasoning_effort``, Anthropic's
+    # ``output_config.effort``.
+    effort: str | None = None
+    # Fields in one provider's own words, sent as they are to that provider only (a
+    # client of the upstream's own format: ``seed``, ``top_k``, ...), keyed by format.
+    native: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def sampling(self) -> dict[str, float]:
+        """``temperature`` and ``top_p`` where set, as both providers name them."""
+        pairs = (("temperature", self.temperature), ("top_p", self.top_p))
+        return {name: value for name, value in pairs if value is not None}
+
+
+NO_PARAMS = Params()
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     model: str
     system: str
@@ -62,6 +106,7 @@ class Request:
     step: int = 0
     # "step" (the agent's next turn) or "handoff" (the prose of a new segment's handoff).
     purpose: str = "step"
+    params: Params = NO_PARAMS
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +128,9 @@ class ModelTurn:
     model: str = ""
     stop_reason: str = ""
     latency_ms: int = 0
+    # The client's stop sequence that ended the text (its stop_reason is then
+    # "end_turn"), where the provider says which (Anthropic does, OpenAI does not).
+    stop_sequence: str | None = None
 
 
 def serialize_message(message: Message) -> str:

@@ -10,7 +10,7 @@ from agents.endpoint.feed import Exchange, line_range, observation_input, take
 from agents.providers import CallRecord, Completion, ContextOverflow
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
-from observations.gateway.messages import Message, ModelTurn, Request, ToolCall
+from observations.gateway.messages import Message, ModelTurn, Params, Request, ToolCall
 from observations.gateway.transcript import ObsState
 
 FILE = "line of the file\n" * 400
@@ -146,3 +146,12 @@ def test_a_second_overflow_is_raised_with_every_call_recorded():
     with pytest.raises(ContextOverflow):
         exchange.run()
     assert len(upstream.sent) == 2 and len(exchange.records) == 2
+
+
+def test_the_clients_settings_go_with_the_step_and_its_limit_stays_within_the_agents_output_budget():
+    settings = Params(stop=("END",), temperature=0.1)
+    for asked, sent in ((100_000, 4_000), (500, 500), (0, 4_000)):
+        session, upstream = conversation(), Upstream("overflow", "done")
+        Exchange(session, upstream, max_tokens=asked, params=settings).run()
+        # The folded retry too: the budget reserved 4,000 of the window for the reply.
+        assert [(r.max_tokens, r.params) for r in upstream.sent] == [(sent, settings)] * 2

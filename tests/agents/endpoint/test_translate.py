@@ -103,3 +103,12 @@ def test_a_turns_stream_is_the_event_sequence_each_sdk_expects():
     payloads = [json.loads(c.decode()[len("data: "):]) for c in chunks[:-1]]
     assert all(p["object"] == "chat.completion.chunk" for p in payloads)
     assert payloads[-1]["choices"] == [] and payloads[-1]["usage"]["completion_tokens"] == 7
+
+
+def test_the_stop_sequence_that_ended_a_turn_reaches_an_anthropic_client():
+    stopped = ModelTurn("Thought: read it", stop_reason="end_turn", stop_sequence="\nObservation:")
+    body = response_body("anthropic", stopped, model="m")
+    assert (body["stop_reason"], body["stop_sequence"]) == ("stop_sequence", "\nObservation:")
+    delta = [e for e in stream_events("anthropic", stopped, model="m") if e.startswith(b"event: message_delta")][0]
+    assert b'"stop_reason": "stop_sequence", "stop_sequence": "\\nObservation:"' in delta
+    assert response_body("openai", stopped, model="m")["choices"][0]["finish_reason"] == "stop"
