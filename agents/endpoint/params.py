@@ -167,8 +167,8 @@ def _openai(body: Mapping[str, Any]) -> Params:
     if isinstance(stop, str):
         stop = [stop]
     return Params(
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
+        temperature=_number(body, "temperature"),
+        top_p=_number(body, "top_p"),
         stop=_strings(stop, "stop", "a string or an array of strings"),
         tool_choice=_openai_tool_choice(body.get("tool_choice")),
         parallel_tool_calls=_bool(body, "parallel_tool_calls"),
@@ -201,8 +201,8 @@ def _anthropic(body: Mapping[str, Any]) -> Params:
         raise WireError("metadata: must be an object.", param="metadata")
     choice, parallel = _anthropic_tool_choice(body.get("tool_choice"))
     return Params(
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
+        temperature=_number(body, "temperature"),
+        top_p=_number(body, "top_p"),
         stop=_strings(body.get("stop_sequences"), "stop_sequences", "an array of strings"),
         tool_choice=choice,
         parallel_tool_calls=parallel,
@@ -334,6 +334,13 @@ def _string(value: Any, name: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise WireError(f"{name}: must be a string.", param=name)
     return value or None
+
+
+def _number(body: Mapping[str, Any], name: str) -> float | None:
+    value = body.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise WireError(f"{name}: must be a number.", param=name)
+    return value
 
 
 def _bool(body: Mapping[str, Any], name: str) -> bool | None:
