@@ -17,7 +17,6 @@ request, send it, record the calls and save the state, as a worker's unit does
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from agents.endpoint.cache import BoundedCache
 from agents.endpoint.conversation import message_digests
 from agents.endpoint.feed import Exchange, take
 from agents.endpoint.upstream import profile_endpoint, provider_failure
@@ -56,13 +56,10 @@ TITLE_MAX = 80
 OBJECTIVE_MAX = 4000
 
 # Providers by endpoint, shared by the requests of every conversation (as the
-# pass-through keeps its SDK clients, upstream._CLIENTS): building one costs about 30 ms
-# of CPU (its SDK client's SSL context), which held up every request in the process, and
-# a kept one keeps its connections (no new TLS handshake per request). The SDKs' sync
-# clients are safe to share between threads; a provider keeps no state between calls.
-_PROVIDERS: dict[tuple[str, str, str], Any] = {}
-_PROVIDERS_LOCK = threading.Lock()
-MAX_PROVIDERS = 64
+# pass-through keeps its SDK clients). The SDKs' sync clients are safe to share between
+# threads; a provider keeps no state between calls. One dropped from the full cache is
+# not closed: another request may be calling it; its connections go with it.
+_PROVIDERS: BoundedCache[Any] = BoundedCache(64)
 
 
 @dataclass
@@ -221,18 +218,9 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
 
 def _provider(model: str, api_key: str, base_url: str) -> Any:
     """The profile's provider, no retries of ours (the client's SDK retries as it would
-    against the provider). One evicted from a full cache is not closed: another request
-    may be calling it; its connections go with it."""
-    cache_key = (model, api_key, base_url)
-    with _PROVIDERS_LOCK:
-        provider = _PROVIDERS.get(cache_key)
-        if provider is None:
-            while len(_PROVIDERS) >= MAX_PROVIDERS:
-                _PROVIDERS.pop(next(iter(_PROVIDERS)))
-            provider = _PROVIDERS[cache_key] = provider_for(model, api_key=api_key or None,
-                                                            base_url=base_url or None,
-                                                            policy=RetryPolicy(max_attempts=1))
-    return provider
+    against the provider)."""
+    return _PROVIDERS.get((model, api_key, base_url), lambda: provider_for(
+        model, api_key=api_key or None, base_url=base_url or None, policy=RetryPolicy(max_attempts=1)))
 
 
 def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,

@@ -30,6 +30,7 @@ import openai
 from asgiref.sync import sync_to_async
 
 from agents.endpoint import translate
+from agents.endpoint.cache import BoundedCache
 from agents.endpoint.wire import Format, WireError, sse_error
 from agents.models import AgentProfile
 from agents.providers.ambient import withheld_headers
@@ -154,34 +155,35 @@ def provider_failure(exc: ProviderError, *, trusted: bool) -> WireError:
 
 
 # SDK clients by endpoint, per event loop (an async client belongs to the loop it was
-# first used on). Building one costs tens of milliseconds of CPU (its SSL context), which
-# would hold up every request in the process; kept, it also keeps its connections.
-_CLIENTS: dict[tuple[int, str, str, str, bool], Any] = {}
-MAX_CLIENTS = 64
+# first used on; one dropped on that loop is closed there).
+def _close_on_its_loop(client: Any) -> None:
+    loop = asyncio.get_running_loop()
+    if getattr(client, "_atrium_loop", None) is loop:
+        loop.create_task(client.close())
+
+
+_CLIENTS: BoundedCache[Any] = BoundedCache(64, on_drop=_close_on_its_loop)
 
 
 def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
     loop = asyncio.get_running_loop()
-    cache_key = (id(loop), fmt, endpoint.base_url, endpoint.api_key, endpoint.trusted)
-    client = _CLIENTS.get(cache_key)
-    if client is not None and getattr(client, "_atrium_loop", None) is loop:
+
+    def make() -> Any:
+        sdk: Any = openai if fmt == "openai" else anthropic
+        headers = None
+        if not endpoint.trusted:
+            also = ("OpenAI-Organization", "OpenAI-Project") if fmt == "openai" else ()
+            headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key,
+                                       omit=sdk.Omit(), also=also)
+        cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
+        client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
+                     default_headers=headers)
+        client._atrium_loop = loop
         return client
-    sdk: Any = openai if fmt == "openai" else anthropic
-    headers = None
-    if not endpoint.trusted:
-        also = ("OpenAI-Organization", "OpenAI-Project") if fmt == "openai" else ()
-        headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key, omit=sdk.Omit(),
-                                   also=also)
-    cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
-    client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
-                 default_headers=headers)
-    client._atrium_loop = loop
-    while len(_CLIENTS) >= MAX_CLIENTS:
-        old = _CLIENTS.pop(next(iter(_CLIENTS)))
-        if getattr(old, "_atrium_loop", None) is loop:
-            loop.create_task(old.close())
-    _CLIENTS[cache_key] = client
-    return client
+
+    # A loop's id can be reused by a later loop: a client is usable on its own loop only.
+    return _CLIENTS.get((id(loop), fmt, endpoint.base_url, endpoint.api_key, endpoint.trusted), make,
+                        usable=lambda client: getattr(client, "_atrium_loop", None) is loop)
 
 
 async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
