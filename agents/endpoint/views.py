@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from functools import wraps
@@ -87,7 +88,10 @@ def error_response(fmt: Format, error: WireError) -> JsonResponse:
     for name, value in error.headers.items():
         response[name] = value
     if error.retry_after is not None:
-        response["Retry-After"] = str(max(0, round(error.retry_after)))
+        # Both SDKs read retry-after-ms first; Retry-After is whole seconds, rounded up so
+        # that no client comes back sooner than it was asked to.
+        response["retry-after-ms"] = str(max(0, round(error.retry_after * 1000)))
+        response["Retry-After"] = str(max(0, math.ceil(error.retry_after)))
     if fmt == "openai" and error.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="atrium"'
     return response

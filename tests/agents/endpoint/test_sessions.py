@@ -21,6 +21,8 @@ from django.utils import timezone
 from agents import dispatch
 from agents.endpoint.keys import gateway_key_create
 from agents.endpoint.sessions import _provider
+from agents.endpoint.views import error_response
+from agents.endpoint.wire import WireError
 from agents.models import (
     AgentMention,
     AgentProfile,
@@ -313,6 +315,7 @@ def test_an_upstream_rate_limit_reaches_the_client_with_its_retry_header_and_the
     with pytest.raises(openai.RateLimitError) as limited:
         agent.step()
     assert limited.value.response.headers["retry-after"] == "7"
+    assert limited.value.response.headers["retry-after-ms"] == "7000"
     assert agent.step().content == "Hello."  # the client's retry: the same request, once in the session
     session = Session.objects.get(origin=Session.Origin.ENDPOINT)
     assert [m["role"] for m in sent(wire)[-1]["messages"]] == ["system", "user"]
@@ -401,3 +404,10 @@ def test_the_requests_of_every_conversation_share_one_provider_per_endpoint():
     assert _provider("openai:gpt-4.1", "sk-one", "http://127.0.0.1:9/v1") is first
     assert _provider("openai:gpt-4.1", "sk-two", "http://127.0.0.1:9/v1") is not first
     assert _provider("openai:gpt-4.1", "sk-one", "http://127.0.0.1:8/v1") is not first
+
+
+def test_a_wait_under_a_second_is_said_in_milliseconds_and_never_rounded_down_to_none():
+    error = WireError("Slow down", status=429, kind="rate_limit_error")
+    error.retry_after = 0.4
+    response = error_response("openai", error)
+    assert (response["retry-after-ms"], response["Retry-After"]) == ("400", "1")
