@@ -11,7 +11,8 @@ client's own format) relays the body as it is and does not come here.
   ``user`` / ``metadata.user_id``; to the other provider also the answer's JSON Schema
   (``response_format`` / ``output_config.format``) and the reasoning effort. A value
   the upstream's provider does not take (a temperature above 1 for Anthropic, a JSON
-  mode without a schema) is refused.
+  mode without a schema) is refused; an effort is checked against Anthropic's list only
+  (an OpenAI upstream refuses one it does not know, and the client hears that).
 - Refused on both: what the one turn the gateway answers with cannot hold (``n`` > 1,
   log probabilities, audio, thinking blocks, a server tool's blocks).
 - Every other field goes as it is to an upstream of the client's own format (``seed``,
@@ -29,6 +30,7 @@ Plain Python, no Django; docs/architecture.md has the table.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,7 @@ from agents.endpoint.wire import Format, WireError
 from observations.gateway.messages import Params, ToolChoice
 
 IGNORED_HEADER = "X-Atrium-Ignored-Params"
+_FIELD_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 _HANDLED: dict[str, frozenset[str]] = {
     "openai": frozenset(
@@ -140,6 +143,9 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: Format) -> Decisio
     for name, value in body.items():
         if name in read or value is None or (fmt != upstream and name in _CONVERTED[fmt]):
             continue
+        if fmt != upstream and not _FIELD_NAME.fullmatch(name):
+            # Ignored fields are named in a response header, which takes no such name.
+            raise WireError(f"{name[:40]!r}: not a field of this API.", param=name[:40])
         if name in _GATEWAYS_OWN[fmt]:
             ignored.append(name)
         elif fmt == upstream:
@@ -217,7 +223,7 @@ def _anthropic_tool_choice(value: Any) -> tuple[ToolChoice | None, bool | None]:
     if value is None:
         return None, None
     kind = value.get("type") if isinstance(value, dict) else None
-    if kind not in _ANTHROPIC_CHOICES:
+    if not isinstance(kind, str) or kind not in _ANTHROPIC_CHOICES:
         raise WireError(
             "tool_choice.type: must be `auto`, `any`, `tool` or `none`.", param="tool_choice.type"
         )

@@ -102,6 +102,8 @@ def test_hints_and_unknown_fields_are_ignored_for_the_other_provider_and_named()
     ("anthropic", "openai", {"metadata": "u"}, "metadata"),
     ("anthropic", "openai", {"metadata": {"user_id": 3}}, "metadata.user_id"),
     ("anthropic", "openai", {"tool_choice": {"type": "required"}}, "tool_choice.type"),
+    ("anthropic", "openai", {"tool_choice": {"type": ["auto"]}}, "tool_choice.type"),
+    ("anthropic", "openai", {"tool_choice": {"type": {}}}, "tool_choice.type"),
     ("anthropic", "openai", {"tool_choice": {"type": "tool"}}, "tool_choice.name"),
     ("anthropic", "openai", {"tool_choice": {"type": "tool", "name": "other"}}, "tool_choice"),
     ("anthropic", "openai", {"tool_choice": {"type": "auto", "disable_parallel_tool_use": 1}},
@@ -153,3 +155,12 @@ def test_what_the_gateway_decides_itself_is_ignored_and_named():
     decided = decide("anthropic", body, upstream="anthropic")
     assert decided.ignored == ("cache_control", "diagnostics")
     assert decided.params.native == {"anthropic": {"top_k": 3}}
+
+
+def test_a_field_name_no_response_header_could_carry_is_refused_for_the_other_provider():
+    """Fields ignored for the other provider are named in a response header: a name with a
+    line break would fail there, after the upstream call was made."""
+    with pytest.raises(WireError) as refused:
+        decide("openai", {**CHAT, "a\nb": 1}, upstream="anthropic")
+    assert refused.value.status == 400 and "not a field" in refused.value.message
+    assert decide("openai", {**CHAT, "x-trace.id_2": 1}, upstream="anthropic").ignored == ("x-trace.id_2",)
