@@ -112,10 +112,12 @@ def _tool_result(p: dict[str, Any], call: dict[str, Any]) -> list[str]:
 def _run_marker(kind: str, p: dict[str, Any]) -> list[str]:
     """What happened to the run between the model's steps: folds, segments, checks, merges."""
     if kind == "fold":
-        evicted = len(p.get("evicted") or ())
+        evicted, revived = len(p.get("evicted") or ()), len(p.get("revived") or ())
+        served = f"; {revived} re-read{'s' if revived != 1 else ''} served as text instead of a note" if revived else ""
         return [f"> **Fold #{p.get('number')}** at step {p.get('step')} ({p.get('reason')}): "
                 f"{p.get('projection_before', 0):,} → {p.get('projection_after', 0):,} tokens, "
-                f"{evicted} result{'s' if evicted != 1 else ''} receipted, {p.get('tokens_freed', 0):,} tokens freed", ""]
+                f"{evicted} result{'s' if evicted != 1 else ''} receipted, {p.get('tokens_freed', 0):,} tokens freed"
+                f"{served}", ""]
     if kind in ("segment.started", "handoff"):
         text = str(p.get("text") or p.get("handoff") or "")
         return [f"> **New segment** at step {p.get('step')}: the conversation continues from a handoff.",
