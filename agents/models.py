@@ -284,6 +284,9 @@ class Session(models.Model):
             # the finished ones, nearly all rows, stay out of this index.
             models.Index(fields=["state"], name="session_live",
                          condition=~models.Q(state__in=sorted(states.TERMINAL | {states.NEEDS_MERGE}))),
+            # Beat's worktree pass over ended sessions that still have a worktree (agents.retention).
+            models.Index(fields=["finished_at"], name="session_worktree_kept",
+                         condition=models.Q(state__in=sorted(states.TERMINAL)) & ~models.Q(worktree_path="")),
         ]
 
     def __str__(self) -> str:

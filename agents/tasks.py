@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from agents.dispatch import RUN_SESSION, STOP_SESSION_JOBS
+from agents.retention import old_worktrees_remove
 from agents.runtime.waits import session_jobs
 from agents.runtime.worker import run_next
 from agents.sweep import sessions_sweep
@@ -27,3 +28,10 @@ def stop_session_jobs(session_id: int) -> int:
 def sweep_sessions() -> dict[str, int]:
     """Beat's pass over sessions nobody is looking after (agents.sweep)."""
     return sessions_sweep()
+
+
+@shared_task(ignore_result=True)
+def remove_old_worktrees() -> int:
+    """Beat's pass, every ten minutes, over the worktrees of sessions that ended long ago
+    (agents.retention)."""
+    return old_worktrees_remove()

@@ -208,6 +208,8 @@ ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.
 ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
+# A session's worktree is removed this many days after it ended (its branch stays); 0 keeps all.
+ATRIUM_WORKTREE_KEEP_DAYS = envfloat("ATRIUM_WORKTREE_KEEP_DAYS", "7")
 # `replay:<file>` models play files from this folder only.
 REPLAYS_DIR = Path(env("ATRIUM_REPLAY_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
 # `script:<name>` models (evals, agents/evals/) play the scenarios `manage.py eval` stores here.
@@ -267,10 +269,14 @@ ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECOND
 # sessions filling every worker slot never delay it; a sweep not started within its
 # period is dropped (the next one does its work).
 CELERY_SWEEP_QUEUE = env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")
+# The worktree pass runs git under rooms' locks: on a session worker, not on the sweeper,
+# whose one process must keep looking every few seconds.
 CELERY_TASK_ROUTES = {"agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,
                        "options": {"expires": ATRIUM_SWEEP_SECONDS}},
+    "remove-old-worktrees": {"task": "agents.tasks.remove_old_worktrees", "schedule": 600.0,
+                             "options": {"expires": 600.0}},
 }
 
 LOGGING = {
