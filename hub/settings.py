@@ -271,8 +271,8 @@ ATRIUM_PROVIDER_RETRY_BASE_SECONDS = envfloat("ATRIUM_PROVIDER_RETRY_BASE_SECOND
 CELERY_SWEEP_QUEUE = env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-sweep")
 # The worktree pass runs git under rooms' locks: on a session worker, not on the sweeper,
 # whose one process must keep looking every few seconds. While it waits in the run queue
-# it counts as a turn there (dispatch.turns_missing), as stop_session_jobs does: a
-# claimable session's turn may come one sweep later.
+# it counts as a turn there (dispatch.turns_missing), as stop_session_jobs does: the
+# turn of a session claimable meanwhile is sent by the sweep after a worker took the pass.
 CELERY_TASK_ROUTES = {"agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,

@@ -4,6 +4,7 @@ running or waiting for a person to merge keep theirs, and the query is served by
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -34,15 +35,16 @@ def sessions_with_worktrees(demo_room, replay_agent, person, tmp_path):
     repo = Path(demo_room.repo_path)
     task = Task.objects.create(room=demo_room, title="t", objective="o", created_by=person)
 
-    def session(state: str, ended_days_ago: float | None) -> Session:
+    def session(state: str, ended_days_ago: float | None, *, committed: bool = True) -> Session:
         row = Session.objects.create(task=task, agent=replay_agent, state=state,
                                      attempt=Session.objects.filter(task=task).count() + 1,
                                      finished_at=None if ended_days_ago is None
                                      else timezone.now() - timedelta(days=ended_days_ago))
         tree = worktree_create(repo=repo, worktrees_dir=tmp_path / "worktrees", session_id=row.pk)
         (tree.path / f"work_{row.pk}.txt").write_text("done\n")
-        git("add", "-A", cwd=tree.path)
-        git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "work", cwd=tree.path)
+        if committed:
+            git("add", "-A", cwd=tree.path)
+            git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "work", cwd=tree.path)
         Session.objects.filter(pk=row.pk).update(worktree_path=str(tree.path), branch=tree.branch)
         row.refresh_from_db()
         return row
@@ -50,6 +52,7 @@ def sessions_with_worktrees(demo_room, replay_agent, person, tmp_path):
     return {
         "old_success": session(states.SUCCEEDED, 9),
         "old_failure": session(states.FAILED, 30),
+        "old_cancelled_mid_edit": session(states.CANCELLED, 10, committed=False),
         "recent": session(states.SUCCEEDED, 1),
         "old_needs_merge": session(states.NEEDS_MERGE, 20),
         "running": session(states.RUNNING, None),
@@ -59,15 +62,18 @@ def sessions_with_worktrees(demo_room, replay_agent, person, tmp_path):
 def test_old_ended_sessions_lose_their_worktree_and_keep_their_branch(sessions_with_worktrees, settings):
     settings.ATRIUM_WORKTREE_KEEP_DAYS = 7
     rows = sessions_with_worktrees
-    assert old_worktrees_remove() == 2
+    assert old_worktrees_remove() == 3
     for name, row in rows.items():
         fresh = Session.objects.get(pk=row.pk)
-        gone = name in ("old_success", "old_failure")
+        gone = name.startswith("old_") and name != "old_needs_merge"
         assert Path(row.worktree_path).exists() is not gone, name
         assert (fresh.worktree_path == "") is gone, name
         repo = Path(row.task.room.repo_path)
-        # The work stays on the branch.
-        assert f"work_{row.pk}.txt" in git("ls-tree", "--name-only", row.branch, cwd=repo)
+        # The work stays on the branch, also what a cancel left uncommitted.
+        assert f"work_{row.pk}.txt" in git("ls-tree", "--name-only", row.branch, cwd=repo), name
+    cancelled = rows["old_cancelled_mid_edit"]
+    assert git("log", "-1", "--format=%s", cancelled.branch, cwd=Path(cancelled.task.room.repo_path)).strip() == (
+        f"Left uncommitted when session {cancelled.pk} ended (cancelled)")
     listed = git("worktree", "list", "--porcelain", cwd=Path(rows["recent"].task.room.repo_path))
     assert rows["recent"].worktree_path in listed and rows["old_success"].worktree_path not in listed
     assert old_worktrees_remove() == 0  # looked at once
@@ -83,8 +89,29 @@ def test_a_worktree_already_gone_is_cleared_without_an_error(sessions_with_workt
     settings.ATRIUM_WORKTREE_KEEP_DAYS = 7
     row = sessions_with_worktrees["old_success"]
     git("worktree", "remove", "--force", row.worktree_path, cwd=Path(row.task.room.repo_path))
-    assert old_worktrees_remove() == 2
+    assert old_worktrees_remove() == 3
     assert Session.objects.get(pk=row.pk).worktree_path == ""
+
+
+def test_the_checkouts_of_a_room_whose_repository_is_gone_are_deleted(sessions_with_worktrees, settings, tmp_path):
+    settings.ATRIUM_WORKTREE_KEEP_DAYS, settings.WORKTREES_DIR = 7, tmp_path / "worktrees"
+    row = sessions_with_worktrees["old_success"]
+    shutil.rmtree(Path(row.task.room.repo_path))
+    assert old_worktrees_remove() == 3
+    assert not Path(row.worktree_path).exists() and Session.objects.get(pk=row.pk).worktree_path == ""
+    assert Path(sessions_with_worktrees["recent"].worktree_path).exists()
+
+
+def test_a_worktree_that_cannot_be_removed_now_is_kept_for_the_next_pass(sessions_with_worktrees, settings):
+    settings.ATRIUM_WORKTREE_KEEP_DAYS = 7
+    row = sessions_with_worktrees["old_success"]
+    admin = next(p.parent for p in (Path(row.task.room.repo_path) / ".git" / "worktrees").glob("*/gitdir")
+                 if Path(p.read_text().strip()).parent == Path(row.worktree_path))
+    (admin / "index.lock").write_text("")  # a git command of the worktree's that never ended
+    assert old_worktrees_remove() == 2
+    assert Session.objects.get(pk=row.pk).worktree_path == row.worktree_path and Path(row.worktree_path).exists()
+    (admin / "index.lock").unlink()
+    assert old_worktrees_remove() == 1 and not Path(row.worktree_path).exists()
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="EXPLAIN's output is PostgreSQL's")
