@@ -111,8 +111,8 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
         read, written = shell_effects(call, text, sha)
     return ObservationInput(
         call_id=call.id, tool=call.name, arguments=arguments, text=text, sha256=sha, size=len(data),
-        tokens=estimate_tokens(text), purpose=call_purpose(call.name, call.arguments), read=read, first_line=meaningful_first_line(text),
-        written=written,
+        tokens=estimate_tokens(text), purpose=call_purpose(call.name, call.arguments), read=read,
+        first_line=meaningful_first_line(text), written=written,
     )
 
 
@@ -210,8 +210,7 @@ class Exchange:
         agent's output budget: that is what the budget reserves of the window (a larger
         one could overflow a request the projection let through); a smaller one is the
         client's. A handoff's prose (``segments``) is the gateway's, sent without them."""
-        reserved = boundary.request.max_tokens
-        limit = min(self.max_tokens, reserved) if self.max_tokens and reserved else self.max_tokens or reserved
+        limit = min((n for n in (self.max_tokens, boundary.request.max_tokens) if n), default=0)
         return dataclasses.replace(boundary.request, max_tokens=limit, params=self.params)
 
     def _keep(self, exc: ProviderError) -> None:

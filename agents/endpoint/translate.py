@@ -15,6 +15,7 @@ Images, documents, audio and thinking blocks are refused with a 400 naming the p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -22,7 +23,15 @@ from typing import Any
 
 from agents.endpoint.wire import Format, WireError
 from agents.providers.toolcalls import arguments_text, parse_arguments
-from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, ToolSchema
+from observations.gateway.messages import (
+    NO_PARAMS,
+    Message,
+    ModelTurn,
+    Params,
+    Request,
+    ToolCall,
+    ToolSchema,
+)
 
 _FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "refusal": "content_filter"}
 _STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens", "refusal": "refusal"}
@@ -31,9 +40,11 @@ _STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_toke
 # --- requests ---------------------------------------------------------------------------
 
 
-def request_from(fmt: Format, body: dict[str, Any], *, model: str) -> Request:
-    """The client's (checked) request body as a neutral Request for ``model``."""
-    return _from_openai(body, model) if fmt == "openai" else _from_anthropic(body, model)
+def request_from(fmt: Format, body: dict[str, Any], *, model: str, params: Params = NO_PARAMS) -> Request:
+    """The client's (checked) request body as a neutral Request for ``model``, with the
+    settings ``agents.endpoint.params`` decided for it."""
+    request = _from_openai(body, model) if fmt == "openai" else _from_anthropic(body, model)
+    return dataclasses.replace(request, params=params)
 
 
 def _from_openai(body: dict[str, Any], model: str) -> Request:

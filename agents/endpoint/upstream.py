@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -104,7 +103,7 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any], p
     a session makes, SDK retries off), the turn back in the client's format, streamed as
     events when it asked for a stream."""
     model = profile.model.partition(":")[2]
-    request = dataclasses.replace(translate.request_from(fmt, body, model=model), params=params)
+    request = translate.request_from(fmt, body, model=model, params=params)
     try:
         turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:

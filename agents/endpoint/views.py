@@ -10,7 +10,6 @@ bad key).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -179,7 +178,7 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
     in a worker thread with its own connection), the turn in the client's format: what
     the gateway sent upstream is its own; the client keeps its history as it wrote it."""
     model = key.agent.model.partition(":")[2]
-    neutral = dataclasses.replace(translate.request_from(fmt, body, model=model), params=client_params)
+    neutral = translate.request_from(fmt, body, model=model, params=client_params)
     conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER))
     turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
     if body.get("stream") is True:
