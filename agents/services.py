@@ -41,6 +41,7 @@ from observations.services import observations_sync
 from rooms.checks import check_can_assign_agents, check_can_configure, check_is_staff, check_may_act
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Message, Room
+from rooms.repository.beneath import PathRefused
 from rooms.repository.intent import intent_write, render_intent
 from rooms.repository.lock import task_intent_lock
 from rooms.selectors import membership_of
@@ -173,7 +174,10 @@ def task_write_intent(*, task: Task, author: str = "") -> bool:
     text = render_intent(task_id=task.pk, title=task.title, objective=task.objective,
                          prerequisites=task.prerequisites, definition_of_done=task.definition_of_done,
                          constraints=task.constraints)
-    return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=text, author=author)
+    try:
+        return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=text, author=author)
+    except PathRefused as exc:
+        raise RoomError(f"The intent file cannot be written: {exc}.", code="repo") from None
 
 
 def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, definition_of_done: str,

@@ -218,6 +218,8 @@ EVAL_SCRIPTS_DIR = DATA_DIR / "evals"
 ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CLONE_ROOTS")]
 # A git bundle uploaded to create a room may be at most this large.
 ATRIUM_UPLOAD_MAX_BYTES = envint("ATRIUM_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024))
+# The files of any branch of an imported repository may add up to at most this much.
+ATRIUM_CHECKOUT_MAX_BYTES = envint("ATRIUM_CHECKOUT_MAX_BYTES", str(1024 * 1024 * 1024))
 
 # --- the sandbox every command of a room runs in (agents.tools.sandbox) -----------------
 # "bwrap" (the default) confines agents' commands, jobs and room checks with bubblewrap,

@@ -65,6 +65,7 @@ from observations.services import calibration_load, calibration_save
 from observations.state_store import gateway_state_read, gateway_state_save
 from rooms.models import Message
 from rooms.repository.activity import branch_tip
+from rooms.repository.beneath import PathRefused
 from rooms.repository.intent import intent_read, intent_relpath
 from rooms.repository.worktrees import Worktree, worktree_create
 from rooms.services import message_mark_delivered, message_post
@@ -435,6 +436,9 @@ def _run_claimed(session_id: int, owner: str) -> str:
         return "lease lost"
     except InvalidModelSpec as exc:  # e.g. the replay file was removed, no API key is set
         _fail(session_id, owner, f"the agent's model cannot be used: {exc}")
+        return "failed"
+    except PathRefused as exc:  # the room's files hold a link where the hub's own files go
+        _fail(session_id, owner, f"refused by the hub: {exc}")
         return "failed"
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
         log.exception("session %s failed", session_id)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import stat
 from pathlib import Path
 
+from rooms.repository.beneath import Located, remove, write_atomically
+
 from .outcome import Result, ToolError
-from .paths import resolve_path
-from .snapshots import SNAPSHOT_MAX_BYTES, SnapshotStore, write_atomically
+from .paths import beneath
+from .snapshots import SNAPSHOT_MAX_BYTES, SnapshotStore
 from .text import human_bytes, looks_binary
 
 MAX_EDIT_BYTES = SNAPSHOT_MAX_BYTES
@@ -26,29 +29,30 @@ def _undo_hint(call_id: str, stored: bool, size: int) -> str:
     return f"Undo with undo_edit(call_id={call_id!r})."
 
 
+def _existing(where: Located, relative: str, limit: int | None) -> tuple[bytes | None, os.stat_result | None]:
+    """What is at the place now, read through the descriptor that was checked: its bytes
+    (None when larger than ``limit``) and status, or (None, None) when nothing is there."""
+    try:
+        fd = where.open(os.O_RDONLY)
+    except FileNotFoundError:
+        return None, None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ToolError(f"{relative}: is a directory; give a file path" if stat.S_ISDIR(info.st_mode)
+                        else f"{relative}: not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        return (handle.read() if limit is None or info.st_size <= limit else None), info
+
+
 def write_file(root: Path, store: SnapshotStore, *, call_id: str, path: str,
                content: str) -> Result:
-    resolved = resolve_path(root, path, for_write=True)
-    target, relative = resolved.absolute, resolved.relative
-    before: bytes | None = None
-    mode = None
-    size_before = 0
-    existed = target.exists()
-    if existed:
-        info = target.stat()
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{relative}: is a directory; give a file path")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{relative}: not a regular file")
-        mode, size_before = stat.S_IMODE(info.st_mode), info.st_size
-        if size_before <= SNAPSHOT_MAX_BYTES:
-            before = target.read_bytes()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise ToolError(f"{relative}: a parent of this path is a file, not a directory") from None
     data = content.encode()
-    write_atomically(target, data, mode=mode)
+    with beneath(root, path, for_write=True) as where:
+        relative = where.relative
+        before, info = _existing(where, relative, SNAPSHOT_MAX_BYTES)
+        write_atomically(where, data, mode=None if info is None else stat.S_IMODE(info.st_mode))
+    existed, size_before = info is not None, 0 if info is None else info.st_size
     stored = store.save(call_id=call_id, path=relative, existed=existed, before=before,
                         after=data)
     if before is not None:
@@ -61,16 +65,13 @@ def write_file(root: Path, store: SnapshotStore, *, call_id: str, path: str,
                   file_sha256=hashlib.sha256(data).hexdigest(), modified_files=True)
 
 
-def _read_text_for_edit(target: Path, relative: str) -> tuple[bytes, str, int]:
-    if not target.exists():
+def _read_text_for_edit(where: Located, relative: str) -> tuple[bytes, str, int]:
+    raw, info = _existing(where, relative, MAX_EDIT_BYTES)
+    if info is None:
         raise ToolError(f"{relative}: no such file; use write_file to create it")
-    info = target.stat()
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{relative}: not a regular file")
-    if info.st_size > MAX_EDIT_BYTES:
+    if raw is None:
         raise ToolError(f"{relative}: {human_bytes(info.st_size)} is too large to edit here "
                         f"(limit {human_bytes(MAX_EDIT_BYTES)}); use shell tools")
-    raw = target.read_bytes()
     if looks_binary(raw):
         raise ToolError(f"{relative}: binary file, {len(raw)} bytes; edit_file works on text")
     try:
@@ -116,9 +117,26 @@ def _excerpt(text: str, first: int, last: int) -> str:
 
 def edit_file(root: Path, store: SnapshotStore, *, call_id: str, path: str, old: str, new: str,
               replace_all: bool) -> Result:
-    resolved = resolve_path(root, path, for_write=True)
-    target, relative = resolved.absolute, resolved.relative
-    raw, text, mode = _read_text_for_edit(target, relative)
+    with beneath(root, path, for_write=True) as where:
+        relative = where.relative
+        raw, text, mode = _read_text_for_edit(where, relative)
+        updated, count, first_offset = _replaced(text, old, new, replace_all, relative)
+        data = updated.encode()
+        write_atomically(where, data, mode=mode)
+    stored = store.save(call_id=call_id, path=relative, existed=True, before=raw, after=data)
+    first_line = _line_of(updated, first_offset)
+    last_line = first_line + max(new.count("\n") - (1 if new.endswith("\n") else 0), 0)
+    replaced = f"{count} occurrences" if replace_all and count > 1 else "1 occurrence"
+    body = _excerpt(updated, first_line, last_line) if updated else "(the file is now empty)"
+    text_out = (f"Edited {relative}: replaced {replaced}; now {_line_count(updated)} lines. "
+                f"Around line {first_line}:\n{body}\n" + _undo_hint(call_id, stored, len(raw)))
+    return Result(text=text_out, purpose=f"edit {relative}", path=relative,
+                  line_start=first_line, line_end=last_line,
+                  file_sha256=hashlib.sha256(data).hexdigest(), modified_files=True)
+
+
+def _replaced(text: str, old: str, new: str, replace_all: bool, relative: str) -> tuple[str, int, int]:
+    """``text`` with the edit made: (the new text, how many were replaced, where the first was)."""
     if old == new:
         raise ToolError("edit_file: old and new are identical; nothing to change")
     # Files with CRLF endings are edited with the model's LF text translated to match.
@@ -138,18 +156,7 @@ def edit_file(root: Path, store: SnapshotStore, *, call_id: str, path: str, old:
                         "or set replace_all to true")
     first_offset = text.find(old)
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    data = updated.encode()
-    write_atomically(target, data, mode=mode)
-    stored = store.save(call_id=call_id, path=relative, existed=True, before=raw, after=data)
-    first_line = _line_of(updated, first_offset)
-    last_line = first_line + max(new.count("\n") - (1 if new.endswith("\n") else 0), 0)
-    replaced = f"{count} occurrences" if replace_all and count > 1 else "1 occurrence"
-    body = _excerpt(updated, first_line, last_line) if updated else "(the file is now empty)"
-    text_out = (f"Edited {relative}: replaced {replaced}; now {_line_count(updated)} lines. "
-                f"Around line {first_line}:\n{body}\n" + _undo_hint(call_id, stored, len(raw)))
-    return Result(text=text_out, purpose=f"edit {relative}", path=relative,
-                  line_start=first_line, line_end=last_line,
-                  file_sha256=hashlib.sha256(data).hexdigest(), modified_files=True)
+    return updated, count, first_offset
 
 
 def undo_edit(root: Path, store: SnapshotStore, *, call_id: str, target_call_id: str) -> Result:
@@ -160,22 +167,19 @@ def undo_edit(root: Path, store: SnapshotStore, *, call_id: str, target_call_id:
     if not snapshot.stored:
         raise ToolError(f"undo_edit: the content before {target_call_id!r} was too large to keep; "
                         f"restore {snapshot.path} another way (e.g. git checkout in shell)")
-    resolved = resolve_path(root, snapshot.path, for_write=True)
-    target = resolved.absolute
-    current = target.read_bytes() if target.is_file() else None
-    current_sha = None if current is None else hashlib.sha256(current).hexdigest()
-    if current_sha != snapshot.after_sha256:
-        raise ToolError(f"undo_edit: {snapshot.path} has changed since call {target_call_id!r}; "
-                        "undo the later changes first (newest first), or write the content you "
-                        "want with write_file")
-    if snapshot.before is not None:
-        mode = stat.S_IMODE(target.stat().st_mode) if current is not None else None
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(target, snapshot.before, mode=mode)
-        done = f"restored {snapshot.path} to its content before {target_call_id!r}"
-    else:
-        target.unlink()
-        done = f"deleted {snapshot.path}, which {target_call_id!r} had created"
+    with beneath(root, snapshot.path, for_write=True) as where:
+        current, info = _existing(where, snapshot.path, None)
+        current_sha = None if current is None else hashlib.sha256(current).hexdigest()
+        if current_sha != snapshot.after_sha256:
+            raise ToolError(f"undo_edit: {snapshot.path} has changed since call {target_call_id!r}; "
+                            "undo the later changes first (newest first), or write the content you "
+                            "want with write_file")
+        if snapshot.before is not None:
+            write_atomically(where, snapshot.before, mode=None if info is None else stat.S_IMODE(info.st_mode))
+            done = f"restored {snapshot.path} to its content before {target_call_id!r}"
+        else:
+            remove(where)
+            done = f"deleted {snapshot.path}, which {target_call_id!r} had created"
     # The undo is itself undoable.
     store.save(call_id=call_id, path=snapshot.path, existed=current is not None,
                before=current, after=snapshot.before)

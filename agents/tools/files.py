@@ -7,12 +7,16 @@ import fnmatch
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from rooms.repository.beneath import Located, walk
+
 from .outcome import Result, ToolError
-from .paths import resolve_path
+from .paths import beneath
 from .text import BINARY_SNIFF_BYTES, human_bytes, looks_binary
 
 
@@ -34,26 +38,31 @@ class ListLimits:
 _CHUNK = 1024 * 1024
 
 
-def _regular_file(root: Path, path: str) -> tuple[Path, str, os.stat_result]:
-    resolved = resolve_path(root, path)
-    try:
-        info = resolved.absolute.stat()
-    except FileNotFoundError:
-        raise ToolError(f"{path}: no such file (use list_files to see what exists)") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{resolved.relative}: is a directory; use list_files to see inside it")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{resolved.relative}: not a regular file (device, socket or pipe)")
-    return resolved.absolute, resolved.relative, info
+@contextmanager
+def open_regular(root: Path, path: str) -> Iterator[tuple[BinaryIO, str, os.stat_result]]:
+    """A regular file of the worktree opened for reading, its relative path and its
+    status, judged on the open descriptor (what is checked is what is read)."""
+    with beneath(root, path) as where:
+        try:
+            fd = where.open(os.O_RDONLY)
+        except FileNotFoundError:
+            raise ToolError(f"{path}: no such file (use list_files to see what exists)") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"{where.relative}: is a directory; use list_files to see inside it")
+            raise ToolError(f"{where.relative}: not a regular file (device, socket or pipe)")
+        with os.fdopen(fd, "rb") as handle:
+            yield handle, where.relative, info
 
 
 def read_file(root: Path, *, path: str, start: int, end: int | None,
               limits: ReadLimits = ReadLimits()) -> Result:
-    absolute, relative, info = _regular_file(root, path)
     if end is not None and end < start:
         raise ToolError(f"read_file: end ({end}) is before start ({start})")
-    purpose = f"read {relative}"
-    with absolute.open("rb") as handle:
+    with open_regular(root, path) as (handle, relative, info):
+        purpose = f"read {relative}"
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             return Result(
                 text=f"{relative}: binary file, {info.st_size} bytes, not shown.",
@@ -176,41 +185,49 @@ def _append(shown: list[tuple[int, str]], text: str, number: int, line_bytes: in
     return len(text.encode()) + 8
 
 
-def list_files(root: Path, *, path: str, pattern: str | None,
-               limits: ListLimits = ListLimits()) -> Result:
-    resolved = resolve_path(root, path)
-    base = resolved.absolute
-    if not base.exists():
-        raise ToolError(f"{path}: no such directory")
-    if not base.is_dir():
-        raise ToolError(f"{resolved.relative}: is a file, not a directory; use read_file")
-    real_root = Path(os.path.realpath(root))
+def _listing(place: Located, pattern: str | None, limits: ListLimits) -> tuple[list[str], int, bool]:
+    """The entries under ``place`` (links shown, never followed): those shown, how many
+    matched, and whether the scan stopped at its cap."""
+    base = "" if place.relative == "." else place.relative + "/"
     matches: list[str] = []
     total = scanned = 0
-    truncated_scan = False
-    for directory, dirnames, filenames in os.walk(base):
+    for directory, dirnames, filenames, dirfd in walk(place):
         # Sorted in place so the walk (and the output) is deterministic.
         dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        here = Path(directory)
         entries = [(name, False) for name in filenames if name != ".git"]
-        # os.walk reports symlinks to directories as directories but does not follow them.
-        entries += [(name, True) for name in dirnames if (here / name).is_symlink()]
+        # Links to folders are listed among the folders, and never walked into.
+        entries += [(name, True) for name in dirnames if _is_link(name, dirfd)]
         for name, is_dir_link in sorted(entries):
             scanned += 1
             if scanned > limits.max_scanned:
-                truncated_scan = True
-                break
-            full = here / name
-            below = full.relative_to(base).as_posix()
+                return matches, total, True
+            shown = name if directory == "." else f"{directory}/{name}"
+            below = shown.removeprefix(base)
             if pattern and not fnmatch.fnmatch(below if "/" in pattern else name, pattern):
                 continue
             total += 1
             if len(matches) < limits.max_entries:
-                shown = full.relative_to(real_root).as_posix()
                 matches.append(shown + ("/ (symlink, not followed)" if is_dir_link else ""))
-        if truncated_scan:
-            break
-    where = resolved.relative
+    return matches, total, False
+
+
+def _is_link(name: str, dirfd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dirfd, follow_symlinks=False).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def list_files(root: Path, *, path: str, pattern: str | None,
+               limits: ListLimits = ListLimits()) -> Result:
+    with beneath(root, path) as place:
+        info = place.lstat()
+        if info is None:
+            raise ToolError(f"{path}: no such directory")
+        if not stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{place.relative}: is a file, not a directory; use read_file")
+        where = place.relative
+        matches, total, truncated_scan = _listing(place, pattern, limits)
     what = f"files matching {pattern!r}" if pattern else "files"
     if not matches:
         return Result(text=f"No {what} under {where}.", purpose=f"list {where}", path=where)

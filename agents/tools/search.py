@@ -9,18 +9,23 @@ released and stops a match at the search's remaining time budget.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import functools
 import os
+import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import regex
 
+from rooms.repository.beneath import Located, walk
+
 from .outcome import Result, ToolError
-from .paths import resolve_path
+from .paths import beneath
 from .text import BINARY_SNIFF_BYTES, looks_binary, one_line
 
 
@@ -33,22 +38,29 @@ class SearchLimits:
     max_seconds: float = 20.0
 
 
-def _files(base: Path, glob: str | None) -> Iterator[Path]:
-    if base.is_file():
-        yield base
+def _files(place: Located, glob: str | None) -> Iterator[tuple[str, Callable[[], int]]]:
+    """Each file to search: its path relative to the worktree, and how to open it (on
+    the descriptor of its folder, never through a link)."""
+    info = place.lstat()
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        yield place.relative, lambda: place.open(os.O_RDONLY)
         return
-    for directory, dirnames, filenames in os.walk(base):
+    base = "" if place.relative == "." else place.relative + "/"
+    for directory, dirnames, filenames, dirfd in walk(place):
         dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        here = Path(directory)
         for name in sorted(filenames):
             if name == ".git":
                 continue
-            full = here / name
+            relative = name if directory == "." else f"{directory}/{name}"
             if glob:
-                below = full.relative_to(base).as_posix()
+                below = relative.removeprefix(base)
                 if not fnmatch.fnmatch(below if "/" in glob else name, glob):
                     continue
-            yield full
+            yield relative, functools.partial(_open_in, name, dirfd)
+
+
+def _open_in(name: str, dirfd: int) -> int:
+    return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
 
 
 class _TooSlow(Exception):
@@ -96,16 +108,15 @@ def _search_file(handle: BinaryIO, compiled: regex.Pattern[str], relative: str,
     return True
 
 
-def _search_files(files: Iterable[Path], real_root: Path, compiled: regex.Pattern, found: _Found,
+def _search_files(files: Iterable[tuple[str, Callable[[], int]]], compiled: regex.Pattern, found: _Found,
                   skipped: list[str], deadline: float, limits: SearchLimits) -> tuple[bool, str]:
     """File after file until the deadline: (whether it was met, the line a too slow
     pattern stopped on, or "")."""
-    for file in files:
+    for relative, opener in files:
         if time.monotonic() > deadline:
             return False, ""
-        relative = file.relative_to(real_root).as_posix()
         try:
-            if not _search_one(file, relative, compiled, found, skipped, deadline, limits):
+            if not _search_one(opener, relative, compiled, found, skipped, deadline, limits):
                 return False, ""
         except OSError as exc:
             skipped.append(f"{relative} ({exc.strerror})")
@@ -114,16 +125,24 @@ def _search_files(files: Iterable[Path], real_root: Path, compiled: regex.Patter
     return True, ""
 
 
-def _search_one(file: Path, relative: str, compiled: regex.Pattern, found: _Found, skipped: list[str],
-                deadline: float, limits: SearchLimits) -> bool:
-    """Searches one file unless it is not a regular text file of a readable size; False
-    once the deadline passed."""
-    if file.is_symlink() or not file.is_file():
+def _search_one(opener: Callable[[], int], relative: str, compiled: regex.Pattern, found: _Found,
+                skipped: list[str], deadline: float, limits: SearchLimits) -> bool:
+    """Searches one file unless it is not a regular text file of a readable size (a link
+    is never followed); False once the deadline passed."""
+    try:
+        fd = opener()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return True  # a link: what it points at is searched where it lies, if inside
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         return True
-    if file.stat().st_size > limits.max_file_bytes:
-        skipped.append(f"{relative} (too large)")
-        return True
-    with file.open("rb") as handle:
+    with os.fdopen(fd, "rb") as handle:
+        if info.st_size > limits.max_file_bytes:
+            skipped.append(f"{relative} (too large)")
+            return True
         if looks_binary(handle.read(BINARY_SNIFF_BYTES)):
             return True
         handle.seek(0)
@@ -137,16 +156,14 @@ def search(root: Path, *, pattern: str, path: str, glob: str | None,
     except regex.error as exc:
         raise ToolError(f"search: invalid regex {pattern!r}: {exc}; escape special characters "
                         r"(e.g. \( \. \[) to match them literally") from None
-    resolved = resolve_path(root, path)
-    if not resolved.absolute.exists():
-        raise ToolError(f"{path}: no such file or directory")
-    real_root = Path(os.path.realpath(root))
     deadline = time.monotonic() + limits.max_seconds
     found = _Found()
     skipped: list[str] = []
-    in_time, too_slow = _search_files(_files(resolved.absolute, glob), real_root, compiled, found, skipped,
-                                      deadline, limits)
-    where = resolved.relative
+    with beneath(root, path) as place:
+        if place.lstat() is None:
+            raise ToolError(f"{path}: no such file or directory")
+        where = place.relative
+        in_time, too_slow = _search_files(_files(place, glob), compiled, found, skipped, deadline, limits)
     scope = f" in {where}" + (f" ({glob})" if glob else "")
     purpose = f"search /{one_line(pattern, 60)}/{scope}"
     if too_slow:

@@ -7,6 +7,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from rooms.repository.beneath import (
+    Located,
+    located,
+    read_bytes,
+    regular_bytes,
+    remove,
+    remove_made_folders,
+    write_atomically,
+)
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
 
@@ -36,22 +45,23 @@ def intent_write(*, repo_path: Path | str, task_id: int, text: str, author: str 
     """Write and commit the intent file on the room's main checkout.
 
     Returns False when the file already had exactly this text (nothing committed).
-    When git fails, the file and its index entry are put back as they were (and the
-    folders made for it removed) before GitError propagates: nothing half-written.
+    The file and its folders are reached without following any link (the checkout holds
+    what the room's repository brought): a link on the way raises PathRefused before
+    anything is written. When git fails, the file and its index entry are put back as
+    they were (and the folders made for it removed) before GitError propagates.
     """
     repo = Path(repo_path)
     relpath = intent_relpath(task_id)
-    with room_repo_lock(repo):
-        path = repo / relpath
-        before = path.read_bytes() if path.exists() else None
-        if before == text.encode("utf-8"):
+    data = text.encode("utf-8")
+    with room_repo_lock(repo), located(repo, relpath, links=False, make_parents=True,
+                                       what="the room's repository") as where:
+        before = regular_bytes(where)
+        if before == data:
             return False
-        made_folders = [folder for folder in path.relative_to(repo).parents if not (repo / folder).exists()]
         index_entry = git("ls-files", "--stage", "--", relpath, cwd=repo).strip()
         staged = False
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            write_atomically(where, data)
             git("add", "--", relpath, cwd=repo)
             staged = True
             who = f" by {author}" if author else ""
@@ -62,7 +72,7 @@ def intent_write(*, repo_path: Path | str, task_id: int, text: str, author: str 
         except BaseException:
             if staged:
                 _restore_index_entry(repo, relpath, index_entry)
-            _restore_file(path, before, [repo / folder for folder in made_folders])
+            _restore_file(repo, where, before)
             raise
     return True
 
@@ -80,21 +90,17 @@ def _restore_index_entry(repo: Path, relpath: str, entry: str) -> None:
         logger.warning("could not restore the index entry of %s in %s: %s", relpath, repo, exc)
 
 
-def _restore_file(path: Path, before: bytes | None, made_folders: list[Path]) -> None:
+def _restore_file(repo: Path, where: Located, before: bytes | None) -> None:
+    """The file as it was, through the same open folder (never through a link)."""
     if before is not None:
-        path.write_bytes(before)
+        write_atomically(where, before)
         return
-    path.unlink(missing_ok=True)
-    for folder in made_folders:  # deepest first
-        try:
-            folder.rmdir()
-        except OSError:
-            break
+    remove(where)
+    remove_made_folders(repo, where.made)
 
 
 def intent_read(*, repo_path: Path | str, task_id: int) -> str | None:
-    path = Path(repo_path) / intent_relpath(task_id)
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+    """The intent file's text, or None when there is none; PathRefused when a link or
+    anything but a regular file stands on its way."""
+    data = read_bytes(repo_path, intent_relpath(task_id), links=False)
+    return None if data is None else data.decode("utf-8", "replace")

@@ -20,6 +20,7 @@ from django.conf import settings
 
 from rooms.errors import RoomError
 from rooms.repository.git import GitError, git
+from rooms.repository.imported import ImportRefused, refuse_hostile_content
 
 DEFAULT_BRANCH = "main"
 CLONE_TIMEOUT_SECONDS = 600
@@ -230,14 +231,16 @@ def _build(workdir: Path, source: RepositorySource) -> None:
             _refuse_hub_data(path, shown=path)
             _refuse_hub_git_dirs(path)
             # --no-hardlinks: the room gets its own objects, independent of the original.
-            git("clone", "--quiet", "--no-hardlinks", "--", str(path), str(workdir),
+            git("clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", str(path), str(workdir),
                 cwd=workdir.parent, timeout=CLONE_TIMEOUT_SECONDS)
+            _check_out_if_acceptable(workdir)
         case BundleRepository(path=path):
-            git("clone", "--quiet", "--", str(path), str(workdir), cwd=workdir.parent,
+            git("clone", "--quiet", "--no-checkout", "--", str(path), str(workdir), cwd=workdir.parent,
                 timeout=CLONE_TIMEOUT_SECONDS)
             if not git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=workdir, check=False).strip():
                 raise RoomError("The bundle has no checked-out branch (HEAD); make it with "
                                 "`git bundle create repo.bundle --all`.", code="repo")
+            _check_out_if_acceptable(workdir)
         case TemplateRepository(path=path):
             git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
             shutil.copytree(path, workdir, dirs_exist_ok=True,
@@ -247,6 +250,15 @@ def _build(workdir: Path, source: RepositorySource) -> None:
         case NewRepository():
             git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
             _initial_commit(workdir, "--allow-empty")
+
+
+def _check_out_if_acceptable(workdir: Path) -> None:
+    """Check the imported objects (every branch), then check out HEAD's files."""
+    try:
+        refuse_hostile_content(workdir, max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES)
+    except ImportRefused as exc:
+        raise RoomError(str(exc), code="repo") from None
+    git("reset", "--quiet", "--hard", "HEAD", cwd=workdir, timeout=CLONE_TIMEOUT_SECONDS)
 
 
 def check_bundle(path: Path) -> BundleRepository:

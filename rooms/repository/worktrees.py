@@ -11,16 +11,19 @@ Nothing here imports Django: paths come in as arguments.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rooms.repository.beneath import PathRefused, read_bytes
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
+
+logger = logging.getLogger(__name__)
 
 MAIN_BRANCH = "main"
 # Intent files: written by the hub for people, never by a session's merge.
@@ -152,7 +155,9 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     # The repository is named explicitly, never found through the worktree's `.git`
     # file: the worktree's files are the agent's, its repository the hub's.
     where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
-    git(*where, "add", "--all", "--", ".", ":(exclude).atrium", cwd=path)
+    nested = nested_repositories(where, path)
+    git(*where, "add", "--all", "--", ".", ":(exclude).atrium",
+        *(f":(exclude,literal){folder}" for folder in nested), cwd=path)
     # Staged there by a shell command. While main is being merged in, main's intent files
     # are the ones to keep: HEAD's would undo main's in the merge commit.
     merging = (_admin_dir(worktree) / "MERGE_HEAD").exists()
@@ -161,11 +166,22 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     if not merging and not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
         return None
     # A person's global git config may demand signing; the hub's commits are unsigned.
+    if nested:
+        logger.warning("not committed in %s: nested repositories %s", path, ", ".join(nested))
+        message += ("\n\nNot committed: " + ", ".join(nested) + " (nested repositories: the hub commits none)")
     args = ["-c", "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m", message]
     if author:
         args.append(f"--author={author}")
     git(*where, *args, cwd=path)
     return git(*where, "rev-parse", "HEAD", cwd=path).strip()
+
+
+def nested_repositories(where: tuple[str, ...], path: Path) -> tuple[str, ...]:
+    """The folders of the worktree that are repositories of their own (a ``.git`` inside,
+    made by a shell command): git would record each as a submodule and, from then on,
+    look into it, running what its configuration says. They stay out of every commit."""
+    untracked = git(*where, "ls-files", "--others", "--exclude-standard", "-z", cwd=path)
+    return tuple(entry.rstrip("/") for entry in untracked.split("\0") if entry.endswith("/"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,22 +240,12 @@ MAX_CONFLICT_FILE_BYTES = 256 * 1024
 
 def _worktree_text(worktree_path: Path, relative: str) -> str | None:
     """A conflicting file's text as the hub may read it: a regular file inside the
-    worktree (the agent writes there: never a link out of it, a pipe or a device), at most
+    worktree, reached without following any link (the agent writes there), at most
     MAX_CONFLICT_FILE_BYTES; None otherwise (deleted on one side, binary, too large)."""
-    file = worktree_path / relative
     try:
-        if not file.resolve().is_relative_to(worktree_path.resolve()):
-            return None
-        # No following a last link, no blocking on a pipe; then only a regular file is read.
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            data = os.read(fd, MAX_CONFLICT_FILE_BYTES + 1)
-        finally:
-            os.close(fd)
-        return data.decode() if len(data) <= MAX_CONFLICT_FILE_BYTES else None
-    except (OSError, UnicodeDecodeError):
+        data = read_bytes(worktree_path, relative, links=False, limit=MAX_CONFLICT_FILE_BYTES)
+        return None if data is None or len(data) > MAX_CONFLICT_FILE_BYTES else data.decode()
+    except (OSError, PathRefused, UnicodeDecodeError):
         return None
 
 
