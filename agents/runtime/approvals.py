@@ -9,7 +9,10 @@ and absolute paths. A *deny* or *ask* prefix matches a line that runs a program 
 with it anywhere, and a line that names it where the hub cannot tell naming from running
 (inside code given to an interpreter, a part it cannot see into); a line that merely
 could run it (a hidden part, a program running code from its arguments, its name as an
-argument) makes a deny rule ask a person instead of allowing. An *allow* prefix covers only a single plain command:
+argument, or a launcher that runs files of the worktree: `python x.py`, `python -m …`,
+`bash script.sh`, `./tool`, `make`, `pytest`, `npm run`) makes a deny rule ask a person
+instead of allowing: the agent may have written anything into those files (a
+`conftest.py` that runs `rm -rf`). An *allow* prefix covers only a single plain command:
 one command alone, fully visible, its words starting with the prefix, the prefix
 reaching past every wrapper (`timeout 60 python -m pytest`, not `timeout`), and nothing
 on it running code from its arguments. A deny always wins: nothing lifts it.
@@ -26,7 +29,7 @@ from typing import Any
 
 from agents.tools import registry
 from observations.shell import ShellLine, read_line
-from observations.shell.catalog import INTERPRETERS, PYTHON, SHELLS
+from observations.shell.catalog import INTERPRETERS, LAUNCHERS, PYTHON, SHELLS
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 _STRICTNESS = {ALLOW: 0, ASK: 1, DENY: 2}
@@ -86,7 +89,7 @@ class Rule:
         mentioned = _mentions(line, key)
         if mentioned and (line.opaque or line.runs_code):
             return MATCH  # named where the hub cannot tell naming from running: it counts as running
-        if mentioned or line.opaque or line.runs_code:
+        if mentioned or line.opaque or line.runs_code or runs_worktree_files(line):
             return MAYBE
         return NONE
 
@@ -106,6 +109,22 @@ class Rule:
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)
+
+
+def runs_worktree_files(line: ShellLine) -> bool:
+    """Whether the line starts a program that runs files of the worktree: a launcher
+    (`make`, `pytest`, `npm`), an interpreter or shell given a script or a module (`-m`
+    looks in the working directory first), or a program named by a relative path."""
+    for invocation in line.invocations:
+        if invocation.wrapper or not invocation.argv:
+            continue
+        program, first = invocation.program, invocation.argv[0]
+        if program in LAUNCHERS or ("/" in first and not first.startswith("/")):
+            return True
+        if (PYTHON.match(program) or program in INTERPRETERS or program in SHELLS) and any(
+                not word.startswith("-") for word in invocation.argv[1:]):
+            return True
+    return False
 
 
 def _mentions(line: ShellLine, key: tuple[str, ...]) -> bool:

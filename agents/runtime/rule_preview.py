@@ -45,7 +45,8 @@ def preview(tool: str, sample: str, rules: list[Rule]) -> Preview:
                else "no rule matches, so a person is asked (rooms are read-only by default)")
     elif maybe and decision == ASK and not any(_STRICTNESS[rule.decision] >= _STRICTNESS[ASK] for rule in matched):
         why = (f"the line could run what {maybe[0].decision} {maybe[0].describe()} names (a part it cannot "
-               "see into, or code in its arguments), so a person is asked")
+               "see into, code in its arguments, or files of the worktree the agent may have written), so a "
+               "person is asked")
     elif len({rule.decision for rule in matched}) > 1:
         strictest = max(matched, key=lambda rule: _STRICTNESS[rule.decision])
         why = f"several rules match; the strictest wins: {strictest.decision} {strictest.describe()}"

@@ -159,6 +159,14 @@ ALWAYS_RUN_CODE = frozenset({
     "systemd-run", "parallel", "nsenter", "unshare", "firejail", "bwrap", "proot", "entr", "source", ".",
     "gdb", "lldb", "dotnet",
 })
+# Programs that run files of the working directory whatever their arguments say (a
+# Makefile, tests and their conftest.py, package scripts, build scripts): allowing one
+# allows whatever the agent wrote for it.
+LAUNCHERS = frozenset({
+    "make", "gmake", "ninja", "meson", "just", "task", "pytest", "py.test", "tox", "nox", "jest", "vitest",
+    "mocha", "phpunit", "ctest", "npm", "pnpm", "yarn", "bun", "deno", "cargo", "go", "mvn", "gradle", "gradlew",
+    "ant", "rake", "bundle", "sbt", "mix",
+})
 # Runners whose next words are the command they run (after their own options).
 RUNNERS: dict[str, tuple[str, ...]] = {  # program: the subcommand that runs a command
     "uv": ("run",), "poetry": ("run",), "pipenv": ("run",), "pdm": ("run",), "hatch": ("run",),

@@ -54,11 +54,14 @@ def test_only_an_owner_adds_and_removes_rules_and_bad_rules_say_why(room, owner,
 def test_the_preview_says_what_a_sample_call_gets_and_why():
     rules = [Rule("allow", "shell", command_prefix="python -m pytest"), Rule("deny", "shell", command_prefix="rm"),
              Rule("allow", "edit_file", path_glob="src/**"), Rule("deny", "edit_file", path_glob="src/vendor/**")]
-    assert preview("shell", "python -m pytest -q", rules).decision == "allow"
+    # With a deny rule set, a test run asks: the agent may have written anything into the tests.
+    launcher = preview("shell", "python -m pytest -q", rules)
+    assert launcher.decision == "ask" and "files of the worktree" in launcher.why
+    assert preview("shell", "python -m pytest -q", rules[:1]).decision == "allow"
     strict = preview("shell", "python -m pytest -q && rm -rf build", rules)
     assert strict.decision == "deny" and "rm" in strict.why
-    assert preview("shell", "make", rules).decision == "ask"
-    assert "rooms are read-only by default" in preview("shell", "make", rules).why
+    assert preview("shell", "touch build.log", rules).decision == "ask"
+    assert "rooms are read-only by default" in preview("shell", "touch build.log", rules).why
     vendored = preview("edit_file", "src/app/../vendor/lib.py", rules)
     assert vendored.decision == "deny" and "the strictest wins" in vendored.why
     assert preview("edit_file", "src/app.py", rules).decision == "allow"
