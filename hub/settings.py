@@ -234,6 +234,10 @@ ATRIUM_SANDBOX_CPU_SECONDS = envint("ATRIUM_SANDBOX_CPU_SECONDS", "3600")
 ATRIUM_SANDBOX_MEMORY_MB = envint("ATRIUM_SANDBOX_MEMORY_MB", "8192")
 ATRIUM_SANDBOX_PROCESSES = envint("ATRIUM_SANDBOX_PROCESSES", "1024")
 ATRIUM_SANDBOX_FILE_MB = envint("ATRIUM_SANDBOX_FILE_MB", "1024")
+# What all running commands of one room share (its control group, where the hub may make one).
+ATRIUM_ROOM_PROCESSES = envint("ATRIUM_ROOM_PROCESSES", "512")
+ATRIUM_ROOM_MEMORY_MB = envint("ATRIUM_ROOM_MEMORY_MB", "4096")
+ATRIUM_ROOM_CPUS = envfloat("ATRIUM_ROOM_CPUS", "1.0")
 # More folders commands may read (e.g. a toolchain in /opt), and variables they may see.
 ATRIUM_SANDBOX_READ_ONLY = envlist("ATRIUM_SANDBOX_READ_ONLY")
 ATRIUM_SANDBOX_PASS_ENV = envlist("ATRIUM_SANDBOX_PASS_ENV", "LANG,LC_ALL,TZ")

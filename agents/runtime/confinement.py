@@ -16,6 +16,7 @@ from django.conf import settings
 from agents.tools.sandbox import (
     HOW_TO_ENABLE,
     Limits,
+    RoomLimits,
     SandboxPolicy,
     availability,
     interpreter_policy,
@@ -41,6 +42,8 @@ def sandbox_policy() -> SandboxPolicy:
                       memory_bytes=settings.ATRIUM_SANDBOX_MEMORY_MB << 20,
                       processes=settings.ATRIUM_SANDBOX_PROCESSES,
                       file_bytes=settings.ATRIUM_SANDBOX_FILE_MB << 20),
+        room_limits=RoomLimits(processes=settings.ATRIUM_ROOM_PROCESSES,
+                               memory_bytes=settings.ATRIUM_ROOM_MEMORY_MB << 20, cpus=settings.ATRIUM_ROOM_CPUS),
         read_only=(*base.read_only, *settings.ATRIUM_SANDBOX_READ_ONLY),
         hidden=tuple(sorted({str(settings.DATA_DIR), *hub_package_dirs()})),
         passed_env=tuple((name, os.environ[name]) for name in settings.ATRIUM_SANDBOX_PASS_ENV

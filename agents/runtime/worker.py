@@ -182,6 +182,7 @@ class SessionRunner:
             sandbox=sandbox_policy(),
             git_dir=Path(room.repo_path) / ".git",
             network=room.allow_network,
+            group=f"room-{room.pk}",
             session_memory=DatabaseMemory(session.pk),
             room_view=DatabaseRoomView(session, owner=owner),
         )

@@ -51,7 +51,8 @@ class ToolBox:
     the agent profile's tool permissions (empty or None: every tool). Commands run
     confined by ``sandbox`` (default: this interpreter's read-only, nothing else of the
     hub), with ``git_dir`` (the room repository's .git) read-only, the session's private
-    temp under ``state_dir``, and the network only if ``network``. ``post_message``
+    temp under ``state_dir``, the network only if ``network``, in the control group
+    ``group`` (the room's: its commands share its limits). ``post_message``
     posts to the room and may answer a note for the agent (whom its mentions reached);
     ``room_view`` is what room_status reads (agents/tools/room.py).
     """
@@ -70,6 +71,7 @@ class ToolBox:
         sandbox: SandboxPolicy | None = None,
         git_dir: Path | None = None,
         network: bool = False,
+        group: str = "",
         session_memory: memory.SessionMemory | None = None,
         room_view: room.RoomView | None = None,
     ) -> None:
@@ -86,7 +88,7 @@ class ToolBox:
         self.records = CallRecords(self.state_dir / "calls")
         self.snapshots = SnapshotStore(self.state_dir / "snapshots")
         place = Place(worktree=self.worktree, tmp=self.state_dir / "tmp", git_dir=git_dir,
-                      network=network)
+                      network=network, group=group)
         self.shell_config = ShellConfig(place=place, sandbox=sandbox or interpreter_policy(),
                                         yield_seconds=yield_seconds)
 

@@ -27,18 +27,27 @@ settings arrive as a `SandboxPolicy`.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
+CONFINER = Path(__file__).with_name("_confiner.py")
+# The per-user process limit counts every room's commands together when the hub is root;
+# where each room has a control group, its pids limit bounds the room instead, and the
+# per-user one stays at the hub's own (the dropped user cannot raise it past that).
+ROOM_BOUND_NPROC = resource.getrlimit(resource.RLIMIT_NPROC)[1]
 SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 HOW_TO_ENABLE = (
     "Install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, Fedora: `dnf install "
@@ -71,6 +80,16 @@ class Limits:
 
 
 @dataclass(frozen=True, slots=True)
+class RoomLimits:
+    """What all commands of one room share at a time (its control group): so one room
+    cannot take the processes, memory or CPU the other rooms need."""
+
+    processes: int = 512
+    memory_bytes: int = 4 << 30
+    cpus: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class SandboxPolicy:
     """How this hub confines commands (built from settings by the caller)."""
 
@@ -83,6 +102,8 @@ class SandboxPolicy:
     hidden: tuple[str, ...] = ()  # never shown, even inside a read-only tree
     path: tuple[str, ...] = ()  # put first on PATH (the interpreter's bin)
     passed_env: tuple[tuple[str, str], ...] = ()  # allowlisted variables with their values
+    room_limits: RoomLimits = field(default_factory=RoomLimits)
+    cgroup_root: str = "/sys/fs/cgroup"
 
     @property
     def drops_user(self) -> bool:
@@ -98,6 +119,7 @@ class Place:
     tmp: Path  # the session's private /tmp
     git_dir: Path | None = None  # the room repository's .git, shown read-only
     network: bool = False
+    group: str = ""  # the room's control group ("room-<id>"); "" runs the command in none
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +181,53 @@ def confine(policy: SandboxPolicy, place: Place, command: str, *, shell: str = "
     if problem:
         raise SandboxUnavailable(f"Commands cannot run: no sandbox is available on this machine "
                                  f"({problem}). {HOW_TO_ENABLE}")
-    return Confined(_bwrap_argv(policy, place, [shell, "-c", command]), env, str(place.worktree))
+    argv = _bwrap_argv(policy, place, [shell, "-c", command])
+    spec = _confiner_spec(policy, place)
+    if spec:
+        argv = [sys.executable, "-I", "-S", str(CONFINER), json.dumps(spec), *argv]
+    return Confined(argv, env, str(place.worktree))
+
+
+def _confiner_spec(policy: SandboxPolicy, place: Place) -> dict:
+    """What `_confiner` sets up around bubblewrap: {} when nothing is needed."""
+    spec: dict = {}
+    if place.network:
+        slirp = shutil.which("slirp4netns", path=os.pathsep.join(SYSTEM_PATH))
+        if slirp is None:
+            raise SandboxUnavailable("This room lets commands use the network, and a networked sandbox needs "
+                                     "slirp4netns (Debian/Ubuntu: `apt-get install slirp4netns`), which is "
+                                     "not installed; turn the network off for the room or install it.")
+        spec.update(network=True, slirp4netns=slirp, nsenter=_tool("nsenter"), ip=_tool("ip"),
+                    root=os.geteuid() == 0)
+    if grouped(policy, place):
+        limits = policy.room_limits
+        spec["cgroup"] = {"root": policy.cgroup_root, "group": place.group, "name": f"cmd-{uuid.uuid4().hex[:12]}",
+                          "processes": limits.processes, "memory_bytes": limits.memory_bytes,
+                          "cpu_quota_us": max(1000, int(limits.cpus * 100_000))}
+    return spec
+
+
+def grouped(policy: SandboxPolicy, place: Place) -> bool:
+    """Whether the command runs in its room's control group."""
+    return bool(place.group) and policy.enabled and cgroups_usable(policy.cgroup_root)
+
+
+@lru_cache(maxsize=4)
+def cgroups_usable(root: str) -> bool:
+    """Whether this process may make control groups (root, with the controllers mounted)."""
+    if os.geteuid() != 0:
+        return False
+    if os.path.exists(os.path.join(root, "cgroup.controllers")):
+        return os.access(root, os.W_OK)
+    return all(os.access(os.path.join(root, controller), os.W_OK) for controller in ("pids", "memory", "cpu"))
 
 
 def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list[str]:
     argv = [policy.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if not place.network:
-        argv.append("--unshare-net")
+    # Always a network namespace of its own: with the network on, `_confiner` gives it
+    # a user-mode NAT that cannot reach the machine's loopback or private ranges.
+    argv.append("--unshare-net")
     if not policy.drops_user:
         # Not root: a user namespace of our own, mapped to the hub's (unprivileged) user.
         argv += ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
@@ -195,7 +256,9 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
     limits = policy.limits
     argv += [_tool("prlimit"), f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_bytes}",
-             f"--nproc={limits.processes}", f"--fsize={limits.file_bytes}",
+             f"--nproc={'unlimited' if ROOM_BOUND_NPROC == resource.RLIM_INFINITY else ROOM_BOUND_NPROC}"
+             if grouped(policy, place) else f"--nproc={limits.processes}",
+             f"--fsize={limits.file_bytes}",
              f"--nofile={limits.open_files}", "--core=0", "--"]
     return argv + command
 

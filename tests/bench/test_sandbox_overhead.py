@@ -6,6 +6,10 @@ the ToolBox confines it (prepare + bubblewrap) and unconfined (the operator's op
 their ratio, and the time to hand a 20,000-file worktree to the sandbox user (a root hub
 does that before each command). A shell call adds the job machinery's ~0.1 s polling to
 both alike.
+
+It also prints what the room's control group and a networked command add, each as a
+ratio against the plain bubblewrap sandbox measured in the same run (a networked
+command starts slirp4netns and sets its namespace's routes before the command runs).
 """
 
 from __future__ import annotations
@@ -19,7 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.sandbox import Place, confine, hand_over, interpreter_policy, prepare
+from agents.tools.sandbox import (
+    Place,
+    cgroups_usable,
+    confine,
+    hand_over,
+    interpreter_policy,
+    prepare,
+)
 
 RUNS = 30
 
@@ -49,6 +60,26 @@ def test_sandbox_overhead_per_command(tmp_path):
         boxed = _median_run(sandboxed, place, command)
         print(f"{command!r}: unconfined {base * 1000:.1f} ms, sandboxed {boxed * 1000:.1f} ms, "
               f"ratio {boxed / base:.2f}x, overhead {(boxed - base) * 1000:.1f} ms")
+
+
+@pytest.mark.bench
+@pytest.mark.skipif(not cgroups_usable("/sys/fs/cgroup"), reason="control groups need a root hub")
+def test_what_the_rooms_group_and_the_network_add(tmp_path):
+    place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp")
+    place.worktree.mkdir()
+    policy = interpreter_policy()
+    variants = {
+        "bubblewrap alone": place,
+        "+ the room's control group": dataclasses.replace(place, group="room-bench"),
+        "+ the network (slirp4netns, routes)": dataclasses.replace(place, network=True),
+        "+ both": dataclasses.replace(place, group="room-bench", network=True),
+    }
+    print()
+    base = None
+    for name, variant in variants.items():
+        took = _median_run(policy, variant, "true")
+        base = base or took
+        print(f"{name}: {took * 1000:.1f} ms per command, {took / base:.2f}x bubblewrap alone")
 
 
 @pytest.mark.bench

@@ -1,1 +1,2 @@
 from tests.agents.conftest import hub_workers  # noqa: F401 - real Celery workers, as there
+from tests.agents.tools.conftest import make_box, state_dir, worktree  # noqa: F401 - the ToolBox as sessions build it

@@ -1,0 +1,101 @@
+"""Issue 24, from the attacker's side: every sandbox ran as the same user with per-process
+limits only, so one room holding ~1,000 processes made every other room's commands fail
+to fork, and a few processes could take all the memory. Now each room's commands share
+a control group of their own (pids, memory, cpu). Two rooms at once, through the
+ToolBox as sessions use it: the attacker's fork bomb and memory hog stop at the
+attacker's limits while the victim's commands fork and allocate as usual."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from agents.tools import ToolBox
+from agents.tools.sandbox import RoomLimits, cgroups_usable, interpreter_policy
+from tests.agents.tools.conftest import call
+
+pytestmark = pytest.mark.skipif(not cgroups_usable("/sys/fs/cgroup"), reason="needs control groups (root)")
+
+CGROUPS = Path("/sys/fs/cgroup")
+LIMITS = RoomLimits(processes=64, memory_bytes=256 << 20, cpus=0.5)
+FORK = """python3 -c "
+import os, sys, time
+children = 0
+try:
+    for _ in range({count}):
+        if os.fork() == 0:
+            time.sleep({hold})
+            os._exit(0)
+        children += 1
+except OSError as exc:
+    print('fork failed:', exc)
+print('forked', children, flush=True)
+time.sleep({hold})
+" """
+ALLOCATE = "python3 -c \"x = bytearray({mb} << 20); x[::4096] = b'1' * len(x[::4096]); print('allocated', {mb})\""
+
+
+@pytest.fixture
+def room_box(tmp_path):
+    """A room's ToolBox with its own control group, removed after the test."""
+    groups = []
+
+    def make(name: str) -> ToolBox:
+        worktree, state = tmp_path / name / "worktree", tmp_path / name / "state"
+        worktree.mkdir(parents=True)
+        groups.append(f"room-test-{name}-{uuid.uuid4().hex[:6]}")
+        return ToolBox(worktree=worktree, state_dir=state, yield_seconds=1.0,
+                       sandbox=interpreter_policy(room_limits=LIMITS), group=groups[-1])
+
+    yield make
+    deadline = time.monotonic() + 10  # a stopped job's confiner removes its group as it ends
+    for folder in [CGROUPS / controller / "atrium" / group for group in groups for controller in ("pids", "memory", "cpu")]:
+        while folder.exists() and time.monotonic() < deadline:
+            for inner in [*folder.glob("cmd-*"), folder]:
+                with contextlib.suppress(OSError):
+                    inner.rmdir()
+            time.sleep(0.05)
+
+
+def test_a_fork_bomb_in_one_room_leaves_the_other_rooms_commands_forking(room_box):
+    attacker, victim = room_box("attacker"), room_box("victim")
+    bomb = attacker.execute(call("shell", command=FORK.format(count=5000, hold=20)))
+    assert bomb.job_handle, bomb.text  # still holding its processes, in the background
+    try:
+        ok = victim.execute(call("shell", command=FORK.format(count=40, hold=0) + " && echo victim-ok"))
+        assert "forked 40" in ok.text and "victim-ok" in ok.text, ok.text
+        report = attacker.execute(call("await", handles=[bomb.job_handle], seconds=1))
+        counted = [int(line.split()[1]) for line in report.text.splitlines() if line.startswith("forked")]
+        assert counted and counted[0] < LIMITS.processes, report.text  # stopped at its room's limit
+    finally:
+        attacker.execute(call("await", handles=[bomb.job_handle], stop=True))
+
+
+def test_a_memory_hog_in_one_room_is_stopped_at_its_rooms_limit_and_the_other_allocates(room_box):
+    attacker, victim = room_box("attacker"), room_box("victim")
+    hog = attacker.execute(call("shell", command=ALLOCATE.format(mb=1024)))
+    assert "allocated" not in hog.text and ("exit 137" in hog.text or "Killed" in hog.text or "MemoryError" in hog.text), \
+        hog.text
+    fine = victim.execute(call("shell", command=ALLOCATE.format(mb=128)))
+    assert "allocated 128" in fine.text, fine.text
+
+
+def test_each_command_runs_in_its_rooms_group_with_the_rooms_limits(room_box):
+    box = room_box("limits")
+    text = box.execute(call("shell", command="cat /proc/self/cgroup")).text
+    paths = {line.split(":")[1]: line.split(":")[2] for line in text.splitlines() if line.count(":") >= 2}
+    group = box.shell_config.place.group
+    assert f"/atrium/{group}/" in paths["pids"]
+    room = CGROUPS
+    assert (room / "pids" / "atrium" / group / "pids.max").read_text().strip() == "64"
+    assert int((room / "memory" / "atrium" / group / "memory.limit_in_bytes").read_text()) == 256 << 20
+    assert (room / "cpu" / "atrium" / group / "cpu.cfs_quota_us").read_text().strip() == "50000"
+    # A command's own group is gone once it ended (at the latest when the room's next
+    # command starts); the room's stays.
+    first = paths["pids"].rsplit("/", 1)[1]
+    box.execute(call("shell", command="true"))
+    assert not (room / "pids" / "atrium" / group / first).exists()
