@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -97,6 +99,13 @@ class AgentProfile(models.Model):
     def clean(self) -> None:
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
+        if self.base_url:
+            from agents.providers.addresses import AddressRefused, allowed_from, check_base_url
+
+            try:
+                check_base_url(self.base_url, allowed_from(os.environ))
+            except AddressRefused as exc:
+                raise ValidationError({"base_url": str(exc)}) from None
         # The gateway's fold economics need a cache read no dearer than input, and a
         # cache write no cheaper than a read (observations/gateway/economics.py).
         price = self.price_for(self.model) if self.model else None

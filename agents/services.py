@@ -28,6 +28,7 @@ from agents.models import (
     Session,
     Task,
 )
+from agents.own_key import check_may_spend_here
 from agents.providers import CallRecord
 from agents.rules import rule_checked, rule_describe
 from agents.runtime import states
@@ -238,6 +239,7 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
         _check_can_act(task.room, actor)
     if not RoomAgent.objects.filter(room_id=task.room_id, agent=agent).exists():
         raise RoomError(f"{agent.name} is not assigned to this room.", code="unknown_agent")
+    check_may_spend_here(agent, task.room_id)
     Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise attempt numbers
     active = Session.objects.filter(task=task, agent=agent, state__in=states.ACTIVE).first()
     if active is not None:
@@ -455,6 +457,7 @@ def steers_wake_sessions(*, room: Room, agent: AgentProfile) -> None:
 @transaction.atomic
 def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
     check_can_assign_agents(membership_of(room, actor))
+    check_may_spend_here(agent, room)
     if RoomAgent.objects.filter(room=room, agent=agent).exists():
         raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
     room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)

@@ -12,8 +12,11 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from hub.body_limit import install as bound_request_bodies  # noqa: E402
 from hub.origins import OriginValidator  # noqa: E402
 from hub.routing import websocket_urlpatterns  # noqa: E402
+
+bound_request_bodies()  # in Daphne's HTTP protocol, before a body is read (hub.body_limit)
 
 application = ProtocolTypeRouter(
     {

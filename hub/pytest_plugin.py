@@ -33,6 +33,9 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
     if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
         os.environ["SECRET_KEY"] = f"atrium-test-run-{secrets.token_urlsafe(32)}"
     os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+    # The suite's wire-protocol servers listen on this machine: its operator allows them
+    # as agents' base URLs (tests/security/test_base_urls.py runs without it).
+    os.environ.setdefault("ATRIUM_BASE_URL_ALLOW", "127.0.0.0/8,localhost,::1")
     # `replay:` models play only from the hub's replay folder: the run's holds the shipped
     # recordings and the test suite's.
     if not os.environ.get("ATRIUM_REPLAY_DIR"):

@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from agents.models import AgentProfile, GatewayKey, RoomAgent
+from agents.own_key import check_may_spend_here, may_spend_here
 from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Room
@@ -68,6 +69,7 @@ def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, na
     if not may_key(room_agent.agent, actor):
         raise RoomPermissionError(f"{room_agent.agent.name} uses its creator's own provider key: only they (or staff) "
                                   "can make gateway keys for it.")
+    check_may_spend_here(room_agent.agent, room)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     key = GatewayKey.objects.create(
         room=room, agent=room_agent.agent, name=name, digest=token_digest(token),
@@ -150,8 +152,8 @@ def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
                .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts)).first())
         if key is None or (room_slug is not None and key.room.slug != room_slug):
             return None
-        if not may_key(key.agent, key.created_by):
-            return None  # made before its profile took its creator's own provider key
+        if not may_key(key.agent, key.created_by) or not may_spend_here(key.agent, key.room):
+            return None  # made before its profile took its creator's own provider key, or they left
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
             GatewayKey.objects.filter(pk=key.pk).update(last_used_at=now)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from agents.providers.addresses import AddressRefused, allowed_from, check_base_url
 from agents.providers.anthropic_messages import ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider
 from agents.providers.base import Provider
 from agents.providers.errors import InvalidModelSpec, display_url
@@ -106,6 +107,8 @@ def upstream_endpoint(
     gateway endpoint (agents/endpoint/upstream.py). Raises InvalidModelSpec when no key
     may be used."""
     env = os.environ if env is None else env
+    if base_url:
+        _check_profile_url(base_url, env)
     if parsed.kind == "openai":
         url, trusted = _endpoint(base_url, env, prefix="OPENAI", official=OPENAI_DEFAULT_BASE_URL)
         key = api_key or (env.get("OPENAI_API_KEY") if trusted else None)
@@ -162,6 +165,17 @@ def check_model_spec(
     if close := getattr(provider, "close", None):
         close()
     return None
+
+
+def _check_profile_url(base_url: str, env: Mapping[str, str]) -> None:
+    """A profile's own base URL leads to the internet (agents/providers/addresses.py),
+    unless it is the operator's own (an environment base URL)."""
+    if any(_same_url(base_url, env.get(f"{prefix}_BASE_URL") or "") for prefix in ("OPENAI", "ANTHROPIC")):
+        return
+    try:
+        check_base_url(base_url, allowed_from(os.environ))  # the operator's, whatever env a caller passes
+    except AddressRefused as exc:
+        raise InvalidModelSpec(f"the agent's base URL is refused: {exc}") from None
 
 
 def _endpoint(

@@ -129,7 +129,7 @@ def join_groups(pid: int, *, root: str, group: str, name: str, processes: int, m
         trees = {controller: files for controller, files in _V1_FILES.items()}
     made = []
     for controller, files in trees.items():
-        base = os.path.join(root, controller, "atrium", group)
+        base = room_group(root, controller, group)
         os.makedirs(base, exist_ok=True)
         _sweep_stale(base)
         for file in files:
@@ -139,6 +139,21 @@ def join_groups(pid: int, *, root: str, group: str, name: str, processes: int, m
         made.append(mine)
         _write(os.path.join(mine, "cgroup.procs"), str(pid))
     return made
+
+
+def room_group(root: str, controller: str, group: str) -> str:
+    """The room's group under a v1 controller: nested in the hub's own group there (a
+    service's or a container's limits still hold for its sandboxes); under v2, the
+    machine's ``atrium`` group (a populated group cannot delegate controllers)."""
+    if not controller:
+        return os.path.join(root, "atrium", group)
+    own = "/"
+    with contextlib.suppress(OSError), open("/proc/self/cgroup") as lines:
+        for line in lines:
+            _number, names, path = line.rstrip("\n").split(":", 2)
+            if controller in names.split(","):
+                own = path
+    return os.path.join(root, controller, own.lstrip("/"), "atrium", group)
 
 
 def _enable_v2_controllers(root: str, group: str) -> None:

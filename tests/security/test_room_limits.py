@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agents.tools import ToolBox
+from agents.tools._confiner import room_group
 from agents.tools.sandbox import RoomLimits, cgroups_usable, interpreter_policy
 from tests.agents.tools.conftest import call
 
@@ -53,7 +54,8 @@ def room_box(tmp_path):
 
     yield make
     deadline = time.monotonic() + 10  # a stopped job's confiner removes its group as it ends
-    for folder in [CGROUPS / controller / "atrium" / group for group in groups for controller in ("pids", "memory", "cpu")]:
+    for folder in [Path(room_group(str(CGROUPS), controller, group)) for group in groups
+                   for controller in ("pids", "memory", "cpu")]:
         while folder.exists() and time.monotonic() < deadline:
             for inner in [*folder.glob("cmd-*"), folder]:
                 with contextlib.suppress(OSError):
@@ -89,13 +91,16 @@ def test_each_command_runs_in_its_rooms_group_with_the_rooms_limits(room_box):
     text = box.execute(call("shell", command="cat /proc/self/cgroup")).text
     paths = {line.split(":")[1]: line.split(":")[2] for line in text.splitlines() if line.count(":") >= 2}
     group = box.shell_config.place.group
+    assert paths["memory"].endswith(f"/atrium/{group}/" + paths["memory"].rsplit("/", 1)[1])
     assert f"/atrium/{group}/" in paths["pids"]
-    room = CGROUPS
-    assert (room / "pids" / "atrium" / group / "pids.max").read_text().strip() == "64"
-    assert int((room / "memory" / "atrium" / group / "memory.limit_in_bytes").read_text()) == 256 << 20
-    assert (room / "cpu" / "atrium" / group / "cpu.cfs_quota_us").read_text().strip() == "50000"
+    def room(controller: str) -> Path:
+        return Path(room_group(str(CGROUPS), controller, group))
+
+    assert (room("pids") / "pids.max").read_text().strip() == "64"
+    assert int((room("memory") / "memory.limit_in_bytes").read_text()) == 256 << 20
+    assert (room("cpu") / "cpu.cfs_quota_us").read_text().strip() == "50000"
     # A command's own group is gone once it ended (at the latest when the room's next
     # command starts); the room's stays.
     first = paths["pids"].rsplit("/", 1)[1]
     box.execute(call("shell", command="true"))
-    assert not (room / "pids" / "atrium" / group / first).exists()
+    assert not (room("pids") / first).exists()
