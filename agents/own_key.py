@@ -13,10 +13,10 @@ from rooms.selectors import membership_of
 
 
 def may_spend_here(agent: AgentProfile, room: Room | int) -> bool:
-    if not agent.api_key:
-        return True  # the hub's own keys: the operator's to share
     creator = agent.created_by
-    return creator is not None and creator.is_active and may_act(membership_of(room, creator))
+    if not agent.api_key or creator is None:
+        return True  # the hub's own keys, or a profile the operator made outside the pages: theirs to share
+    return creator.is_active and may_act(membership_of(room, creator))
 
 
 def check_may_spend_here(agent: AgentProfile, room: Room | int) -> None:

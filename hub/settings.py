@@ -12,6 +12,7 @@ SECRET_KEY. With DEBUG off, secrets have no default and the process refuses to s
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -40,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "channels",
     "django_htmx",
+    "axes",
     "hub",
     "rooms",
     "agents",
@@ -49,6 +51,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "hub.debug.LocalDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "hub.security_headers.content_security_policy",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -58,7 +61,20 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Login throttling (django-axes): after ATRIUM_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is locked out for ATRIUM_LOGIN_LOCKOUT_MINUTES
+# (per pair, so one attacker cannot lock a person out from everywhere, nor lock out
+# everyone behind one proxy). The admin's login is the same login.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = envint("ATRIUM_LOGIN_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ATRIUM_LOGIN_LOCKOUT_MINUTES", "15"))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "hub.urls"
 # With DEBUG on, tracebacks only for requests from the hub's own machine (hub.debug).
@@ -171,6 +187,11 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# Behind a TLS proxy (ATRIUM_TLS_PROXY=true) the proxy's X-Forwarded-Proto says the request
+# was https, and HTTPS responses tell browsers to come back only over TLS (HSTS).
+if envbool("ATRIUM_TLS_PROXY", "False"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if DEBUG else str(365 * 24 * 3600))
 
 # --- atrium ------------------------------------------------------------------------------
 REPOS_DIR = DATA_DIR / "repos"
@@ -204,6 +225,8 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 # of the room, its requests rewritten by the gateway; off, it only relays them upstream
 # (pass-through: the answer byte for byte, streamed as it arrives, no session).
 ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
+# Requests one gateway key may have in flight in one web process; more are a 429.
+ATRIUM_GATEWAY_KEY_CONCURRENCY = envint("ATRIUM_GATEWAY_KEY_CONCURRENCY", "8")
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.

@@ -30,7 +30,7 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.endpoint import params, translate, upstream, wire
+from agents.endpoint import in_flight, params, translate, upstream, wire
 from agents.endpoint.conversation import SESSION_HEADER, conversation_key
 from agents.endpoint.keys import gateway_key_lookup
 from agents.endpoint.sessions import proxied_turn
@@ -145,6 +145,26 @@ def _body(request: HttpRequest) -> bytes:
 
 
 async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> HttpResponse:
+    release = in_flight.claim(key.pk, settings.ATRIUM_GATEWAY_KEY_CONCURRENCY)
+    try:
+        answer = await _answer(request, key, fmt, body)
+    except BaseException:
+        release()
+        raise
+    if answer.stream is not None:
+        response: HttpResponse = StreamingHttpResponse(in_flight.releasing(answer.stream, release),
+                                                       status=answer.status)
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold events back
+    else:
+        release()
+        response = HttpResponse(answer.content, status=answer.status)
+    for name, value in answer.headers.items():
+        response[name] = value
+    return response
+
+
+async def _answer(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any]) -> upstream.Relay:
     endpoint = upstream.profile_endpoint(key.agent)
     started = time.monotonic()
     if not settings.ATRIUM_GATEWAY_SESSIONS and endpoint.kind == fmt:
@@ -161,15 +181,7 @@ async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[
             answer.headers[params.IGNORED_HEADER] = ", ".join(decision.ignored)
     log.info("gateway endpoint: key %s (room %s) %s → %s in %.0f ms", key.pk, key.room_id, fmt, answer.status,
              (time.monotonic() - started) * 1000)
-    if answer.stream is not None:
-        response: HttpResponse = StreamingHttpResponse(answer.stream, status=answer.status)
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold events back
-    else:
-        response = HttpResponse(answer.content, status=answer.status)
-    for name, value in answer.headers.items():
-        response[name] = value
-    return response
+    return answer
 
 
 async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[str, Any],

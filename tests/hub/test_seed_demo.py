@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate as django_authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
 from hub.management.commands.seed_demo import DEMO_CHECK_COMMAND, DEMO_TEST_COMMAND
@@ -30,6 +31,11 @@ def printed_password(output: str) -> str:
     match = re.search(r"log in as\s+demo / (\S+)", output)
     assert match, output
     return match.group(1)
+
+
+def authenticate(**credentials):
+    """As the login page does: with its request (login throttling needs one)."""
+    return django_authenticate(RequestFactory().post("/login/"), **credentials)
 
 
 def test_seed_demo_creates_a_user_who_can_log_in_and_a_demo_room():

@@ -50,11 +50,14 @@ def test_another_persons_profile_cannot_be_changed_or_redirected(client, maker, 
         "", "sk-victim-secret", "Be careful.", "openai:gpt-4.1")
 
 
-def test_another_persons_profile_is_usable_but_its_key_is_never_shown(client, maker, victims_agent):
+def test_another_persons_profile_on_its_own_key_is_listed_never_spent_and_its_key_never_shown(
+        client, maker, victims_agent):
+    from rooms.errors import RoomPermissionError
     from tests.rooms.factories import make_room
 
-    room = make_room(maker, agents=[victims_agent])  # using it in one's own room is fine
-    assert room.room_agents.filter(agent=victims_agent).exists()
+    # It spends its creator's account: not in a room they cannot act in (issue 24).
+    with pytest.raises(RoomPermissionError, match="its creator may act in"):
+        make_room(maker, agents=[victims_agent])
     listing = client.get(reverse("agents:list")).content.decode()
     assert "Victim&#x27;s fixer" in listing and "sk-victim-secret" not in listing
     assert reverse("agents:edit", args=[victims_agent.pk]) not in listing
