@@ -148,6 +148,10 @@ CHANNEL_LAYERS = {
             "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT,
                                          max_connections=envint("CHANNEL_LAYER_MAX_CONNECTIONS", "2000"))],
             "prefix": env("CHANNELS_PREFIX", "atrium"),
+            # Frames are encrypted and authenticated with a key derived from SECRET_KEY:
+            # whoever reaches Redis without it can neither read a room's events nor
+            # forge one into a page.
+            "symmetric_encryption_keys": [SECRET_KEY],
         },
     }
 }

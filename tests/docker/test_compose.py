@@ -214,3 +214,14 @@ def test_the_image_has_the_sandbox_and_compose_lets_it_make_namespaces(compose):
         service = compose["services"][name]
         assert {"seccomp=unconfined", "apparmor=unconfined"} <= set(service.get("security_opt", [])), name
         assert not service.get("privileged") and not service.get("cap_add"), name
+
+
+def test_redis_and_postgres_require_passwords_the_hub_is_given(compose):
+    """Issue 24: the hub's services are not open to whoever reaches them."""
+    redis = compose["services"]["redis"]
+    assert "--requirepass" in redis["command"]
+    password = redis["command"][redis["command"].index("--requirepass") + 1]
+    assert password.startswith("${REDIS_PASSWORD:?")
+    env = compose["x-atrium"]["environment"] if "x-atrium" in compose else compose["services"]["web"]["environment"]
+    assert env["REDIS_URL"].startswith("redis://:${REDIS_PASSWORD:?") and "${POSTGRES_PASSWORD:?" in env["DATABASE_URL"]
+    assert "${REDIS_PASSWORD:?" in " ".join(redis["healthcheck"]["test"])

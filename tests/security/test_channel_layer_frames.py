@@ -1,0 +1,48 @@
+"""Issue 24: with Redis reachable, an attacker injected a frame into another room's
+channel group, and the victim's open page rendered it (a stored XSS). The channel
+layer's frames are now encrypted and authenticated with a key derived from SECRET_KEY:
+Redis holds no readable event, and a frame written without the key is never delivered."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from channels_redis.core import RedisChannelLayer
+from django.conf import settings
+
+MARKER = "<img src=x onerror=alert(document.cookie)>"
+
+
+def _forger() -> RedisChannelLayer:
+    """A layer on the same Redis and prefix, as a process without SECRET_KEY makes one."""
+    config = {key: value for key, value in settings.CHANNEL_LAYERS["default"]["CONFIG"].items()
+              if key != "symmetric_encryption_keys"}
+    return RedisChannelLayer(**config)
+
+
+def test_redis_holds_no_readable_event_and_a_forged_frame_is_not_delivered():
+    layer, forger = get_channel_layer(), _forger()
+
+    async def scenario() -> tuple[list[bytes], object]:
+        channel = await layer.new_channel()
+        await layer.group_add("room.victim", channel)
+        try:
+            await layer.group_send("room.victim", {"type": "message.new", "html": MARKER})
+            key = layer.prefix + layer.non_local_name(channel)
+            raw = await forger.connection(forger.consistent_hash(channel)).zrange(key, 0, -1)
+            genuine = await layer.receive(channel)
+            await forger.group_send("room.victim", {"type": "message.new", "html": MARKER})
+            try:
+                forged = await layer.receive(channel)
+            except Exception as refused:  # cryptography's InvalidToken: never handed on
+                forged = refused
+            return raw, (genuine, forged)
+        finally:
+            await layer.group_discard("room.victim", channel)
+            await forger.close_pools()
+
+    raw, (genuine, forged) = async_to_sync(scenario)()
+    assert raw and all(MARKER.encode() not in frame for frame in raw)
+    assert genuine["html"] == MARKER  # the hub's own frames arrive as sent
+    assert not isinstance(forged, dict) or forged.get("html") != MARKER
