@@ -5,7 +5,6 @@ Redis holds no readable event, and a frame written without the key is never deli
 
 from __future__ import annotations
 
-import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels_redis.core import RedisChannelLayer
