@@ -154,6 +154,8 @@ async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[
     if answer.stream is not None:
         response: HttpResponse = StreamingHttpResponse(in_flight.releasing(answer.stream, release),
                                                        status=answer.status)
+        # A stream the client left before it started runs no finally: closing gives it back too.
+        response._resource_closers.append(release)
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold events back
     else:

@@ -111,16 +111,23 @@ class Rule:
         return asdict(self)
 
 
+# Where the machine's own programs live (shown read-only in the sandbox); a program named
+# by any other path (`./x`, `bin/x`, `/tmp/x`, the worktree's own absolute path) is a file
+# someone may have written.
+_SYSTEM_PROGRAMS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/opt/")
+
+
 def runs_worktree_files(line: ShellLine) -> bool:
     """Whether the line starts a program that runs files of the worktree: a launcher
     (`make`, `pytest`, `npm`), an interpreter or shell given a script or a module (`-m`
-    looks in the working directory first), or a program named by a relative path."""
+    looks in the working directory first), or a program named by a path outside the
+    system's trees."""
     for invocation in line.invocations:
         if invocation.wrapper or not invocation.argv:
             continue
         program, first = invocation.program, invocation.argv[0]
-        if program in LAUNCHERS or ("/" in first and not first.startswith("/")):
-            return True
+        if program in LAUNCHERS or ("/" in first and not first.startswith(_SYSTEM_PROGRAMS)):
+            return True  # a launcher, or a program named by a path outside the system's trees
         if (PYTHON.match(program) or program in INTERPRETERS or program in SHELLS) and any(
                 not word.startswith("-") for word in invocation.argv[1:]):
             return True

@@ -37,6 +37,7 @@ UNREACHABLE = (
     "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4",
     "240.0.0.0/4",
 )
+STALE_SECONDS = 60
 SLIRP_CIDR = "10.0.2.0/24"  # slirp4netns' own network: the gateway and DNS live there
 _V1_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes",), "cpu": ("cpu.cfs_period_us", "cpu.cfs_quota_us")}
 
@@ -45,14 +46,33 @@ class Refused(RuntimeError):
     pass
 
 
+GATE_FD = 9  # inside the sandbox: where the command's gate reads "go"
+# The first program inside the sandbox: it runs the command only once the confiner said
+# "go" on the gate. If the confiner dies or gives up first, the gate reads end of file
+# and nothing runs (bubblewrap's own --block-fd takes end of file for a go).
+GATE = [
+    "/bin/sh", "-c",
+    f'read -r word <&{GATE_FD}; exec {GATE_FD}<&-; [ "$word" = go ] || exit {CANNOT_CONFINE}; exec "$@"',
+    "atrium-gate",
+]
+_HELD_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+
+
 def main(argv: list[str]) -> int:
     spec, command = json.loads(argv[1]), argv[2:]
+    # A stop that arrives while the sandbox is being set up waits until it is (or is not).
+    signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
-    argv_bwrap = [command[0], "--info-fd", str(info_w), "--block-fd", str(block_r), *command[1:]]
-    child = subprocess.Popen(argv_bwrap, pass_fds=(info_w, block_r))
-    os.close(info_w)
-    os.close(block_r)
+    gate_r, gate_w = os.pipe()
+    os.dup2(gate_r, GATE_FD)
+    os.close(gate_r)
+    separator = command.index("--")  # bubblewrap's options, then the command it runs
+    argv_bwrap = [command[0], "--info-fd", str(info_w), "--block-fd", str(block_r), *command[1:separator + 1],
+                  *GATE, *command[separator + 1:]]
+    child = subprocess.Popen(argv_bwrap, pass_fds=(info_w, block_r, GATE_FD))
+    for fd in (info_w, block_r, GATE_FD):
+        os.close(fd)
     groups: list[str] = []
     slirp = None
     pid = 0
@@ -62,9 +82,10 @@ def main(argv: list[str]) -> int:
             groups = join_groups(pid, **spec["cgroup"])
         if spec.get("network"):
             slirp = _network(pid, spec)
-    except (Refused, OSError, ValueError) as exc:
-        print(f"atrium: the sandbox could not be set up: {exc}", file=sys.stderr, flush=True)
-        # Everything dies before the block is lifted: its end of file would let the command run.
+        os.write(block_w, b"1")
+        os.write(gate_w, b"go\n")
+    except BaseException as exc:
+        print(f"atrium: the sandbox could not be set up: {exc!r}", file=sys.stderr, flush=True)
         if pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -73,12 +94,10 @@ def main(argv: list[str]) -> int:
             _stop(slirp)
         for group in groups:
             _remove_group(group)
-        os.close(block_w)
         return CANNOT_CONFINE
     finally:
-        os.close(info_r)
-    os.write(block_w, b"go")
-    os.close(block_w)
+        for fd in (info_r, block_w, gate_w):
+            os.close(fd)
     try:
         return _wait(child)
     finally:
@@ -100,8 +119,9 @@ def _sandbox_pid(info_r: int) -> int:
 
 def _wait(child: subprocess.Popen) -> int:
     # A stop or a timeout signals this process: pass it on, then wait as bubblewrap ends.
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in _HELD_SIGNALS:
         signal.signal(signum, lambda number, _frame: child.send_signal(number))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
     code = child.wait()
     return code if code >= 0 else 128 - code
 
@@ -158,12 +178,12 @@ def room_group(root: str, controller: str, group: str) -> str:
 
 def _enable_v2_controllers(root: str, group: str) -> None:
     """v2 limits apply only where the parents delegate the controllers to their children."""
-    path = root
-    for part in ("atrium", group):
+    path = os.path.join(root, "atrium")  # the root delegates them already (cgroups_usable checks)
+    os.makedirs(path, exist_ok=True)
+    for part in (group,):
         _write(os.path.join(path, "cgroup.subtree_control"), "+pids +memory +cpu")
         path = os.path.join(path, part)
         os.makedirs(path, exist_ok=True)
-    _write(os.path.join(path, "cgroup.subtree_control"), "+pids +memory +cpu")
 
 
 def _write(path: str, value: str) -> None:
@@ -172,19 +192,26 @@ def _write(path: str, value: str) -> None:
 
 
 def _sweep_stale(base: str) -> None:
-    """Groups of commands whose confiner was killed before it could remove them."""
+    """Groups of commands whose confiner was killed before it could remove them; only
+    ones a minute old (another command of the room may have just made its own)."""
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_dir(follow_symlinks=False) and time.time() - entry.stat().st_ctime > STALE_SECONDS:
                 with contextlib.suppress(OSError):  # still in use: busy
                     os.rmdir(entry.path)
 
 
 def _remove_group(path: str) -> None:
-    """Once, without waiting: a group whose last processes are still being reaped is
-    removed by the room's next command (`_sweep_stale`)."""
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
+    """The sandbox's last processes may take a moment to leave it; one still busy after
+    that is removed by a later command of the room (`_sweep_stale`)."""
+    for _ in range(20):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 # --- the network -----------------------------------------------------------------------------

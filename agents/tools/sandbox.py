@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from rooms.repository.beneath import walk_tree
+
 SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
 CONFINER = Path(__file__).with_name("_confiner.py")
 # The per-user process limit counts every room's commands together when the hub is root;
@@ -218,7 +220,13 @@ def cgroups_usable(root: str) -> bool:
     if os.geteuid() != 0:
         return False
     if os.path.exists(os.path.join(root, "cgroup.controllers")):
-        return os.access(root, os.W_OK)
+        # v2: only where the root already delegates the three controllers (a populated
+        # group, as a container's root often is, cannot start delegating them).
+        try:
+            delegated = set(Path(root, "cgroup.subtree_control").read_text().split())
+        except OSError:
+            return False
+        return {"pids", "memory", "cpu"} <= delegated and os.access(root, os.W_OK)
     return all(os.access(os.path.join(root, controller), os.W_OK) for controller in ("pids", "memory", "cpu"))
 
 
@@ -332,12 +340,13 @@ def prepare(policy: SandboxPolicy, place: Place) -> None:
 
 def hand_over(root: Path, uid: int, gid: int) -> int:
     """Give every entry under ``root`` (but its ``.git`` pointer) to ``uid``:``gid``;
-    returns how many changed. Walks by directory descriptors and never follows a
-    symlink, so a link swapped in by a running command cannot redirect a chown."""
+    returns how many changed. Walks by directory descriptors (`beneath.walk_tree`) and
+    never follows a link or opens a FIFO, so an entry swapped in by a running command
+    can neither redirect a chown nor hold the hub."""
     changed = 0
-    for _dirpath, dirnames, filenames, dirfd in os.fwalk(root, follow_symlinks=False):
+    for directory, dirnames, filenames, dirfd in walk_tree(root):
         for name in (*dirnames, *filenames):
-            if _dirpath == str(root) and name == ".git":
+            if directory == "." and name == ".git":
                 continue
             try:
                 info = os.stat(name, dir_fd=dirfd, follow_symlinks=False)

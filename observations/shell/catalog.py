@@ -165,7 +165,9 @@ ALWAYS_RUN_CODE = frozenset({
 LAUNCHERS = frozenset({
     "make", "gmake", "ninja", "meson", "just", "task", "pytest", "py.test", "tox", "nox", "jest", "vitest",
     "mocha", "phpunit", "ctest", "npm", "pnpm", "yarn", "bun", "deno", "cargo", "go", "mvn", "gradle", "gradlew",
-    "ant", "rake", "bundle", "sbt", "mix",
+    "ant", "rake", "bundle", "sbt", "mix", "coverage", "uvicorn", "gunicorn", "hypercorn", "daphne", "flask",
+    "django-admin", "celery", "sphinx-build", "cmake", "pre-commit", "mypy", "pylint", "flake8", "ipython",
+    "jupyter", "behave", "robot", "hatch", "poe", "invoke", "fab", "doit", "scons", "bazel", "buck",
 })
 # Runners whose next words are the command they run (after their own options).
 RUNNERS: dict[str, tuple[str, ...]] = {  # program: the subcommand that runs a command

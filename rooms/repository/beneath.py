@@ -103,6 +103,10 @@ def located(root: Path | str, path: str, *, links: bool, make_parents: bool = Fa
         raise
     try:
         yield where
+    except BaseException:
+        walk.close()
+        remove_made_folders(real_root, walk.made)  # whatever failed after, nothing is left behind
+        raise
     finally:
         walk.close()
 
@@ -125,7 +129,7 @@ class _Walk:
     def close(self) -> None:
         for fd, _name in self.stack:
             os.close(fd)
-        self.stack = []
+        self.stack = []  # closing again closes nothing
 
     def relative(self, *more: str) -> str:
         return "/".join([name for _fd, name in self.stack[1:]] + list(more)) or "."
@@ -191,7 +195,7 @@ class _Walk:
         elif not stat.S_ISDIR(info.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, "not a folder", self.relative(part))
         try:
-            fd = os.open(part, _DIR_FLAGS, dir_fd=here)
+            fd = os.open(part, _DIR_FLAGS | os.O_NONBLOCK, dir_fd=here)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped since it was looked at
                 raise PathRefused(f"{spelled}: {self.relative(part)} changed while it was being "
@@ -262,9 +266,9 @@ def remove_made_folders(root: Path | str, made: list[str]) -> None:
 def opened_dir(where: Located) -> Iterator[int]:
     """A descriptor of the folder the entry is (the root itself when ``name`` is ".")."""
     try:
-        fd = os.open(where.name, _DIR_FLAGS, dir_fd=where.dir_fd)
+        fd = os.open(where.name, _DIR_FLAGS | os.O_NONBLOCK, dir_fd=where.dir_fd)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise PathRefused(f"{where.relative}: became a symbolic link while it was being opened; "
                               "refused") from None
         raise
@@ -274,12 +278,48 @@ def opened_dir(where: Located) -> Iterator[int]:
         os.close(fd)
 
 
+MAX_DEPTH = 200  # deeper folders are not walked (and cannot exhaust the recursion)
+
+
 def walk(where: Located) -> Iterator[tuple[str, list[str], list[str], int]]:
-    """``os.fwalk`` of the folder ``where`` names, never into a linked folder; yields each
-    folder's path relative to the root, its subfolders (sortable in place), its other
-    entries and its descriptor."""
+    """Top-down, like ``os.fwalk``, over the folder ``where`` names: each folder's path
+    relative to the root, its subfolders (links to folders among them; prune in place),
+    its other entries, and its descriptor. Every folder is opened with ``O_NOFOLLOW``,
+    ``O_DIRECTORY`` and ``O_NONBLOCK`` on its parent's descriptor: a link is never walked
+    into, and an entry swapped for a FIFO or a link mid-walk is skipped, never opened
+    (``os.fwalk`` opens a folder by name with neither flag: a FIFO there blocks forever)."""
     with opened_dir(where) as top:
-        for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top, follow_symlinks=False):
-            below = dirpath[2:] if dirpath.startswith("./") else ""
-            relative = "/".join(p for p in (where.relative if where.relative != "." else "", below) if p)
-            yield relative or ".", dirnames, filenames, dirfd
+        yield from _walk_fd(top, "" if where.relative == "." else where.relative, 0)
+
+
+def walk_tree(root: Path | str) -> Iterator[tuple[str, list[str], list[str], int]]:
+    """`walk` from the folder ``root`` itself (a path the hub chose, not one inside it)."""
+    top = os.open(root, _DIR_FLAGS | os.O_NONBLOCK)
+    try:
+        yield from _walk_fd(top, "", 0)
+    finally:
+        os.close(top)
+
+
+def _walk_fd(fd: int, relative: str, depth: int) -> Iterator[tuple[str, list[str], list[str], int]]:
+    dirnames: list[str] = []
+    filenames: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # a link to a folder is listed as one, and not walked
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else filenames).append(entry.name)
+    yield relative or ".", dirnames, filenames, fd
+    if depth >= MAX_DEPTH:
+        return
+    for name in dirnames:
+        try:
+            inner = os.open(name, _DIR_FLAGS | os.O_NONBLOCK, dir_fd=fd)
+        except OSError:
+            continue  # a link, or changed or gone since it was listed
+        try:
+            yield from _walk_fd(inner, f"{relative}/{name}" if relative else name, depth + 1)
+        finally:
+            os.close(inner)

@@ -32,10 +32,26 @@ class Entry:
 
 def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int) -> None:
     """Raise ImportRefused when any branch of ``repo`` holds what the hub does not take in."""
-    refs = git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=repo, timeout=60).split()
-    for ref in refs:
-        check_tree(list(tree_entries(repo, ref)), where=ref.removeprefix("refs/heads/"),
-                   max_checkout_bytes=max_checkout_bytes)
+    # Every ref a clone brought: its other branches (refs/remotes) and tags too, which a
+    # person or an agent may check out or merge later. Each tree is checked once.
+    listed = git("for-each-ref", "--format=%(refname) %(*objecttype) %(objecttype)", cwd=repo, timeout=60)
+    seen: set[str] = set()
+    for line in listed.splitlines():
+        ref, *types = line.split()
+        if "commit" not in types:
+            continue  # a tag of a blob or a tree: nothing is checked out from it
+        tree = git("rev-parse", f"{ref}^{{tree}}", cwd=repo, timeout=60).strip()
+        if tree in seen:
+            continue
+        seen.add(tree)
+        check_tree(list(tree_entries(repo, tree)), where=_shown(ref), max_checkout_bytes=max_checkout_bytes)
+
+
+def _shown(ref: str) -> str:
+    for prefix in ("refs/heads/", "refs/remotes/origin/", "refs/tags/"):
+        if ref.startswith(prefix):
+            return ref.removeprefix(prefix)
+    return ref
 
 
 def tree_entries(repo: Path, ref: str):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -67,9 +68,11 @@ def signing_home(tmp_path, monkeypatch) -> Path:
 
 def test_the_intent_commit_is_unsigned_even_when_the_persons_config_demands_signing(repo, signing_home):
     # The configuration really is in force for a plain git; the hub's ignores it.
+    identity = {"GIT_AUTHOR_NAME": "p", "GIT_AUTHOR_EMAIL": "p@x", "GIT_COMMITTER_NAME": "p",
+                "GIT_COMMITTER_EMAIL": "p@x"}
     plain = subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "signed?"], cwd=repo,
-                           capture_output=True)
-    assert plain.returncode != 0
+                           capture_output=True, text=True, env={**os.environ, **identity})
+    assert plain.returncode != 0 and "gpg" in plain.stderr
     assert intent_write(repo_path=repo, task_id=5, text="objective\n") is True
     assert git("show", f"HEAD:{intent_relpath(5)}", cwd=repo) == "objective\n"
     assert git("status", "--porcelain", cwd=repo) == ""

@@ -93,12 +93,13 @@ def test_programs_that_run_code_from_their_arguments_are_never_covered_by_a_pref
 @pytest.mark.parametrize("line", [
     "python -m pytest -q", "pytest", "timeout 60 pytest tests", "make test", "npm run test", "npm test",
     "cargo test", "go test ./...", "bash run_tests.sh", "sh ./build.sh", "./manage.py test", "bin/tool --check",
-    "python setup.py build", "node index.js", "tox -e py311",
+    "python setup.py build", "node index.js", "tox -e py311", "/tmp/evil.sh", "/srv/data/worktrees/7/run.sh",
+    "coverage run -m pytest", "uvicorn app:app", "pre-commit run", "mypy .",
 ])
 def test_under_a_deny_rule_a_launcher_of_the_worktrees_files_asks_however_it_is_allowed(line):
     """Issue 24: "deny rm" with `python -m pytest` allowed let the agent's conftest.py run
     `rm -rf`, unasked. What a launcher runs is the agent's own files: a person decides."""
-    allowed = [Rule(ALLOW, "shell", command_prefix=" ".join(shlex.split(line)[:1])), Rule(ALLOW, "shell")]
+    allowed = [Rule(ALLOW, "shell")]
     assert shell(line, allowed) == ALLOW  # without a deny rule nothing changes
     assert shell(line, [DENY_RM, *allowed]) == ASK
     # A person's "always, for this session" lifts that ask, as it lifts any other.

@@ -305,3 +305,36 @@ def test_nothing_is_left_in_the_intent_path_of_a_refused_session(hub_workers, tm
     assert "refused by the hub" in session.reason and "symbolic link" in session.reason
     payloads = json.dumps(list(SessionEvent.objects.filter(session=session).values_list("payload", flat=True)))
     assert "ROOT-SECRET" not in payloads
+
+
+def test_a_fifo_swapped_for_a_folder_never_holds_the_hub(tmp_path):
+    """A background job swaps a folder and a FIFO as fast as it can: the hub's walks
+    (listing, search, the hand-over of files to the sandbox user) skip what changed
+    instead of blocking on a FIFO's open (os.fwalk opened a listed folder by name)."""
+    import threading
+
+    from agents.tools import files, search
+    from agents.tools.sandbox import hand_over
+
+    worktree = tmp_path / "w"
+    (worktree / "d" / "inner").mkdir(parents=True)
+    (worktree / "d" / "inner" / "a.py").write_text("x = 1\n")
+    os.mkfifo(worktree / "f")
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(worktree / "d"), str(worktree / "f"), "30"])
+    done: list[str] = []
+
+    def run() -> None:
+        for _ in range(300):
+            files.list_files(worktree, path=".", pattern=None)
+            search.search(worktree, pattern="x", path=".", glob=None)
+            hand_over(worktree, os.getuid(), os.getgid())
+        done.append("all")
+
+    try:
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(60)
+        assert done == ["all"], "a walk blocked on the FIFO"
+    finally:
+        swapper.kill()
+        swapper.wait()

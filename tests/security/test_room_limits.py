@@ -86,6 +86,7 @@ def test_a_memory_hog_in_one_room_is_stopped_at_its_rooms_limit_and_the_other_al
     assert "allocated 128" in fine.text, fine.text
 
 
+@pytest.mark.skipif((CGROUPS / "cgroup.controllers").exists(), reason="reads cgroup v1's files (this machine's)")
 def test_each_command_runs_in_its_rooms_group_with_the_rooms_limits(room_box):
     box = room_box("limits")
     text = box.execute(call("shell", command="cat /proc/self/cgroup")).text
@@ -104,3 +105,33 @@ def test_each_command_runs_in_its_rooms_group_with_the_rooms_limits(room_box):
     first = paths["pids"].rsplit("/", 1)[1]
     box.execute(call("shell", command="true"))
     assert not (room("pids") / first).exists()
+
+
+def test_a_confiner_killed_while_it_sets_up_the_sandbox_runs_nothing(tmp_path):
+    """The sandbox's command runs only after the confiner said "go" on its gate: if the
+    confiner dies first (an operator's kill, an OOM), the command never starts, without
+    its room's group or network rules."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    from agents.tools.sandbox import CONFINER, Place, _bwrap_argv, _tool, prepare
+
+    place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp", network=True)
+    place.worktree.mkdir()
+    policy = interpreter_policy()
+    prepare(policy, place)
+    stuck = tmp_path / "slow-slirp"
+    stuck.write_text("#!/bin/sh\nsleep 30\n")  # never says it is ready
+    stuck.chmod(0o755)
+    spec = {"network": True, "slirp4netns": str(stuck), "nsenter": _tool("nsenter"), "ip": _tool("ip"), "root": True}
+    argv = [sys.executable, "-I", "-S", str(CONFINER), json.dumps(spec),
+            *_bwrap_argv(policy, place, ["/bin/sh", "-c", "touch made"])]
+    confiner = subprocess.Popen(argv, cwd=place.worktree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)
+    confiner.send_signal(signal.SIGKILL)
+    confiner.wait()
+    time.sleep(1.5)
+    subprocess.run(["pkill", "-f", str(stuck)], check=False)  # a real slirp4netns ends with its confiner
+    assert not (place.worktree / "made").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -88,11 +89,25 @@ PROBE = ("for t in {targets}; do python3 -c \"import socket,sys; h,p=sys.argv[1]
          "|| echo \"refused $t\"; done")
 
 
-def test_a_networked_command_reaches_the_internet_and_nothing_of_the_machine(make_box, test_host):
+@pytest.fixture
+def machine_listener():
+    """A service of this machine listening on every address (as a database on 0.0.0.0
+    would): the machine itself reaches it through each of them."""
+    with socket.socket() as server:
+        server.bind(("0.0.0.0", 0))
+        server.listen(16)
+        port = server.getsockname()[1]
+        for address in ["127.0.0.1", *_own_addresses()]:
+            socket.create_connection((address, port), 2).close()
+        yield port
+
+
+def test_a_networked_command_reaches_the_internet_and_nothing_of_the_machine(make_box, test_host, machine_listener):
     public, private = test_host
     box: ToolBox = make_box(network=True)
-    targets = [f"{public}:8080", f"{private}:8080", *_hub_services(), "10.0.2.2:5432", "10.0.2.2:6379",
-               *(f"{address}:22" for address in _own_addresses()), *(f"{address}:5432" for address in _own_addresses())]
+    port = machine_listener
+    targets = [f"{public}:8080", f"{private}:8080", *_hub_services(), f"127.0.0.1:{port}", f"10.0.2.2:{port}",
+               *(f"{address}:{port}" for address in _own_addresses())]
     outcome = box.execute(call("shell", command=PROBE.format(targets=" ".join(targets))))
     assert not outcome.is_error, outcome.text
     reached = [line.split()[1] for line in outcome.text.splitlines() if line.startswith("REACHED")]
