@@ -48,6 +48,7 @@ def layer_on(redis_url):
     """This test process broadcasts on the same Redis and prefix as the Daphne it starts."""
     prefix = f"idle-{uuid.uuid4().hex[:8]}"
     layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+        **settings.CHANNEL_LAYERS["default"]["CONFIG"],  # the frames' encryption key among them
         "hosts": [channel_layer_host(redis_url, read_timeout=settings.REDIS_SOCKET_TIMEOUT)], "prefix": prefix}}}
     channel_layers.backends.clear()
     with override_settings(CHANNEL_LAYERS=layers):
