@@ -33,10 +33,12 @@ RUN_SESSION = "agents.tasks.run_session"
 STOP_SESSION_JOBS = "agents.tasks.stop_session_jobs"
 
 
-def turn_send_on_commit(session_id: int) -> None:
+def turn_send_on_commit(session_id: int, *, countdown: float | None = None) -> None:
     """A turn for the queue once the current transaction commits (``session_id`` says
-    whose change sent it; the worker runs the most urgent session, see above)."""
-    transaction.on_commit(lambda: current_app.send_task(RUN_SESSION, args=(session_id,)), robust=True)
+    whose change sent it; the worker runs the most urgent session, see above), after
+    ``countdown`` seconds if given."""
+    transaction.on_commit(lambda: current_app.send_task(RUN_SESSION, args=(session_id,), countdown=countdown),
+                          robust=True)
 
 
 def jobs_stop_on_commit(session_id: int) -> None:

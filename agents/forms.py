@@ -50,6 +50,11 @@ class AgentProfileForm(forms.ModelForm):
                         "needs none): the hub's key never goes to a URL set here.",
         }
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not (self.instance.pk and self.instance.api_key):
+            self.fields["clear_api_key"].widget = forms.HiddenInput()  # nothing stored to remove (a new profile)
+
     def clean_new_api_key(self) -> str:
         key = self.cleaned_data.get("new_api_key") or ""
         if key.strip().startswith("atr-gw-"):

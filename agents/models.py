@@ -99,6 +99,18 @@ class AgentProfile(models.Model):
     def clean(self) -> None:
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
+        if self.context_window and self.output_budget:
+            from agents.runtime.prompts import WORKING_ROOM_TOKENS, fixed_prompt_tokens
+
+            fixed = fixed_prompt_tokens(role_prompt=self.role_prompt or "")
+            needed = fixed + self.output_budget + WORKING_ROOM_TOKENS
+            if self.context_window < needed:
+                # Every session of such a profile would stop at its first request.
+                raise ValidationError({"context_window": (
+                    f"A window of {self.context_window:,} tokens cannot hold this agent's fixed prompt (about "
+                    f"{fixed:,} tokens: its instructions and tool definitions), its output budget "
+                    f"({self.output_budget:,}) and room to work ({WORKING_ROOM_TOKENS:,}): give it at least "
+                    f"{needed:,}, or a smaller output budget.")})
         if self.base_url:
             from agents.providers.addresses import AddressRefused, allowed_from, check_base_url
 

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from agents.models import Session
 from agents.runtime import states
+from agents.tools.disk import WorktreeFull, check_worktree
 from rooms.repository.git import GitError
 from rooms.repository.worktrees import Worktree, WorktreeError, worktree_commit, worktree_remove
 
@@ -74,7 +75,17 @@ def _remove(session: Session, worktree: Worktree) -> None:
         if worktree.path.resolve().is_relative_to(Path(settings.WORKTREES_DIR).resolve()):
             shutil.rmtree(worktree.path, ignore_errors=True)
         return
-    if worktree.path.is_dir():
+    if worktree.path.is_dir() and _within_the_disk_limit(worktree.path):
         worktree_commit(worktree=worktree, message=f"Left uncommitted when session {session.pk} ended "
                                                    f"({session.state.replace('_', ' ')})")
     worktree_remove(worktree=worktree)
+
+
+def _within_the_disk_limit(path: Path) -> bool:
+    """What passed the worktree's disk limit (a session stopped for it) is never
+    committed into the room's repository."""
+    try:
+        check_worktree([path], settings.ATRIUM_WORKTREE_MAX_MB << 20)
+    except WorktreeFull:
+        return False
+    return True

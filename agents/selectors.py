@@ -299,8 +299,10 @@ def room_agents(room: Room) -> QuerySet[RoomAgent]:
 
 
 def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
-    """Agent profiles not yet assigned to ``room``."""
-    return AgentProfile.objects.exclude(room_agents__room=room).order_by("name")
+    """Agent profiles not yet assigned to ``room``, but those an eval run made for its own
+    room (one per scenario and run: they would crowd every room's list)."""
+    return (AgentProfile.objects.exclude(room_agents__room=room)
+            .exclude(room_agents__room__eval_runs__isnull=False).order_by("name"))
 
 
 def room_agent_for(room: Room, agent_id: int) -> RoomAgent | None:

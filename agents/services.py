@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
+from agents.disk_space import low_disk
 from agents.dispatch import jobs_stop_on_commit, not_held, turn_send_on_commit
 from agents.events import session_event_append
 from agents.models import (
@@ -240,6 +241,8 @@ def session_start(*, task: Task, agent: AgentProfile, actor: AbstractBaseUser | 
     if not RoomAgent.objects.filter(room_id=task.room_id, agent=agent).exists():
         raise RoomError(f"{agent.name} is not assigned to this room.", code="unknown_agent")
     check_may_spend_here(agent, task.room_id)
+    if (problem := low_disk()) is not None:
+        raise RoomError(problem, code="disk")
     Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise attempt numbers
     active = Session.objects.filter(task=task, agent=agent, state__in=states.ACTIVE).first()
     if active is not None:

@@ -12,9 +12,25 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import redis
+
+
+@lru_cache(maxsize=4)
+def parent_death_prefix(signal_name: str) -> tuple[str, ...]:
+    """What to put before a command so that it gets ``signal_name`` when the process that
+    started it dies (util-linux's setpriv sets the kernel's parent-death signal, then runs
+    it); () where no setpriv knows --pdeathsig (util-linux before 2.33)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return ()
+    try:
+        probe = subprocess.run([setpriv, "--pdeathsig", signal_name, "--", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (setpriv, "--pdeathsig", signal_name, "--") if probe.returncode == 0 else ()
 
 
 class NoEmbeddedRedis(RuntimeError):
@@ -41,9 +57,12 @@ def redis_server_binary() -> str:
 class EmbeddedRedis:
     """A redis-server child process bound to ``socket_path``; stop() ends it."""
 
-    def __init__(self, socket_path: Path) -> None:
+    def __init__(self, socket_path: Path, *, die_with_parent: bool = False) -> None:
         self.socket_path = Path(socket_path)
         self.process: subprocess.Popen[bytes] | None = None
+        # A test run's Redis: ended by the kernel if the run is killed before it can stop
+        # it (pytest-xdist ends its workers so on Ctrl-C).
+        self.die_with_parent = die_with_parent
 
     @property
     def url(self) -> str:
@@ -67,8 +86,12 @@ class EmbeddedRedis:
         raise RuntimeError(f"embedded redis-server did not answer on {self.socket_path}")
 
     def _spawn(self, log) -> subprocess.Popen[bytes]:
+        # setpriv sets the parent-death signal in the child, before redis-server runs
+        # (no preexec_fn: a test worker already has threads).
+        dies_with_parent = parent_death_prefix("TERM") if self.die_with_parent else ()
         return subprocess.Popen(
             [
+                *dies_with_parent,
                 redis_server_binary(),
                 "--port", "0",
                 "--unixsocket", str(self.socket_path),

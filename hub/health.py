@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 import redis
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers, get_channel_layer
 from django.conf import settings
 from django.db import connection
 
+from agents.disk_space import free_megabytes, low_disk
 from hub import supervision
 
 # A Redis read must outlast the channel layer's blocking read by at least this much,
@@ -56,16 +58,23 @@ def check_channel_layer(timeout: float = 2.0) -> Check:
                                 f"within the channel layer's blocking read of {blocking:g} s "
                                 "(raise REDIS_SOCKET_TIMEOUT)")
     try:
-        async_to_sync(_round_trip)(layer, timeout)
+        # A layer of its own: the process's layer receives for every open socket of this
+        # process, one receive at a time, so an idle socket's blocking read held the
+        # check up past its timeout (a false "degraded" whenever a page was open).
+        async_to_sync(_round_trip)(channel_layers.make_backend(DEFAULT_CHANNEL_LAYER), timeout)
     except Exception as exc:
         return Check(False, f"{type(exc).__name__}: {exc}")
     return Check(True, "round trip ok")
 
 
 async def _round_trip(layer, timeout: float) -> None:
-    channel = await layer.new_channel("healthz.")
-    await layer.send(channel, {"type": "healthz.ping"})
-    message = await asyncio.wait_for(layer.receive(channel), timeout)
+    try:
+        channel = await layer.new_channel("healthz.")
+        await layer.send(channel, {"type": "healthz.ping"})
+        message = await asyncio.wait_for(layer.receive(channel), timeout)
+    finally:
+        with contextlib.suppress(Exception):
+            await layer.close_pools()
     if message.get("type") != "healthz.ping":
         raise RuntimeError(f"unexpected message {message!r}")
 
@@ -101,9 +110,14 @@ def check_supervisor() -> Check | None:
     return Check(report.ok, report.detail)
 
 
+def check_disk() -> Check:
+    free = free_megabytes()
+    return Check(low_disk() is None, f"{free} MB free in the data folder (minimum {settings.ATRIUM_MIN_FREE_MB} MB)")
+
+
 def run_checks() -> dict[str, Check]:
     checks = {"database": check_database(), "redis": check_redis(), "channel_layer": check_channel_layer(),
-              "celery": check_celery()}
+              "celery": check_celery(), "disk": check_disk()}
     if (supervisor := check_supervisor()) is not None:
         checks["supervisor"] = supervisor
     return checks

@@ -143,7 +143,7 @@ REDIS_URL = env("REDIS_URL") or f"unix://{DATA_DIR / 'redis.sock'}"
 REDIS_SOCKET_TIMEOUT = envfloat("REDIS_SOCKET_TIMEOUT", "30")
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "BACKEND": "hub.channel_layer.AuthenticatedChannelLayer",
         "CONFIG": {
             "hosts": [channel_layer_host(REDIS_URL, read_timeout=REDIS_SOCKET_TIMEOUT,
                                          max_connections=envint("CHANNEL_LAYER_MAX_CONNECTIONS", "2000"))],
@@ -257,10 +257,17 @@ if ATRIUM_SANDBOX not in {"bwrap", "off"}:
     raise ImproperlyConfigured(f"ATRIUM_SANDBOX must be bwrap or off, got {ATRIUM_SANDBOX!r}")
 ATRIUM_SANDBOX_UID = envint("ATRIUM_SANDBOX_UID", "65534")  # used when the hub runs as root
 ATRIUM_SANDBOX_GID = envint("ATRIUM_SANDBOX_GID", "65534")
+# A hub that is root runs each room's commands as a user of the room's own: this base plus
+# the room's id (0: every room as ATRIUM_SANDBOX_UID). Pick a range no account uses.
+ATRIUM_ROOM_UID_BASE = envint("ATRIUM_ROOM_UID_BASE", "1500000000")
 ATRIUM_SANDBOX_CPU_SECONDS = envint("ATRIUM_SANDBOX_CPU_SECONDS", "3600")
 ATRIUM_SANDBOX_MEMORY_MB = envint("ATRIUM_SANDBOX_MEMORY_MB", "8192")
 ATRIUM_SANDBOX_PROCESSES = envint("ATRIUM_SANDBOX_PROCESSES", "1024")
 ATRIUM_SANDBOX_FILE_MB = envint("ATRIUM_SANDBOX_FILE_MB", "1024")
+# Disk a session's worktree may take: a command past it is stopped and the session ends.
+ATRIUM_WORKTREE_MAX_MB = envint("ATRIUM_WORKTREE_MAX_MB", "4096")
+# Below this much free space on the data folder's disk no new session starts (/healthz says so).
+ATRIUM_MIN_FREE_MB = envint("ATRIUM_MIN_FREE_MB", "1024")
 # What all running commands of one room share (its control group, where the hub may make one).
 ATRIUM_ROOM_PROCESSES = envint("ATRIUM_ROOM_PROCESSES", "512")
 ATRIUM_ROOM_MEMORY_MB = envint("ATRIUM_ROOM_MEMORY_MB", "4096")

@@ -70,6 +70,7 @@ class Supervisor:
     max_backoff: float = MAX_BACKOFF_SECONDS
     _stopping: bool = field(default=False, init=False)
     _reported_at: float = field(default=0.0, init=False)
+    _report_failing: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         for child in self.children:
@@ -149,8 +150,22 @@ class Supervisor:
         self._reported_at = now
         data = {"pid": os.getpid(), "updated_at": now, "children": [c.as_dict() for c in self.children]}
         tmp = self.report_path.with_name(f"{self.report_path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, self.report_path)
+        # Best effort: a full disk (or any failed write) must not stop the supervisor, and
+        # with it the hub. /healthz reads a stale report as such; the next tick tries again.
+        try:
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.report_path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            if not self._report_failing:
+                log.error("the supervisor's report could not be written (%s); retrying", exc)
+            self._report_failing = True
+            self._reported_at = 0.0  # again at the next tick
+        else:
+            if self._report_failing:
+                log.warning("the supervisor's report is written again")
+            self._report_failing = False
 
     def stop_all(self, order: list[str] | None = None) -> None:
         """Stop every child: SIGTERM in ``order`` (default: last started first), then

@@ -17,3 +17,5 @@ urlpatterns = [
     path("", include("agents.urls")),
     path("", include("rooms.urls")),
 ]
+
+handler500 = "hub.views.server_error"

@@ -42,7 +42,7 @@ class RoomCreateForm(forms.Form):
     check_command = forms.CharField(
         max_length=500,
         required=False,
-        help_text="Run in the sandbox when an agent says it is done, e.g. python -m pytest -q.",
+        help_text="Run in the sandbox when an agent says it is done, e.g. `python -m pytest -q`.",
     )
 
     def __init__(self, *args, **kwargs) -> None:

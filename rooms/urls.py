@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.urls import path
+from django.views.generic import RedirectView
 
 from rooms import views
 
@@ -8,6 +9,7 @@ app_name = "rooms"
 
 urlpatterns = [
     path("", views.room_list, name="list"),
+    path("rooms/", RedirectView.as_view(pattern_name="rooms:list", permanent=True)),  # what people type
     path("rooms/new/", views.room_create, name="create"),
     path("rooms/<slug:slug>/", views.room_detail, name="detail"),
     path("rooms/<slug:slug>/messages/", views.room_messages, name="messages"),

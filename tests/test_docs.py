@@ -35,9 +35,13 @@ COMPUTED = {
     ("agents/providers/ambient.py", "withheld_headers"): {"OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"},
     # The operator's ATRIUM_SANDBOX_PASS_ENV, handed to commands, not read as settings.
     ("agents/runtime/confinement.py", "sandbox_policy"): set(),
+    # The test run's own folders and services, set again by each xdist worker.
+    ("hub/pytest_plugin.py", "pytest_load_initial_conftests"): {"ATRIUM_DATA_DIR", "ATRIUM_REPLAY_DIR", "REDIS_URL"},
+    ("hub/pytest_plugin.py", "_keep_apart"): {"CELERY_QUEUE", "CHANNELS_PREFIX"},
 }
-# Read, but not the hub's settings: Django's own, defaulted by the entry points.
-NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE"}
+# Read, but not the hub's settings: Django's own, defaulted by the entry points, and the
+# test run's bookkeeping between pytest-xdist's controller and its workers.
+NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE", "PYTEST_XDIST_WORKER", "ATRIUM_TEST_RUN_SET"}
 
 
 def _environ(node: ast.AST) -> bool:

@@ -27,7 +27,8 @@ def test_database_is_postgresql_when_database_url_names_it():
         cursor.execute("SELECT version(), current_database(), inet_server_port()")
         version, database, port = cursor.fetchone()
     assert version.startswith("PostgreSQL")
-    assert database == "test_" + urlparse(url).path.lstrip("/")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # pytest-django's database of each xdist worker
+    assert database == "test_" + urlparse(url).path.lstrip("/") + (f"_{worker}" if worker else "")
     assert port == (urlparse(url).port or 5432)
 
 

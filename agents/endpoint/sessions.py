@@ -6,9 +6,11 @@ message) and a Session of the key's agent with ``origin`` "endpoint", so the roo
 it with its ledger, accounting and live log; no worker claims it and the sweep never
 times it out (agents.runtime.claims.WORKER_ORIGIN): its client's requests run it.
 
-Each request runs ``proxied_turn`` in a worker thread, in one transaction holding the
-conversation's row lock (two requests of one conversation are served one after the
-other; the upstream call is made under it): restore the gateway
+Each request runs ``proxied_turn`` in a worker thread, holding the conversation's lock
+(two requests of one conversation are served one after the other; the upstream call is
+made under it): on PostgreSQL a transaction holding the conversation's row lock, on
+SQLite, where any open write transaction locks the whole database, a file lock, with
+only the saving in a transaction. Under the lock: restore the gateway
 state, feed what is new, deliver the room's steers, let the gateway prepare the
 request, send it, record the calls and save the state, as a worker's unit does
 (agents/runtime/worker.py ``commit``).
@@ -16,12 +18,17 @@ request, send it, record the calls and save the state, as a worker's unit does
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agents.endpoint.cache import BoundedCache
@@ -54,6 +61,7 @@ log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
 OBJECTIVE_MAX = 4000
+LOCK_STRIPES = 4096  # SQLite: the lock files conversations take
 
 # Providers by endpoint, shared by the requests of every conversation (as the
 # pass-through keeps its SDK clients). The SDKs' sync clients are safe to share between
@@ -83,7 +91,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     client must hear instead (its session cancelled, a context that does not fit, the
     upstream's refusal), after the calls made and the state are saved."""
     failure: WireError | None = None
-    with transaction.atomic():
+    with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
         # Not locked: the conversation's lock already makes this request the session's
         # only writer of its state and counts, and a lock held while the request is
@@ -98,6 +106,27 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
         raise failure
     assert turn is not None
     return turn
+
+
+@contextmanager
+def _one_request_at_a_time(key: GatewayKey, conversation: str) -> Iterator[None]:
+    if connection.vendor != "sqlite":
+        with transaction.atomic():  # _conversation_locked takes the row lock in it
+            yield
+        return
+    # A write transaction open while the request is upstream would stop every writer of
+    # the hub (a person's steer, every worker) for as long as the model takes.
+    # A fixed set of lock files (one per conversation would grow for good); two of the
+    # hub's conversations share one only by chance, one in LOCK_STRIPES.
+    stripe = int(hashlib.sha256(f"{key.pk}:{conversation}".encode()).hexdigest(), 16) % LOCK_STRIPES
+    folder = Path(settings.DATA_DIR) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"gateway-{stripe}.lock", "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
@@ -205,14 +234,15 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                             code="context_length_exceeded")
     except ProviderError as exc:  # an overflow after the folded retry too
         failure = provider_failure(exc, trusted=profile_endpoint(agent).trusted)
-    if taken.closed is not None:
-        history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
     for result, obs in results:
         # Known only now: a fold of this request serves a note's text after all.
         result["served"] = "note" if obs.alias_of is not None else "text"
-    _save(session, talk, request, ctx, journal, exchange, events, runtime=runtime,
-          delivered=[i.id for i in taken_inputs if i.kind == "steer"],
-          delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
+    with transaction.atomic():
+        if taken.closed is not None:
+            history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
+        _save(session, talk, request, ctx, journal, exchange, events, runtime=runtime,
+              delivered=[i.id for i in taken_inputs if i.kind == "steer"],
+              delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
     return turn, failure
 
 

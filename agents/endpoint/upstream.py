@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,9 @@ from agents.endpoint import translate
 from agents.endpoint.cache import BoundedCache
 from agents.endpoint.wire import Format, WireError, sse_error
 from agents.models import AgentProfile
+from agents.providers.addresses import allowed_from
 from agents.providers.ambient import withheld_headers
+from agents.providers.checked_http import checked_client
 from agents.providers.errors import (
     ConnectionFailed,
     ContextOverflow,
@@ -77,7 +80,8 @@ class Relay:
 
 def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
     """Where the profile's model is called; a 400 for a profile whose model is not
-    called over the network (``replay:``), a 500 for one that has no usable key."""
+    called over the network (``replay:``), a 502 for one that has no usable key (the
+    gateway has no upstream it may call: the client's own key is fine)."""
     try:
         parsed: ModelSpec = parse_spec(profile.model)
     except InvalidModelSpec:
@@ -88,12 +92,12 @@ def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
                         param="model")
     if profile.api_key.startswith(GATEWAY_KEY_PREFIX):
         raise WireError(f"The agent {profile.name!r} has a gateway key as its provider key: it would call the "
-                        "gateway itself. A person in the room must give it its provider's key.", status=500,
+                        "gateway itself. A person in the room must give it its provider's key.", status=502,
                         kind="api_error")
     try:
         return upstream_endpoint(parsed, api_key=profile.api_key or None, base_url=profile.base_url or None)
     except InvalidModelSpec as exc:
-        raise WireError(f"The agent {profile.name!r} cannot reach its model: {exc}", status=500,
+        raise WireError(f"The agent {profile.name!r} cannot reach its model: {exc}", status=502,
                         kind="api_error") from None
 
 
@@ -175,8 +179,11 @@ def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
             headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key,
                                        omit=sdk.Omit(), also=also)
         cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
+        # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
+        http_client = None if endpoint.trusted else checked_client(sdk.DefaultAsyncHttpxClient,
+                                                                   allowed_from(os.environ))
         client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
-                     default_headers=headers)
+                     default_headers=headers, http_client=http_client)
         client._atrium_loop = loop
         return client
 

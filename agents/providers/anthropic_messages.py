@@ -46,6 +46,8 @@ _STOP_REASONS = {
 
 
 class AnthropicProvider:
+    http_client_class = anthropic.DefaultHttpxClient  # the SDK's defaults; see agents/providers/checked_http.py
+
     def __init__(
         self,
         model: str,
@@ -54,6 +56,7 @@ class AnthropicProvider:
         base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
         timeout: float = 600.0,
         environment_headers: bool = True,
+        http_client: Any = None,
     ) -> None:
         """``environment_headers=False``: an endpoint the environment's settings are not
         for (see ``ambient``) gets none of the headers the SDK reads from it."""
@@ -75,6 +78,7 @@ class AnthropicProvider:
             timeout=timeout,
             max_retries=0,
             default_headers=headers,
+            http_client=http_client,
         )
 
     def close(self) -> None:

@@ -189,3 +189,6 @@ def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: st
         ) from None
     except base_error as exc:
         raise ProviderError(f"{spec}: {redact(str(exc), [api_key])}", spec=spec) from None
+    except json.JSONDecodeError as exc:  # a 200 whose body was cut off, or is not JSON
+        raise Transient(f"{spec}: the answer from {display_url(base_url)} is not complete JSON ({exc}); "
+                        "it may have been cut off", spec=spec) from None

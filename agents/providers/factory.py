@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from agents.providers.addresses import AddressRefused, allowed_from, check_base_url
 from agents.providers.anthropic_messages import ANTHROPIC_DEFAULT_BASE_URL, AnthropicProvider
 from agents.providers.base import Provider
+from agents.providers.checked_http import checked_client
 from agents.providers.errors import InvalidModelSpec, display_url
 from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
@@ -83,8 +84,10 @@ def build_provider(
         return ScriptProvider.from_script(parsed.name, script_dir=script_dir)
     endpoint = upstream_endpoint(parsed, api_key=api_key, base_url=base_url, env=env)
     cls = OpenAIProvider if parsed.kind == "openai" else AnthropicProvider
+    # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
+    client = None if endpoint.trusted else checked_client(cls.http_client_class, allowed_from(os.environ))
     return cls(parsed.name, api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=timeout,
-               environment_headers=endpoint.trusted)
+               environment_headers=endpoint.trusted, http_client=client)
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,8 @@ _STOP_REASONS = {
 
 
 class OpenAIProvider:
+    http_client_class = openai.DefaultHttpxClient  # the SDK's defaults; see agents/providers/checked_http.py
+
     def __init__(
         self,
         model: str,
@@ -49,6 +51,7 @@ class OpenAIProvider:
         timeout: float = 600.0,
         token_limit_field: str | None = None,
         environment_headers: bool = True,
+        http_client: Any = None,
     ) -> None:
         """``environment_headers=False``: an endpoint the environment's settings are not
         for (see ``ambient``) gets none of the headers the SDK reads from it."""
@@ -76,6 +79,7 @@ class OpenAIProvider:
             timeout=timeout,
             max_retries=0,
             default_headers=headers,
+            http_client=http_client,
         )
 
     def close(self) -> None:

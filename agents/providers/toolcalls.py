@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# ToolCall.arguments must be a dict, but models sometimes write invalid JSON or a
-# non-object. The raw text is kept under this key so the tool dispatcher can answer
-# the model with a clear error instead of running the tool with guessed arguments.
-MALFORMED_ARGUMENTS_KEY = "__malformed_arguments__"
+from observations.gateway.messages import MALFORMED_ARGUMENTS_KEY
+
+__all__ = ["MALFORMED_ARGUMENTS_KEY", "arguments_are_malformed", "arguments_text", "canonical", "parse_arguments"]
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:

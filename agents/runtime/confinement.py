@@ -4,6 +4,7 @@ does the confining. Also what pages and logs say about it."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import logging
 import os
@@ -12,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from agents.tools.sandbox import (
     HOW_TO_ENABLE,
@@ -41,7 +43,8 @@ def sandbox_policy() -> SandboxPolicy:
         limits=Limits(cpu_seconds=settings.ATRIUM_SANDBOX_CPU_SECONDS,
                       memory_bytes=settings.ATRIUM_SANDBOX_MEMORY_MB << 20,
                       processes=settings.ATRIUM_SANDBOX_PROCESSES,
-                      file_bytes=settings.ATRIUM_SANDBOX_FILE_MB << 20),
+                      file_bytes=settings.ATRIUM_SANDBOX_FILE_MB << 20,
+                      worktree_bytes=settings.ATRIUM_WORKTREE_MAX_MB << 20),
         room_limits=RoomLimits(processes=settings.ATRIUM_ROOM_PROCESSES,
                                memory_bytes=settings.ATRIUM_ROOM_MEMORY_MB << 20, cpus=settings.ATRIUM_ROOM_CPUS),
         read_only=(*base.read_only, *settings.ATRIUM_SANDBOX_READ_ONLY),
@@ -52,6 +55,28 @@ def sandbox_policy() -> SandboxPolicy:
     if not policy.enabled:
         log.warning(OPT_OUT_WARNING)
     return policy
+
+
+UID_MAX = 2**32 - 2
+
+
+def room_control_group(room_pk: int, repo_path: str) -> str:
+    """The room's control group, named by its repository too: two hubs on one machine
+    (or two test workers) have rooms with the same ids, never the same limits."""
+    return f"room-{room_pk}-{hashlib.sha256(f'{room_pk}:{repo_path}'.encode()).hexdigest()[:10]}"
+
+
+def room_uid(room_pk: int) -> int | None:
+    """The room's own user on the machine (the hub is root): ATRIUM_ROOM_UID_BASE plus
+    its id, so the per-user limits and the files of one room are not another's (two hubs
+    on one machine take bases far apart). None (ATRIUM_ROOM_UID_BASE=0): every room runs
+    as ATRIUM_SANDBOX_UID."""
+    base = settings.ATRIUM_ROOM_UID_BASE
+    if not base:
+        return None
+    if base + room_pk > UID_MAX:
+        raise ImproperlyConfigured(f"ATRIUM_ROOM_UID_BASE {base} + room {room_pk} passes the largest uid, {UID_MAX}")
+    return base + room_pk
 
 
 def hub_package_dirs() -> set[str]:

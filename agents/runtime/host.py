@@ -142,10 +142,12 @@ class DjangoHost:
         output = read_log_bounded(log_path, CHECK_OUTPUT_MAX)
         if code == 124 and time.monotonic() - started >= limit:
             output += f"\n[the check was stopped after {limit} s]"
+        self.toolbox.check_disk()  # what the check wrote counts too
         return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
 
     def _commit_work(self) -> str | None:
         session, agent = self.session, self.session.agent
+        self.toolbox.check_disk()  # a job stopped past the limit may have left the worktree over it
         return worktree_commit(
             worktree=self.worktree,
             message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",

@@ -281,7 +281,9 @@ class StepLoop:
             if not folded:
                 return ctx.after_overflow()
             if not (ctx.segments_enabled and ctx.step > ctx.segment_started_step):
-                raise ContextTooLarge("the provider still rejected the request as too long after a mandatory fold")
+                fresh = ctx.segments_enabled and ctx.segment_started_step == ctx.step
+                raise ContextTooLarge("the provider still rejected the request as too long " + (
+                    "in a new segment started for it" if fresh else "after a mandatory fold"))
             raise SegmentNeeded("the provider still rejected the folded request as too long")
         except SegmentNeeded as need:
             self.segments.start(need.reason, records)
@@ -411,9 +413,14 @@ class StepLoop:
             return held
         if host.reviewing:
             return self._reviewer_ended_turn()
+        answered = ctx.entries[-2] if len(ctx.entries) >= 2 else None  # what this reply answered
+        if nudges.empty_again(reply, told=answered.text if answered is not None and answered.kind == "nudge" else ""):
+            return UnitResult(Outcome.FAILED, reason="the model answered with nothing (no text, no tool call) "
+                                                     "again after it was told")
         nudge = nudges.nudge_for(reply=reply, wrote_files=state.wrote_files, nudged=state.nudged)
         if nudge:
-            state.nudged.append(nudge)
+            if nudge not in state.nudged:
+                state.nudged.append(nudge)
             ctx.add_user(nudges.NUDGE_TEXT[nudge], kind="nudge")
             host.emit("nudge", {"kind": nudge})
             return UnitResult(Outcome.CONTINUE)

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
+from agents.tools.schemas import TOOL_SCHEMAS
+from observations.gateway.tokens import estimate_tokens
+
+# The least a window must hold besides the fixed prompt and a reply: the task's intent, a
+# file read and a result or two.
+WORKING_ROOM_TOKENS = 2_000
+
 BASE = """You are {name}, a coding agent working in a git repository shared with people and other agents.
 Work only through the tools. Paths are relative to the repository root of your own worktree.
 
@@ -27,3 +36,12 @@ def system_prompt(*, agent_name: str, role_prompt: str, check_command: str) -> s
     if role_prompt.strip():
         text += "\n\nYour role:\n" + role_prompt.strip()
     return text
+
+
+def fixed_prompt_tokens(*, role_prompt: str) -> int:
+    """What every request of an agent carries before any work (estimated): its
+    instructions and the definitions of its tools (all of them: at most)."""
+    text = system_prompt(agent_name="agent", role_prompt=role_prompt, check_command="python -m pytest -q")
+    tools = json.dumps([{"name": s.name, "description": s.description, "parameters": s.parameters}
+                        for s in TOOL_SCHEMAS])
+    return estimate_tokens(text) + estimate_tokens(tools)

@@ -18,7 +18,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections, connection, transaction
+from django.db import (
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.db.models import Q
 from django.utils import timezone
 
@@ -30,8 +37,8 @@ from agents.models import Session
 from agents.providers import RetryPolicy, provider_for
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import parse_fallbacks
-from agents.runtime import claims, reviews, states
-from agents.runtime.confinement import sandbox_policy
+from agents.runtime import claims, faults, reviews, states
+from agents.runtime.confinement import room_control_group, room_uid, sandbox_policy
 from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
 from agents.runtime.liveness import lease_owner_gone, worker_id
@@ -54,6 +61,7 @@ from agents.services import (
 )
 from agents.tools import registry
 from agents.tools.box import ToolBox
+from agents.tools.disk import WorktreeFull
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
@@ -182,7 +190,8 @@ class SessionRunner:
             sandbox=sandbox_policy(),
             git_dir=Path(room.repo_path) / ".git",
             network=room.allow_network,
-            group=f"room-{room.pk}",
+            group=room_control_group(room.pk, room.repo_path),
+            uid=room_uid(room.pk),
             session_memory=DatabaseMemory(session.pk),
             room_view=DatabaseRoomView(session, owner=owner),
         )
@@ -441,6 +450,17 @@ def _run_claimed(session_id: int, owner: str) -> str:
     except PathRefused as exc:  # the room's files hold a link where the hub's own files go
         _fail(session_id, owner, f"refused by the hub: {exc}")
         return "failed"
+    except WorktreeFull as exc:
+        if _fail(session_id, owner, f"stopped by the hub: {exc}") and runner is not None:
+            faults.remove_files_past_the_limit(session_id, runner.toolbox, runner.worktree)
+        return "failed"
+    except (OperationalError, InterfaceError) as exc:
+        if not faults.connection_lost(exc, connection.vendor):  # a statement that fails each time (a timeout, a limit): no wait fixes it
+            log.exception("session %s failed", session_id)
+            _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
+            return "failed"
+        log.warning("session %s: the database failed under it (%s); giving it back", session_id, exc)
+        return faults.give_back(session_id, owner, exc)
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
         log.exception("session %s failed", session_id)
         _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
@@ -465,7 +485,11 @@ def _wake_waiting(session_id: int) -> None:
 
 
 @transaction.atomic
-def _fail(session_id: int, owner: str, reason: str) -> None:
+def _fail(session_id: int, owner: str, reason: str) -> bool:
+    """Fail the session if this worker still holds it; whether it did."""
     session = Session.objects.select_for_update().select_related("task").get(pk=session_id)
     if session.state == states.RUNNING and session.lease_owner == owner:
-        session_transition(session, states.FAILED, reason=reason[:2000], expected=states.RUNNING)
+        return session_transition(session, states.FAILED, reason=reason[:2000], expected=states.RUNNING)
+    return False
+
+

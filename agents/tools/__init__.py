@@ -7,6 +7,7 @@ tool call; nothing here imports Django, so settings arrive as arguments.
 from __future__ import annotations
 
 from .box import ToolBox
+from .disk import WorktreeFull
 from .jobs import JobRegistry, JobStatus
 from .outcome import ToolOutcome
 from .paths import PathRefused, resolve_path
@@ -28,6 +29,7 @@ __all__ = [
     "SandboxUnavailable",
     "ToolBox",
     "ToolOutcome",
+    "WorktreeFull",
     "clean_data",
     "clean_text",
     "job_handle",

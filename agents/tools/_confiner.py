@@ -38,7 +38,6 @@ UNREACHABLE = (
     "240.0.0.0/4",
 )
 STALE_SECONDS = 60
-SLIRP_CIDR = "10.0.2.0/24"  # slirp4netns' own network: the gateway and DNS live there
 _V1_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes",), "cpu": ("cpu.cfs_period_us", "cpu.cfs_quota_us")}
 
 
@@ -146,16 +145,22 @@ def join_groups(pid: int, *, root: str, group: str, name: str, processes: int, m
         trees = {"": ("pids.max", "memory.max", "cpu.max")}
         _enable_v2_controllers(root, group)
     else:
-        trees = {controller: files for controller, files in _V1_FILES.items()}
+        trees = dict(_V1_FILES)
     made = []
     for controller, files in trees.items():
         base = room_group(root, controller, group)
-        os.makedirs(base, exist_ok=True)
         _sweep_stale(base)
-        for file in files:
-            _write(os.path.join(base, file), values[file])
-        mine = os.path.join(base, name)
-        os.mkdir(mine)
+        for attempt in range(2):  # another room's command may have swept this room's empty group just now
+            try:
+                os.makedirs(base, exist_ok=True)
+                for file in files:
+                    _write(os.path.join(base, file), values[file])
+                mine = os.path.join(base, name)
+                os.mkdir(mine)
+                break
+            except FileNotFoundError:
+                if attempt:
+                    raise
         made.append(mine)
         _write(os.path.join(mine, "cgroup.procs"), str(pid))
     return made
@@ -192,13 +197,16 @@ def _write(path: str, value: str) -> None:
 
 
 def _sweep_stale(base: str) -> None:
-    """Groups of commands whose confiner was killed before it could remove them; only
-    ones a minute old (another command of the room may have just made its own)."""
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(base):
-            if entry.is_dir(follow_symlinks=False) and time.time() - entry.stat().st_ctime > STALE_SECONDS:
-                with contextlib.suppress(OSError):  # still in use: busy
-                    os.rmdir(entry.path)
+    """Groups of commands whose confiner was killed before it could remove them, and the
+    empty groups of other rooms (rooms come and go); only ones a minute old (another
+    command may have just made its own). A group still in use is busy: never removed."""
+    for folder in (base, os.path.dirname(base)):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                if (entry.path != base and entry.is_dir(follow_symlinks=False)
+                        and time.time() - entry.stat().st_ctime > STALE_SECONDS):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(entry.path)
 
 
 def _remove_group(path: str) -> None:

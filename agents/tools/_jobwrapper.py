@@ -1,4 +1,5 @@
-"""Runs one job's command and records how it ended. Executed as a script, never imported.
+"""Runs one job's command and records how it ended. Executed as a script (its disk count is
+also imported by agents.tools.disk).
 
 Started by agents.tools.jobs in a session of its own, so it outlives the worker that
 spawned it (SIGKILL included). It records its own pid and start time before the
@@ -7,7 +8,9 @@ and stderr to ``output.log``, and publishes ``result.json`` with a hard link, wh
 fails if a result already exists: the first ending (exit, or cancel/dead declared by
 the registry) wins, exactly once. While the command runs it touches ``heartbeat`` every
 few seconds (how a process on another machine tells it is alive) and ends the command
-if someone else recorded an ending (a cancel or a silence verdict from any machine).
+if someone else recorded an ending (a cancel or a silence verdict from any machine), or
+once the session's folders take more of the disk than their limit (``spec["disk"]``: a
+room's command is stopped before it fills the machine's disk for the other rooms).
 Stdlib only: it must run without the project on ``sys.path``.
 """
 
@@ -22,6 +25,36 @@ import time
 
 KILL_GRACE_SECONDS = 5.0
 HEARTBEAT_SECONDS = 5.0  # agents.tools.jobs judges a heartbeat stale well after this
+DISK_CHECK_SECONDS = 1.0
+DISK_CHECK_MAX_SECONDS = 15.0  # however large the tree, counted at least this often
+DU_TIMEOUT_SECONDS = 10.0  # the heartbeat waits while du counts
+UNCOUNTABLE = 1 << 62
+EXIT_OVER_DISK = 125
+
+
+class OverDisk(Exception):
+    """The worktree passed its disk limit while the command ran."""
+
+
+def disk_usage(paths, *, timeout=DU_TIMEOUT_SECONDS):
+    """Bytes the trees at ``paths`` take on their disk, together (a hard link once):
+    ``du`` never follows a link, opens no file and stays on one filesystem, so a hostile
+    tree can neither redirect nor hold it. None if it could not tell in time (the hub's
+    own check, after the command, takes that as past the limit). A folder it
+    may not read (made so by the command, where the sandbox's user is the hub's) counts
+    as past any limit: what cannot be counted is not let through. Also imported by
+    agents.tools.disk, the hub's own check."""
+    try:
+        done = subprocess.run(["du", "-s", "-x", "-c", "-B1", "--", *paths], capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if b"Permission denied" in done.stderr:
+        return UNCOUNTABLE
+    # The total: printed even when entries vanished mid-walk (exit 1).
+    last = done.stdout.splitlines()[-1:]
+    first = last[0].split(None, 1)[:1] if last else []
+    return int(first[0]) if first and first[0].isdigit() else None
 
 
 def _publish(job_dir, name, data):
@@ -48,26 +81,56 @@ def _start_ticks(pid):
     return int(stat[stat.rindex(")") + 2 :].split()[19])
 
 
-def _wait(child, job_dir, timeout):
-    """The command's exit code; beats while it runs. TimeoutExpired at ``timeout``."""
+def _wait(child, job_dir, timeout, disk):
+    """The command's exit code; beats while it runs. TimeoutExpired at ``timeout``,
+    OverDisk once ``disk["paths"]`` take more than ``disk["max_bytes"]``."""
     deadline = None if timeout is None else time.monotonic() + timeout
     beat = os.path.join(job_dir, "heartbeat")
+    next_beat = next_disk = 0.0
     while True:
-        with open(beat, "a"):
-            os.utime(beat)
-        if os.path.exists(os.path.join(job_dir, "result.json")):
-            # Declared cancelled or dead elsewhere: that ending stands; stop the work.
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            os.killpg(0, signal.SIGKILL)
-        step = HEARTBEAT_SECONDS
+        now = time.monotonic()
+        if now >= next_beat:
+            next_beat = now + HEARTBEAT_SECONDS
+            with open(beat, "a"):
+                os.utime(beat)
+            if os.path.exists(os.path.join(job_dir, "result.json")):
+                # Declared cancelled or dead elsewhere: that ending stands; stop the work.
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                os.killpg(0, signal.SIGKILL)
+        if disk and now >= next_disk:
+            used = disk_usage(disk["paths"])
+            if used is not None and used > disk["max_bytes"]:
+                raise OverDisk(used)
+            # A tenth of a core on counting, up to a count every 15 s for a tree that takes long.
+            next_disk = time.monotonic() + min(DISK_CHECK_MAX_SECONDS,
+                                               max(DISK_CHECK_SECONDS, 10 * (time.monotonic() - now)))
+        wake = min(next_beat, next_disk) if disk else next_beat
         if deadline is not None:
-            step = min(step, deadline - time.monotonic())
-            if step <= 0:
+            if deadline <= now:
                 raise subprocess.TimeoutExpired(child.args, timeout)
+            wake = min(wake, deadline)
         try:
-            return child.wait(timeout=step)
+            return child.wait(timeout=max(0.01, wake - time.monotonic()))
         except subprocess.TimeoutExpired:
             continue
+
+
+def _stop(child, *, at_once=False):
+    """Stay alive while the group is asked to stop, then make sure it has. ``at_once``:
+    the command's own process (bubblewrap or its confiner: the sandbox dies with either;
+    a room group the confiner leaves is swept by a later command) is killed first."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if at_once:
+        child.kill()
+    os.killpg(0, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=KILL_GRACE_SECONDS)
+
+
+def size_text(count):
+    if count >= UNCOUNTABLE:
+        return "more than could be counted (a folder it may not read)"
+    return f"{count / (1 << 30):.1f} GB" if count >= 1 << 30 else f"{count / (1 << 20):.0f} MB"
 
 
 def main(job_dir):
@@ -94,22 +157,24 @@ def main(job_dir):
             _publish(job_dir, "result.json",
                      {"state": "finished", "exit_code": 127, "ended_at": time.time()})
             return
-        timed_out = False
+        timed_out, reason = False, ""
         try:
-            code = _wait(child, job_dir, spec.get("timeout"))
+            code = _wait(child, job_dir, spec.get("timeout"), spec.get("disk"))
         except subprocess.TimeoutExpired:
             timed_out = True
-            # Stay alive while the group is asked to stop, then make sure it has.
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            os.killpg(0, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=KILL_GRACE_SECONDS)
+            _stop(child)
             log.write(f"\n[killed: timeout of {spec['timeout']:g} s reached]\n".encode())
             code = 124
+        except OverDisk as over:
+            _stop(child, at_once=True)  # every second of grace is more of the disk
+            reason = (f"stopped: the worktree and /tmp took {size_text(over.args[0])} of disk, past the "
+                      f"room's limit of {size_text(spec['disk']['max_bytes'])}")
+            log.write(f"\n[{reason}]\n".encode())
+            code = EXIT_OVER_DISK
     if code < 0:  # killed by a signal: report it the way shells do
         code = 128 - code
     _publish(job_dir, "result.json", {
-        "state": "finished", "exit_code": code, "timed_out": timed_out, "ended_at": time.time(),
+        "state": "finished", "exit_code": code, "timed_out": timed_out, "reason": reason, "ended_at": time.time(),
     })
     # Background processes the command left behind die with it; long-running work is
     # what jobs are for. This also ends the wrapper itself.

@@ -16,6 +16,7 @@ from typing import Any
 from observations.gateway.messages import ToolCall, ToolSchema
 
 from . import edits, files, memory, registry, room, search, shell
+from .disk import check_worktree
 from .jobs import JobRegistry, JobStatus
 from .outcome import Result, ToolError, ToolOutcome
 from .paths import PathRefused
@@ -25,6 +26,9 @@ from .schemas import TOOL_SCHEMAS, ArgumentError, check_arguments
 from .shell import JobReport, ShellConfig
 from .snapshots import SnapshotStore
 from .text import clean_data, clean_text, one_line
+
+# After these the worktree's disk is counted: what a command wrote may pass its limit.
+_RUNS_COMMANDS = frozenset({"shell", "await"})
 
 
 def _default_purpose(tool: str, values: Mapping[str, Any]) -> str:
@@ -52,7 +56,8 @@ class ToolBox:
     confined by ``sandbox`` (default: this interpreter's read-only, nothing else of the
     hub), with ``git_dir`` (the room repository's .git) read-only, the session's private
     temp under ``state_dir``, the network only if ``network``, in the control group
-    ``group`` (the room's: its commands share its limits). ``post_message``
+    ``group`` (the room's: its commands share its limits), as the room's own user
+    ``uid`` when the hub is root (None: the sandbox policy's). ``post_message``
     posts to the room and may answer a note for the agent (whom its mentions reached);
     ``room_view`` is what room_status reads (agents/tools/room.py).
     """
@@ -72,6 +77,7 @@ class ToolBox:
         git_dir: Path | None = None,
         network: bool = False,
         group: str = "",
+        uid: int | None = None,
         session_memory: memory.SessionMemory | None = None,
         room_view: room.RoomView | None = None,
     ) -> None:
@@ -88,7 +94,7 @@ class ToolBox:
         self.records = CallRecords(self.state_dir / "calls")
         self.snapshots = SnapshotStore(self.state_dir / "snapshots")
         place = Place(worktree=self.worktree, tmp=self.state_dir / "tmp", git_dir=git_dir,
-                      network=network, group=group)
+                      network=network, group=group, uid=uid)
         self.shell_config = ShellConfig(place=place, sandbox=sandbox or interpreter_policy(),
                                         yield_seconds=yield_seconds)
 
@@ -133,8 +139,15 @@ class ToolBox:
             result = _with_purpose(result, _default_purpose(call.name, values))
         if call.name in registry.PATH_TOOLS and result.path is not None:
             values = dict(values, path=result.path)
-        return self._settle(call.id, call.name, values, result,
-                            duration_ms=int((time.monotonic() - started) * 1000))
+        outcome = self._settle(call.id, call.name, values, result,
+                               duration_ms=int((time.monotonic() - started) * 1000))
+        if call.name in _RUNS_COMMANDS:
+            self.check_disk()
+        return outcome
+
+    def check_disk(self) -> None:
+        """WorktreeFull if the worktree and the session's /tmp take more disk than their limit."""
+        check_worktree([self.worktree, self.shell_config.place.tmp], self.shell_config.sandbox.limits.worktree_bytes)
 
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
         """Settle ``call`` as not run (e.g. it came after a yielded shell in the same step)."""

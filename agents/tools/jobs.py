@@ -71,7 +71,7 @@ class JobStatus:
         end = self.ended_at if self.ended_at is not None else (now or time.time())
         took = self.elapsed(now)
         if self.state == "finished":
-            extra = " (killed at its timeout)" if self.timed_out else ""
+            extra = " (killed at its timeout)" if self.timed_out else f" ({self.reason})" if self.reason else ""
             return f"finished: exit {self.exit_code} after {took}{extra}"
         if self.state == "running":
             quiet = ", no output yet"
@@ -173,17 +173,21 @@ class JobRegistry:
         return [name for _, name in sorted(specs)]
 
     def spawn(self, *, handle: str, call_id: str, command: str, argv: list[str], cwd: Path,
-              env: Mapping[str, str], timeout: float | None = None) -> JobStatus:
+              env: Mapping[str, str], timeout: float | None = None,
+              disk_limit: tuple[list[Path], int] | None = None) -> JobStatus:
         """Start ``argv`` (``command`` confined: see agents.tools.sandbox) as a job.
 
         ``env`` is the whole environment of the wrapper and the command: the wrapper
-        never holds more than the command may see.
+        never holds more than the command may see. With ``disk_limit`` (folders, bytes)
+        the command is stopped once those folders take more bytes of disk than that.
         """
         job_dir = self._dir(handle)
         self.directory.mkdir(parents=True, exist_ok=True)
         job_dir.mkdir()  # FileExistsError: the handle is taken; never start twice
         spec = {"handle": handle, "call_id": call_id, "command": command, "argv": list(argv),
                 "cwd": os.path.abspath(cwd), "timeout": timeout, "created_at": time.time()}
+        if disk_limit is not None:
+            spec["disk"] = {"paths": [os.path.abspath(path) for path in disk_limit[0]], "max_bytes": disk_limit[1]}
         (job_dir / "spec.json").write_text(json.dumps(spec))
         (job_dir / "output.log").touch()
         # The wrapper's own complaints (if it cannot even start) go to wrapper.log.

@@ -11,9 +11,11 @@ Agent shell calls, background jobs and the room's check all run the command line
   folder, database, other rooms or worktrees, nor the hub's own packages;
 - its own pid, ipc, uts and cgroup namespaces (no other process and no other
   ``/proc/<pid>/environ`` is visible) and no network unless the room allows it;
-- an unprivileged user: uid 65534 inside, and when the hub runs as root also outside
-  (bubblewrap mounts as root, then ``setpriv`` drops to the sandbox user before the
-  command runs); a hub that is not root runs bubblewrap in a user namespace of its own;
+- an unprivileged user: when the hub runs as root, a user of the room's own on the
+  machine (bubblewrap mounts as root, then ``setpriv`` drops to it before the command
+  runs; its per-user limits and files are the room's alone), named ``agent`` in the
+  sandbox's passwd; a hub that is not root runs bubblewrap in a user namespace of its
+  own, uid 65534 inside;
 - an environment built from an allowlist, never the worker's;
 - ``prlimit`` limits: CPU seconds, address space, processes, file size (so output too)
   and open files.
@@ -79,6 +81,7 @@ class Limits:
     processes: int = 1024  # counted per user: all sandboxes of the machine when the hub is root
     file_bytes: int = 1 << 30  # no file (output logs included) grows past this
     open_files: int = 4096
+    worktree_bytes: int = 4 << 30  # disk the worktree may take: a command past it is stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +124,17 @@ class Place:
     tmp: Path  # the session's private /tmp
     git_dir: Path | None = None  # the room repository's .git, shown read-only
     network: bool = False
-    group: str = ""  # the room's control group ("room-<id>"); "" runs the command in none
+    group: str = ""  # the room's control group ("room-<id>-…"); "" runs the command in none
+    uid: int | None = None  # the room's own user on the machine when the hub is root; None: the policy's
+
+    def user(self, policy: SandboxPolicy) -> tuple[int, int]:
+        """Who the command runs as on the machine (uid, gid) when the hub is root."""
+        return (self.uid, self.uid) if self.uid is not None else (policy.uid, policy.gid)
+
+    @property
+    def identity(self) -> Path:
+        """Where the sandbox's /etc/passwd and /etc/group are made (beside its /tmp)."""
+        return self.tmp.with_name("identity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +264,10 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
         mounts.read_only(tree)
     for path in policy.hidden:
         mounts.hide(path)
+    if policy.drops_user:
+        # The room's user has a name, as programs that look it up (git, ssh, whoami) expect.
+        mounts.args += ["--ro-bind", str(place.identity / "passwd"), "/etc/passwd",
+                        "--ro-bind", str(place.identity / "group"), "/etc/group"]
     if place.git_dir is not None:
         mounts.bind(str(place.git_dir), writable=False)
     mounts.bind(str(place.worktree), writable=True)
@@ -260,7 +277,8 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
         mounts.args += ["--ro-bind", str(dot_git), str(dot_git)]
     argv += mounts.args + ["--chdir", str(place.worktree), "--"]
     if policy.drops_user:
-        argv += [_tool("setpriv"), f"--reuid={policy.uid}", f"--regid={policy.gid}", "--clear-groups",
+        uid, gid = place.user(policy)
+        argv += [_tool("setpriv"), f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
                  "--inh-caps=-all", "--bounding-set=-all", "--"]
     limits = policy.limits
     argv += [_tool("prlimit"), f"--cpu={limits.cpu_seconds}", f"--as={limits.memory_bytes}",
@@ -333,9 +351,29 @@ def prepare(policy: SandboxPolicy, place: Place) -> None:
     place.tmp.mkdir(parents=True, exist_ok=True)
     (place.tmp / "home").mkdir(exist_ok=True)
     if policy.drops_user:
+        uid, gid = place.user(policy)
         for path in (place.tmp, place.tmp / "home"):
-            os.chown(path, policy.uid, policy.gid, follow_symlinks=False)
-        hand_over(place.worktree, policy.uid, policy.gid)
+            os.chown(path, uid, gid, follow_symlinks=False)
+        hand_over(place.worktree, uid, gid)
+        _write_identity(place.identity, uid, gid)
+
+
+def _write_identity(folder: Path, uid: int, gid: int) -> None:
+    """The machine's passwd and group, with the sandbox's user (``agent``) in them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, line in (("passwd", f"agent:x:{uid}:{gid}:room sandbox:/tmp/home:/bin/bash"),
+                       ("group", f"agent:x:{gid}:")):
+        try:
+            host = [entry for entry in Path("/etc", name).read_text().splitlines()
+                    if not entry.startswith("agent:") and entry.split(":")[2:3] != [str(uid if name == "passwd" else gid)]]
+        except (OSError, UnicodeDecodeError):
+            host = []
+        text = "\n".join([*host, line]) + "\n"
+        path = folder / name
+        if not path.is_file() or path.read_text(errors="replace") != text:
+            temporary = folder / f".{name}.{os.getpid()}"
+            temporary.write_text(text)
+            os.replace(temporary, path)
 
 
 def hand_over(root: Path, uid: int, gid: int) -> int:

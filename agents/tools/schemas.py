@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from observations.gateway.messages import ToolSchema
+from observations.gateway.messages import MALFORMED_ARGUMENTS_KEY, ToolSchema
 
 from . import registry
 
@@ -117,6 +117,11 @@ def check_arguments(tool: str, arguments: Any) -> CheckedArguments:
             f"{tool}: arguments must be a JSON object, got {_type_name(arguments)}"
         )
     properties: dict[str, dict[str, Any]] = schema.parameters["properties"]
+    if MALFORMED_ARGUMENTS_KEY in arguments:  # what the model wrote did not parse as a JSON object
+        raw = " ".join(str(arguments[MALFORMED_ARGUMENTS_KEY]).split())
+        raise ArgumentError(f"{tool}: the arguments are not valid JSON for an object "
+                            f"({raw[:200]!r}{'…' if len(raw) > 200 else ''}); send one JSON object with: "
+                            f"{', '.join(properties)}")
     unknown = sorted(set(arguments) - set(properties))
     if unknown:
         raise ArgumentError(

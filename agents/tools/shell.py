@@ -65,7 +65,8 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from None
     registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
-                   cwd=Path(confined.cwd), env=confined.env, timeout=timeout)
+                   cwd=Path(confined.cwd), env=confined.env, timeout=timeout,
+                   disk_limit=([config.place.worktree, config.place.tmp], config.sandbox.limits.worktree_bytes))
     (status,), was_interrupted = registry.wait(
         [handle], seconds=config.yield_seconds, interrupted=interrupted, pause=pause)
     if status.done:
@@ -74,7 +75,8 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
         head = status.describe()
         if status.state == "finished":
             head = f"exit {status.exit_code} after {status.elapsed()}" + (
-                f" (killed at its {timeout:g} s timeout)" if status.timed_out else "")
+                f" (killed at its {timeout:g} s timeout)" if status.timed_out
+                else f" ({status.reason})" if status.reason else "")
         return Result(text=head + "\n" + (output or "(no output)"), purpose=purpose,
                       modified_files=True)
     why = ("a message for you arrived" if was_interrupted

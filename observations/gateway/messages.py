@@ -16,6 +16,12 @@ Role = Literal["user", "assistant", "tool"]
 ToolChoiceMode = Literal["auto", "none", "required", "tool"]
 
 
+# ToolCall.arguments must be a dict, but models sometimes write invalid JSON or a
+# non-object. The raw text is kept under this key so the tool dispatcher can answer
+# the model with a clear error instead of running the tool with guessed arguments.
+MALFORMED_ARGUMENTS_KEY = "__malformed_arguments__"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str

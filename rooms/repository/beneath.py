@@ -229,7 +229,11 @@ def regular_bytes(where: Located, limit: int | None = None) -> bytes | None:
 
 def write_atomically(where: Located, data: bytes, *, mode: int | None = None) -> None:
     """Replace the entry with a regular file holding ``data``: readers see the old or
-    the new file, never half of it, and a link at its place is replaced, not followed."""
+    the new file, never half of it, and a link at its place is replaced, not followed.
+    ``mode`` keeps only the permission bits: the hub never writes a set-uid, set-gid or
+    sticky file for the room."""
+    if mode is not None:
+        mode &= 0o777
     tmp = f".{where.name}.atrium-tmp-{os.getpid()}-{id(data):x}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o644 if mode is None else mode, dir_fd=where.dir_fd)

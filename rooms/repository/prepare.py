@@ -266,7 +266,8 @@ def check_bundle(path: Path) -> BundleRepository:
     try:
         heads = git("bundle", "list-heads", str(path), cwd=path.parent, timeout=60)
     except GitError as exc:
-        raise RoomError(f"That file is not a git bundle ({_first_line(exc.stderr)}); make one with "
+        said = _first_line(exc.stderr).replace(f"'{path}'", "it").replace(str(path), "it")  # not the server's path
+        raise RoomError(f"That file is not a git bundle ({said}); make one with "
                         "`git bundle create repo.bundle --all`.", code="repo") from None
     if not any(line.split()[-1:] and line.split()[-1].startswith("refs/heads/") for line in heads.splitlines()):
         raise RoomError("The bundle holds no branch; make it with `git bundle create repo.bundle --all`.",

@@ -60,9 +60,11 @@ def test_model_specs_outside_the_three_providers_are_refused(client, spec):
         ({"fallback_models": "openai:gpt-4.1, gpt-5"}, "fallback_models", "is not a model spec"),
         ({"context_window": 100}, "context_window", "greater than or equal to 1024"),
         ({"output_budget": 300000}, "output_budget", "smaller than the context window"),
+        # Issue 30: a window every session of which stopped at its first request.
+        ({"context_window": 2600, "output_budget": 1000}, "context_window", "cannot hold this agent's fixed prompt"),
         ({"eviction_policy": "sometimes"}, "eviction_policy", "Select a valid choice"),
     ],
-    ids=["fallback", "tiny-window", "budget-over-window", "policy"],
+    ids=["fallback", "tiny-window", "budget-over-window", "window-under-prompt", "policy"],
 )
 def test_budgets_fallbacks_and_policies_are_validated(client, changes, field, message):
     response = client.post(reverse("agents:create"), {**VALID, **changes})
@@ -86,7 +88,9 @@ def test_an_api_key_is_write_only_and_kept_unless_replaced_or_removed(client):
     agent = AgentProfile.objects.get(name="Fixer")
     assert agent.api_key == "sk-secret-123456"
     page = client.get(reverse("agents:edit", args=[agent.pk])).content.decode()
-    assert "sk-secret-123456" not in page
+    assert "sk-secret-123456" not in page and "Remove the stored API key" in page
+    # Issue 30: a new profile offered to remove a key it does not have.
+    assert "Remove the stored API key" not in client.get(reverse("agents:create")).content.decode()
     client.post(reverse("agents:edit", args=[agent.pk]), VALID)  # blank: kept
     agent.refresh_from_db()
     assert agent.api_key == "sk-secret-123456"

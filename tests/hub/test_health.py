@@ -23,7 +23,7 @@ def test_healthz_is_200_when_database_redis_and_a_worker_answer(celery_worker):
     assert status == 200, body
     assert body["status"] == "ok"
     assert {name: check["ok"] for name, check in body["checks"].items()} == {
-        "database": True, "redis": True, "channel_layer": True, "celery": True,
+        "database": True, "redis": True, "channel_layer": True, "celery": True, "disk": True,
     }
     assert body["checks"]["celery"]["detail"].endswith("worker(s)")
 
@@ -101,3 +101,27 @@ def test_healthz_reports_the_supervised_processes(settings):
     finally:
         report.unlink()
     assert "supervisor" not in healthz(Client())[1]["checks"]
+
+
+@pytest.mark.django_db
+def test_below_the_minimum_free_space_healthz_says_so_and_no_session_starts(settings):
+    """Issue 28: at a full disk sessions failed one by one and the hub stopped. Below
+    ATRIUM_MIN_FREE_MB (here: more than this disk has) /healthz names the disk and a new
+    session is refused with the reason; nothing is created."""
+    from agents.models import Session
+    from agents.services import session_start, task_create
+    from rooms.errors import RoomError
+    from tests.rooms.factories import make_agent, make_room, make_user
+
+    owner, agent = make_user("disk-owner"), make_agent("disk-agent")
+    room = make_room(owner, agents=[agent])
+    task = task_create(room=room, actor=owner, title="Fill", objective="Nothing")
+    settings.ATRIUM_MIN_FREE_MB = 1 << 40
+    status, body = healthz(Client())
+    assert status == 503 and body["checks"]["disk"]["ok"] is False
+    assert "MB free in the data folder (minimum" in body["checks"]["disk"]["detail"]
+    with pytest.raises(RoomError, match="below its minimum .* new sessions start again once space is freed"):
+        session_start(task=task, agent=agent, actor=owner)
+    assert not Session.objects.filter(task=task).exists()
+    settings.ATRIUM_MIN_FREE_MB = 1
+    assert session_start(task=task, agent=agent, actor=owner).attempt == 1

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -47,7 +49,7 @@ def redis_url(request, tmp_path):
 def layer_on(redis_url):
     """This test process broadcasts on the same Redis and prefix as the Daphne it starts."""
     prefix = f"idle-{uuid.uuid4().hex[:8]}"
-    layers = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+    layers = {"default": {"BACKEND": "hub.channel_layer.AuthenticatedChannelLayer", "CONFIG": {
         **settings.CHANNEL_LAYERS["default"]["CONFIG"],  # the frames' encryption key among them
         "hosts": [channel_layer_host(redis_url, read_timeout=settings.REDIS_SOCKET_TIMEOUT)], "prefix": prefix}}}
     channel_layers.backends.clear()
@@ -63,6 +65,16 @@ def daphne_on(redis_url, layer_on, transactional_db, tmp_path):
         yield server
     finally:
         server.hub_process.stop()
+
+
+def healthz(url: str) -> dict:
+    """/healthz's channel-layer check (the whole answer may be 503: no worker runs here)."""
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=30) as response:
+            body = response.read()
+    except urllib.error.HTTPError as refused:
+        body = refused.read()
+    return json.loads(body)["checks"]["channel_layer"]
 
 
 def test_idle_room_and_session_sockets_stay_open_for_a_minute(daphne_on):
@@ -98,15 +110,19 @@ def test_idle_room_and_session_sockets_stay_open_for_a_minute(daphne_on):
                     pass
                 except websockets.ConnectionClosed:
                     closes += 1
+            # While both sockets wait in the layer's blocking read, /healthz's round trip
+            # through the layer still answers (it timed out: "degraded" whenever a page was open).
+            health = [await asyncio.to_thread(healthz, daphne_on.url) for _ in range(3)]
             # After the idle minute both still work both ways.
             await room_ws.send(json.dumps({"type": "chat", "text": "still here"}))
             chat = json.loads(await asyncio.wait_for(room_ws.recv(), 10))
             await asyncio.to_thread(append_event)
             event = json.loads(await asyncio.wait_for(session_ws.recv(), 10))
-            return {"closes": closes, "chat": chat, "event": event}
+            return {"closes": closes, "chat": chat, "event": event, "health": health}
 
     seen = asyncio.run(hold())
     assert seen["closes"] == 0
+    assert all(check["ok"] for check in seen["health"]), seen["health"]
     assert seen["chat"]["type"] == "message" and "still here" in seen["chat"]["html"]
     assert seen["event"]["type"] == "event" and seen["event"]["payload"]["text"] == "after the idle minute"
     daphne_on.hub_process.check_alive()

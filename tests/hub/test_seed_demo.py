@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import authenticate as django_authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
@@ -68,14 +69,17 @@ def test_the_demo_repository_has_a_real_failing_test(tmp_path):
     assert "Ran 5 tests" in result.stderr and "FAILED (failures=1)" in result.stderr
 
 
-def test_seed_demo_again_keeps_the_room_and_resets_the_password():
+def test_seed_demo_again_keeps_the_room_and_the_password_a_new_one_only_when_asked():
+    """Issue 30: every start set a new password, logging every open browser out."""
     first = printed_password(seed())
     room = Room.objects.get(name="Demo")
     second_output = seed("--url", "http://example.test:9000/")
-    second = printed_password(second_output)
-    assert first != second
+    assert printed_password(second_output) == first and "kept the password of user demo" in second_output
+    third = printed_password(seed("--new-password"))
+    assert third != first
     assert authenticate(username="demo", password=first) is None
-    assert authenticate(username="demo", password=second) is not None
+    assert authenticate(username="demo", password=third) is not None
+    assert (Path(settings.DATA_DIR) / "demo-password").stat().st_mode & 0o777 == 0o600
     assert list(Room.objects.filter(name="Demo").values_list("pk", flat=True)) == [room.pk]
     assert Path(room.repo_path).is_dir()
     assert "http://example.test:9000/" in second_output

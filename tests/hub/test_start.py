@@ -34,9 +34,11 @@ def steps(monkeypatch) -> list[str]:
     monkeypatch.setattr(start, "call_command", recording_call_command)
     monkeypatch.setattr(start.subprocess, "Popen", no_processes)
     monkeypatch.setattr(start.Command, "_embedded_redis", lambda self: None)
-    # The sandbox probe runs bwrap through subprocess too (only once per process: alone,
-    # this test would see the probe as the launch).
+    monkeypatch.setattr(start.Command, "_check_port_free", lambda self, host, port: None)  # a hub of one's own may be up
+    # The sandbox probe runs bwrap through subprocess too, and the parent-death probe
+    # setpriv (each once per process: alone, this test would see a probe as the launch).
     monkeypatch.setattr(start, "sandbox_notice", lambda: None)
+    monkeypatch.setattr(start, "parent_death_prefix", lambda signal_name: ())
     return ran
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
+
+import pytest
 
 from hub.supervision import Child, Supervisor, read_report
 
@@ -84,3 +87,34 @@ def test_stop_all_ends_children_that_ignore_sigterm_and_the_last_one_last(tmp_pa
     finally:
         supervision.STOP_GRACE_SECONDS = original
     assert not stubborn.running and not last.running
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a small filesystem (root)")
+def test_a_full_disk_does_not_stop_the_supervisor_and_its_report_comes_back_with_space(tmp_path):
+    """Issue 28: at a full disk the supervisor's own status write raised ENOSPC, left
+    run(), and `start` stopped every process. Now a real full filesystem (a 64 KB tmpfs)
+    under the report leaves the supervisor and its children running."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], check=True)
+    try:
+        filler = small / "filler"
+        with pytest.raises(OSError), filler.open("wb") as handle:
+            while True:
+                handle.write(b"x" * 4096)
+                handle.flush()
+        child = Child("napper", sleeper)
+        supervisor = Supervisor([child], report_path=small / "supervisor.json")
+        supervisor.start_all()
+        try:
+            for _ in range(3):
+                supervisor.tick()  # ENOSPC inside: it goes on
+            assert child.running and not (small / "supervisor.json").exists()
+            filler.unlink()  # space again
+            supervisor.tick()
+            assert read_report(small).ok
+        finally:
+            supervisor.stop_all()
+        assert not child.running
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)

@@ -240,3 +240,18 @@ def test_assigning_an_agent_twice_is_a_form_error_not_a_crash(login):
     assert response.status_code == 200
     assert "Select a valid choice" in response.content.decode()
     assert room.room_agents.count() == 1
+
+
+def test_help_texts_show_commands_as_code_not_backticks(client):
+    """Issue 30: help texts showed literal backticks."""
+    client.force_login(make_user())
+    page = client.get(reverse("rooms:create")).content.decode()
+    assert "<code>git bundle create repo.bundle --all</code>" in page and "`git bundle" not in page
+    assert "<code>python -m pytest -q</code>" in page
+
+
+def test_rooms_without_a_slug_is_the_room_list(client):
+    """Issue 30: /rooms/ was a 404."""
+    client.force_login(make_user())
+    response = client.get("/rooms/")
+    assert response.status_code == 301 and response["Location"] == reverse("rooms:list")

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from agents.models import AgentProfile, ApprovalRule, RoomAgent, SessionEvent
+from agents.runtime.confinement import room_uid
 from agents.services import session_start, task_create
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
@@ -157,7 +158,8 @@ def test_neither_an_agents_command_nor_the_check_can_reach_anything_of_the_hub(h
             assert value not in report, f"{name} reached the {where} command"
         for secret in (FILE_CANARY, settings.SECRET_KEY):
             assert secret not in report
-        assert "uid=0 " not in report and "uid=65534 gid=65534" in report
+        user = room_uid(room.pk) if os.geteuid() == 0 else 65534  # the room's own, on a root hub
+        assert "uid=0 " not in report and f"uid={user} gid={user}" in report
         made = worktree / f"made-by-{where}"
         assert made.exists() and made.stat().st_uid != 0, f"the {where} command ran as root"
         assert not (outside / f"pwned-{where}").exists()

@@ -16,6 +16,9 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -52,6 +55,7 @@ class Command(BaseCommand):
                             help="the person who owns the eval rooms and speaks in them")
 
     def handle(self, *args, paths: list[str], **options) -> None:
+        _check_migrated()
         if paths[0] == "compare":
             return self._compare(paths[1:], options["json_path"])
         return self._run(paths, **options)
@@ -205,3 +209,14 @@ def _embedded_redis_if_needed() -> EmbeddedRedis | None:
     if embedded.ping():
         return None  # a hub runs on this data folder
     return embedded.start()
+
+
+def _check_migrated() -> None:
+    """A database without the hub's tables (a fresh data folder) is said plainly."""
+    try:
+        pending = MigrationExecutor(connection).migration_plan(MigrationLoader(connection).graph.leaf_nodes())
+    except DatabaseError as exc:
+        raise CommandError(f"The database cannot be read ({exc}).") from None
+    if pending:
+        raise CommandError(f"The database is not set up ({len(pending)} migration(s) not applied): run "
+                           "`manage.py migrate` (or `manage.py start`, which does) first.")

@@ -1,12 +1,12 @@
-"""Create or refresh the demo: a user ``demo`` with a fresh password and a room "Demo"
+"""Create or refresh the demo: a user ``demo`` with a password of its own and a room "Demo"
 whose repository starts from hub/demo_repo (a small library with one real bug), an
 agent "Demo fixer" on the built-in replay model (no API key needed), the approval
 rules that let it edit Python files and run the tests, and, the first time only, a
 task "Fix median for even-length input" with a session started for it: the first
 worker that comes up runs it (reads, runs the tests, edits, verify passes, merged).
 
-Idempotent: running it again keeps the room, its tasks and history, and only resets
-the password. ``--again`` instead starts over in a fresh Demo room (the original bug
+Idempotent: running it again keeps the room, its tasks and history, and the password
+(kept in the data folder; ``--new-password`` sets a new one). ``--again`` instead starts over in a fresh Demo room (the original bug
 back, a new task and session): the replay fixer plays a recording, which only makes
 sense on the code it was recorded on. Each step is a function of the ``Demo`` it
 builds on; later features add a step to ``STEPS``.
@@ -14,11 +14,13 @@ builds on; later features add a step to ``STEPS``.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand
@@ -70,6 +72,7 @@ class Demo:
     agent: AgentProfile | None = None
     session: Session | None = None
     again: bool = False  # a fresh room, even if a Demo room exists
+    new_password: bool = False  # a new password, even if one is kept
     notes: list[str] = field(default_factory=list)
 
 
@@ -81,14 +84,43 @@ def demo_prices() -> dict:
 
 
 def ensure_user(demo: Demo) -> None:
+    """The demo user, with the password kept in the data folder: the same across restarts
+    (a new one would log every open browser out), a new one only when asked."""
     user, created = get_user_model().objects.get_or_create(username=DEMO_USERNAME)
-    demo.password = secrets.token_urlsafe(9)
-    user.set_password(demo.password)
+    kept = _kept_password()
+    if kept and not demo.new_password and user.check_password(kept):
+        demo.password = kept
+        note = "kept the password of user demo"
+    else:
+        demo.password = secrets.token_urlsafe(9)
+        user.set_password(demo.password)
+        _keep_password(demo.password)
+        note = "created user demo" if created else "set a new password for user demo"
     # The demo person may open the admin too, to see every model the hub keeps.
     user.is_staff = user.is_superuser = True
     user.save()
     demo.user = user
-    demo.notes.append("created user demo" if created else "reset the password of user demo")
+    demo.notes.append(note)
+
+
+def _password_file() -> Path:
+    return Path(settings.DATA_DIR) / "demo-password"
+
+
+def _kept_password() -> str:
+    try:
+        return _password_file().read_text().strip()
+    except OSError:
+        return ""
+
+
+def _keep_password(password: str) -> None:
+    path = _password_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(".demo-password.tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(password + "\n")
+    os.replace(path.with_name(".demo-password.tmp"), path)
 
 
 def ensure_room(demo: Demo) -> None:
@@ -161,9 +193,11 @@ class Command(BaseCommand):
         )
         parser.add_argument("--again", action="store_true",
                             help="Start over in a fresh Demo room with the original bug, to watch the fix again.")
+        parser.add_argument("--new-password", action="store_true",
+                            help="Give the demo user a new password (it is kept across restarts otherwise).")
 
-    def handle(self, *args, url: str, again: bool = False, **options) -> None:
-        demo = Demo(again=again)
+    def handle(self, *args, url: str, again: bool = False, new_password: bool = False, **options) -> None:
+        demo = Demo(again=again, new_password=new_password)
         for step in STEPS:
             step(demo)
         for note in demo.notes:

@@ -5,9 +5,11 @@ all."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -16,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.runtime.confinement import sandbox_notice
-from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, redis_server_binary
+from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, parent_death_prefix, redis_server_binary
 from hub.supervision import REPORT_NAME, Child, Supervisor
 
 
@@ -33,21 +35,28 @@ class Command(BaseCommand):
         self._check_data_dir()
         _log_to_console()
         redis = self._embedded_redis()
+        self._check_port_free(host, port)
         children = [Child("redis", lambda: redis.start().process)] if redis else []
         python = sys.executable
+        # Each child dies with the supervisor (the kernel's parent-death signal, set by
+        # setpriv before the child runs), so a killed supervisor leaves no orphan running
+        # sessions, and the next `start` finds nothing in its way. Sandboxed jobs live in
+        # sessions of their own on purpose: a resumed session collects them.
+        dies_with_us = parent_death_prefix("KILL")
         for name, argv in (
             ("daphne", [python, "-m", "daphne", "-b", host, "-p", str(port), "hub.asgi:application"]),
             ("worker", [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
                         "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--loglevel", "INFO"]),
             # Beat's sweep on its own queue and worker: a busy session worker never delays it.
+            # Both log warnings only: at INFO a sweep every few seconds buried what matters.
             ("sweeper", [python, "-m", "celery", "-A", "hub", "worker", "--concurrency", "1",
-                         "-n", "sweeper@%h", "-Q", settings.CELERY_SWEEP_QUEUE, "--loglevel", "INFO"]),
-            ("beat", [python, "-m", "celery", "-A", "hub", "beat", "--loglevel", "INFO",
+                         "-n", "sweeper@%h", "-Q", settings.CELERY_SWEEP_QUEUE, "--loglevel", "WARNING"]),
+            ("beat", [python, "-m", "celery", "-A", "hub", "beat", "--loglevel", "WARNING",
                       "--schedule", str(settings.DATA_DIR / "celerybeat-schedule")]),
         ):
             # Own process group: Ctrl-C reaches us once, and we stop each child in order.
             children.append(Child(name, lambda argv=argv, name=name: subprocess.Popen(
-                argv, start_new_session=True, env=_child_env(name))))
+                [*dies_with_us, *argv], start_new_session=True, env=_child_env(name))))
         supervisor = Supervisor(children, report_path=settings.DATA_DIR / REPORT_NAME)
         signal.signal(signal.SIGINT, lambda signum, frame: supervisor.request_stop())
         signal.signal(signal.SIGTERM, lambda signum, frame: supervisor.request_stop())
@@ -79,6 +88,19 @@ class Command(BaseCommand):
             supervisor.stop_all(order=[c.name for c in children if c.name != "redis"]
                                 + (["redis"] if redis else []))
 
+    def _check_port_free(self, host: str, port: int) -> None:
+        """A port another program holds is said at once (Daphne would exit, be restarted
+        and exit again, for good)."""
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host.strip("[]"), port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise CommandError(f"The hub cannot listen on {host}:{port}: {exc.strerror or exc}.") from None
+                raise CommandError(f"{host}:{port} is already in use: stop what listens there, "
+                                   "or start the hub with --port on another.") from None
+
     def _check_production_settings(self) -> None:
         """DEBUG is off by default once DATABASE_URL is set; then Django answers only
         the host names in ALLOWED_HOSTS, and with none every page would be a 400."""
@@ -109,7 +131,7 @@ class Command(BaseCommand):
             redis_server_binary()  # before anything starts: say what to install, not a traceback
         except NoEmbeddedRedis as exc:
             raise CommandError(str(exc)) from exc
-        embedded = EmbeddedRedis(settings.DATA_DIR / "redis.sock")
+        embedded = EmbeddedRedis(settings.DATA_DIR / "redis.sock", die_with_parent=True)
         if embedded.ping():
             raise CommandError(
                 f"A hub already runs on this data folder ({settings.DATA_DIR}); stop it first "

@@ -154,3 +154,17 @@ def test_a_replay_agent_is_refused_and_other_paths_and_methods_say_so_in_json(se
         urllib.request.urlopen(request, timeout=10)
     assert caught.value.code == 405 and json.loads(caught.value.read())["error"]["type"] == "invalid_request_error"
     assert wire.requests == []
+
+
+@pytest.mark.django_db
+def test_a_profile_without_an_upstream_key_is_a_502_naming_the_agent(monkeypatch):
+    """Issue 30: it was a 500; the client's key is fine, the gateway has no upstream it may call."""
+    from agents.endpoint.upstream import profile_endpoint
+    from agents.endpoint.wire import WireError
+    from agents.models import AgentProfile
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    profile = AgentProfile(name="keyless", model="anthropic:claude-sonnet-5")
+    with pytest.raises(WireError, match="'keyless' cannot reach its model: .*needs an API key") as refused:
+        profile_endpoint(profile)
+    assert refused.value.status == 502 and refused.value.kind == "api_error"

@@ -7,6 +7,7 @@ upstream request, a cancel refuses the next one, an overflow gets one folded ret
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -340,7 +341,8 @@ def test_two_requests_of_one_new_conversation_at_once_make_one_session_and_go_on
 
 def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_with_the_next(setup, wire, hub, owner):
     wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
-    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=2), delay=3)
+    upstream = threading.Event()
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=2), hold=upstream)
     wire.reply(PATH, json_body=completion(text="ok", n=3))
     agent = Agent(client(hub, setup.openai_key), "Fix geo.py")
     first = agent.step()
@@ -350,9 +352,15 @@ def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_wit
         pending = pool.submit(agent.step)
         while len(sent(wire)) < 2:
             time.sleep(0.05)
-        started = time.monotonic()
-        session_steer(session=session, actor=owner, text="Keep the signature.")
-        assert time.monotonic() - started < 1.5  # the session's row lock does not hold people up
+        # Stored while the request is still held upstream: the session's row lock does not
+        # hold people up (were it held, the steer would return only once the hold ended).
+        person = ThreadPoolExecutor(1)
+        try:
+            person.submit(session_steer, session=session, actor=owner, text="Keep the signature.").result(timeout=20)
+            assert not pending.done()
+        finally:
+            upstream.set()  # also when the steer was held up: nothing waits for the hold to run out
+            person.shutdown(wait=True)
         second = pending.result()
     agent.result(second.tool_calls[0].id, FILE)
     agent.step()
@@ -361,7 +369,8 @@ def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_wit
 
 def test_a_cancel_while_a_request_is_upstream_ends_the_session_at_once_and_refuses_the_next(setup, wire, hub, owner):
     wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
-    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "util.py"}), n=2), delay=3)
+    upstream = threading.Event()
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "util.py"}), n=2), hold=upstream)
     agent = Agent(client(hub, setup.openai_key), "Fix geo.py")
     first = agent.step()
     agent.result(first.tool_calls[0].id, FILE)
@@ -370,9 +379,13 @@ def test_a_cancel_while_a_request_is_upstream_ends_the_session_at_once_and_refus
         pending = pool.submit(agent.step)
         while len(sent(wire)) < 2:
             time.sleep(0.05)
-        started = time.monotonic()
-        session_cancel(session=session, actor=owner)
-        assert time.monotonic() - started < 1.5
+        person = ThreadPoolExecutor(1)
+        try:  # cancelled while the request is still held upstream
+            person.submit(session_cancel, session=session, actor=owner).result(timeout=20)
+            assert not pending.done()
+        finally:
+            upstream.set()
+            person.shutdown(wait=True)
         second = pending.result()  # the request under way still gets its answer
     session.refresh_from_db()
     assert session.state == states.CANCELLED and session.tokens_input == 200

@@ -94,3 +94,21 @@ def test_replay_compare_writes_its_verdicts_to_the_same_ledger(tmp_path):
     assert f"{stored.count()} verdict(s) stored in the eval ledger" in out.getvalue()
     assert all(v.a_label == str(a.resolve()) and v.subject.endswith(" 32k") for v in stored)
     assert any(" on_demand 32k" in v.subject for v in stored)
+
+
+@pytest.mark.django_db
+def test_the_profiles_eval_runs_make_for_their_rooms_are_not_offered_to_other_rooms():
+    """Issue 30: the eval's script: profiles appeared in every room's Assign list."""
+    from agents.models import AgentProfile, RoomAgent
+    from agents.selectors import assignable_agents
+    from tests.rooms.factories import make_agent, make_room, make_user
+
+    owner = make_user("evaluator")
+    eval_room, room = make_room(owner, "eval 1: topics #1"), make_room(owner, "Mine")
+    scripted = AgentProfile.objects.create(name="eval-1-topics-1", model="script:x.json")
+    RoomAgent.objects.create(room=eval_room, agent=scripted)
+    batch = EvalBatch.objects.create(model="script:x", scripted=True)
+    EvalRun.objects.create(batch=batch, scenario="topics", scenario_version="1", scenario_kind="topics", run=1,
+                           model="script:x", room=eval_room)
+    mine = make_agent("mine")
+    assert list(assignable_agents(room)) == [mine]

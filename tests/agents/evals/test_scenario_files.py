@@ -99,3 +99,20 @@ def test_the_script_plays_each_turn_then_awaits_the_next_message_and_repeats_its
     assert provider.complete(request(0)).tool_calls[1].name == "await"
     assert provider.complete(request(2)).text == "Turn 2 is done."
     assert provider.complete(request(7)).text == "Turn 2 is done."  # a nudge gets the answer again
+
+
+def test_eval_on_a_database_without_the_hubs_tables_says_to_migrate(tmp_path):
+    """Issue 28: `manage.py eval` on a fresh data folder printed a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(ATRIUM_DATA_DIR=str(tmp_path / "fresh"), DEBUG="true")
+    scenario = next((PROJECT_ROOT / "agents" / "evals" / "scenarios").glob("*.yaml"))
+    done = subprocess.run([sys.executable, "manage.py", "eval", str(scenario)], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert "The database is not set up" in done.stderr and "manage.py migrate" in done.stderr

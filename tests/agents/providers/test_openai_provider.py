@@ -389,3 +389,15 @@ def test_closing_the_provider_releases_every_endpoints_connection_pool(wire, sle
     provider.close()
 
     assert all(endpoint._client.is_closed() for endpoint in provider.chain)
+
+
+def test_a_200_whose_body_was_cut_off_is_retried_and_then_a_clear_failure(wire, sleep):
+    """Issue 28: a provider answering 200 with a cut-off JSON body ended the session as
+    "internal error: JSONDecodeError", never retried."""
+    whole = json.dumps(load_fixture("openai_chat_tool_calls.json"))
+    wire.reply(CHAT, text=whole[: len(whole) // 2])
+    wire.reply(CHAT, text=whole)
+    assert openai_for(wire, sleep).call(session_request()).turn.tool_calls  # the retry's answer
+    wire.reply(CHAT, text=whole[:40])
+    with pytest.raises(Transient, match="not complete JSON .* cut off"):
+        openai_for(wire, sleep, policy=RetryPolicy(max_attempts=1)).call(session_request())

@@ -30,6 +30,9 @@ class Reply:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # Held until the test sets it (at most HOLD_SECONDS): what happens while a request is
+    # upstream, measured against the test's own clock rather than the machine's speed.
+    hold: threading.Event | None = None
     # Sent as chunked transfer encoding, each part after its pause: a stream that arrives
     # over time (``body`` is then unused).
     parts: tuple[tuple[float, bytes], ...] = ()
@@ -45,6 +48,9 @@ class Received:
     @property
     def json(self) -> Any:
         return json.loads(self.raw)
+
+
+HOLD_SECONDS = 60.0
 
 
 class _Server(ThreadingHTTPServer):
@@ -77,6 +83,7 @@ class WireServer:
         text: str | None = None,
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
+        hold: threading.Event | None = None,
     ) -> None:
         if text is not None:
             body = text.encode("utf-8")
@@ -86,7 +93,7 @@ class WireServer:
             content_type = "application/json"
         all_headers = {"Content-Type": content_type, **(headers or {})}
         with self._lock:
-            self._replies[path].append(Reply(status, body, all_headers, delay))
+            self._replies[path].append(Reply(status, body, all_headers, delay, hold))
 
     def stream(self, path: str, parts: list[tuple[float, str]], *, status: int = 200) -> None:
         """A server-sent event stream whose parts arrive over time: (pause before, text)."""
@@ -139,6 +146,8 @@ class WireServer:
                 reply = server._next(received)
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.hold is not None:
+                    reply.hold.wait(HOLD_SECONDS)
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():

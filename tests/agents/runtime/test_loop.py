@@ -342,6 +342,24 @@ def test_each_nudge_is_given_once_then_the_turn_may_end():
     assert [p["kind"] for k, p in host.events if k == "nudge"] == ["unchecked", "promise"]
 
 
+def test_an_empty_answer_is_nudged_once_and_a_second_one_fails_the_session():
+    """Issue 28: an answer with no text and no tool call ended the session "succeeded" and
+    merged it, after 2 of 6 steps."""
+    host = FakeHost(turns=[turn("look", ("r", "read_file", {"path": "a"})), turn(""), turn("  ")])
+    loop, result = run(host)
+    assert result.outcome is Outcome.FAILED and "answered with nothing" in result.reason
+    assert [p["kind"] for k, p in host.events if k == "nudge"] == ["empty"]
+    assert not [p for k, p in host.events if k == "merge"]
+
+
+def test_an_empty_answer_after_its_nudge_may_be_followed_by_work_and_a_summary():
+    host = FakeHost(turns=[turn(""), turn("look", ("r", "read_file", {"path": "a"})), turn(""),
+                           turn("All done: nothing needed changing.")])
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED  # the second empty answer came after work: nudged again
+    assert [p["kind"] for k, p in host.events if k == "nudge"] == ["empty", "empty"]
+
+
 def test_a_failing_check_goes_back_to_the_model_at_most_twice():
     host = FakeHost(turns=[turn("done")] * 3, check_command="pytest -q", checks=[1, 1, 1])
     loop, result = run(host)
@@ -401,7 +419,8 @@ def test_a_second_overflow_starts_a_new_segment_and_a_third_fails_the_session():
     # A fold, then a new segment: neither request is the one refused; then it gives up.
     assert [k for k in host.kinds() if k in ("model.overflow", "fold", "segment.started")] == [
         "model.overflow", "fold", "model.overflow", "segment.started", "model.overflow"]
-    assert result.outcome is Outcome.FAILED and "after a mandatory fold" in result.reason
+    # It says what it last tried (issue 28: it said "after a mandatory fold").
+    assert result.outcome is Outcome.FAILED and "too long in a new segment started for it" in result.reason
 
 
 @pytest.mark.parametrize("error", [ContextOverflow("too long")])

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agents.providers.toolcalls import parse_arguments
 from agents.tools import TOOL_SCHEMAS, ToolOutcome
 from agents.tools.schemas import ArgumentError, check_arguments
 from observations.gateway.breakdown import tool_part
@@ -95,6 +96,13 @@ def test_malformed_arguments_are_error_results_the_model_can_act_on(run, name, a
 def test_arguments_that_are_not_an_object_are_an_error_result(box):
     outcome = box.execute(ToolCall(id="c-raw", name="read_file", arguments='{"path": "a"'))  # type: ignore[arg-type]
     assert outcome.is_error and "arguments must be a JSON object, got string" in outcome.text
+
+
+def test_invalid_json_from_the_model_is_named_as_such_not_as_an_internal_key(box):
+    """Issue 28: the model heard "unknown argument(s) '__malformed_arguments__'"."""
+    outcome = box.execute(ToolCall(id="c-bad", name="read_file", arguments=parse_arguments('{"path": "a"')))
+    assert outcome.is_error and "not valid JSON for an object" in outcome.text and "'{\"path\": \"a\"'" in outcome.text
+    assert "__malformed" not in outcome.text and "path" in outcome.text
 
 
 def test_normalized_arguments_have_sorted_keys_defaults_and_a_resolved_path(run):
