@@ -198,6 +198,15 @@ class DaphneServer:
         return f"http://{self.host}:{self.port}"
 
 
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

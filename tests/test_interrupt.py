@@ -16,17 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from hub.pytest_plugin import SET_HERE
+from tests.conftest import process_alive as _alive
 
 ROOT = Path(__file__).resolve().parents[1]
 STOP_SECONDS = 60
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _redis_of(family: set[int]) -> list[int]:

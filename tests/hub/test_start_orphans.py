@@ -12,18 +12,10 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from tests.conftest import PROJECT_ROOT
+from tests.conftest import process_alive as _alive
 from tests.hub.test_start_faults import Hub
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_killed_supervisor_takes_its_children_along_and_start_comes_up_again(tmp_path):

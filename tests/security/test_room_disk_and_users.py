@@ -8,21 +8,18 @@ at once, through the ToolBox as sessions use it, and a session on a real worker.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
+from agents.models import ApprovalRule, Session, SessionEvent
 from agents.runtime.confinement import room_uid
-from agents.services import session_start, task_create
 from agents.tools import ToolBox, WorktreeFull
 from agents.tools.disk import disk_usage
 from agents.tools.sandbox import Limits, interpreter_policy
@@ -32,7 +29,7 @@ from rooms.services import room_create
 from tests.agents.runtime.test_workers import ended, wait_for
 from tests.agents.tools.conftest import call
 from tests.rooms.factories import make_user
-from tests.security.test_hostile_repository import attacker_repo
+from tests.security.test_hostile_repository import _replay_session, attacker_repo
 
 MB = 1 << 20
 LIMIT = 48 * MB
@@ -98,17 +95,11 @@ def test_a_session_that_fills_its_worktree_ends_saying_so_and_merges_nothing(hub
     attacker = make_user("attacker")
     room = room_create(owner=attacker, name="Filler", source=TemplateRepository(attacker_repo(tmp_path)))
     ApprovalRule.objects.create(room=room, tool="shell", decision="allow")
-    recording = f"filler-{uuid.uuid4().hex[:8]}.json"
-    (Path(settings.REPLAYS_DIR) / recording).write_text(json.dumps({"turns": [
+    session = _replay_session(room, attacker, [
         {"text": "Who am I?", "tool_calls": [{"name": "shell", "arguments": {"command": "id -u"}}]},
         {"text": "Filling.", "tool_calls": [{"name": "shell", "arguments": {"command": FILL, "timeout": 120}}]},
         {"text": "Done."},
-    ]}))
-    agent = AgentProfile.objects.create(name="filler", model=f"replay:{recording}", context_window=32_000,
-                                        output_budget=2_000, created_by=attacker)
-    RoomAgent.objects.create(room=room, agent=agent)
-    task = task_create(room=room, actor=attacker, title="Fill", objective="Fill the disk")
-    session = session_start(task=task, agent=agent, actor=attacker)
+    ])
     wait_for(lambda: ended(session), 180, "the session to end", [worker])
     session.refresh_from_db()
     assert session.state == Session.State.FAILED, session.reason
