@@ -19,16 +19,19 @@ fails the test with the tail of its log.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -246,3 +249,44 @@ def daphne_server(transactional_db, tmp_path) -> Iterator[DaphneServer]:
         yield server
     finally:
         server.hub_process.stop()
+
+
+ORDINARY_USER = 65534
+SYSTEM_PYTHON = Path("/usr/bin/python3")
+AS_AN_ORDINARY_USER = Path(__file__).with_name("as_an_ordinary_user.py")
+
+
+@pytest.fixture
+def as_an_ordinary_user() -> Iterator[Callable[..., dict]]:
+    """Run commands confined by a hub of its own user (uid 65534), as
+    tests/as_an_ordinary_user.py describes: ``run(places, commands, ...,
+    procs=[...])`` gives its JSON answer; ``procs`` are cgroup.procs files it joins first
+    (its operator's delegation). Each place is a worktree and /tmp of the user's own."""
+    if os.geteuid() != 0 or not SYSTEM_PYTHON.exists():
+        pytest.skip("needs root to become an ordinary user, and the system's python3")
+    home = Path(tempfile.mkdtemp(prefix="atrium-hub-user-"))  # pytest's tmp_path is root's alone
+    os.chmod(home, 0o755)
+
+    def place(name: str, **options) -> dict:
+        (home / name / "wt").mkdir(parents=True)
+        subprocess.run(["chown", "-R", f"{ORDINARY_USER}:{ORDINARY_USER}", str(home / name)], check=True)
+        return {"worktree": str(home / name / "wt"), "tmp": str(home / name / "tmp"), **options}
+
+    def run(places: list[dict], commands: list, *, procs: tuple[Path, ...] = (), **spec) -> dict:
+        def join() -> None:
+            for path in procs:
+                path.write_text(str(os.getpid()))
+
+        done = subprocess.run(
+            ["setpriv", f"--reuid={ORDINARY_USER}", f"--regid={ORDINARY_USER}", "--clear-groups", "--",
+             str(SYSTEM_PYTHON), "-I", str(AS_AN_ORDINARY_USER),
+             json.dumps({"places": places, "commands": commands, **spec})],
+            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300, preexec_fn=join)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    run.place = place  # type: ignore[attr-defined]
+    try:
+        yield run
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

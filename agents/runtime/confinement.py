@@ -21,6 +21,7 @@ from agents.tools.sandbox import (
     RoomLimits,
     SandboxPolicy,
     availability,
+    cgroups_usable,
     interpreter_policy,
 )
 
@@ -30,6 +31,10 @@ HUB_PACKAGES = ("hub", "rooms", "agents", "observations")
 OPT_OUT_WARNING = ("The sandbox is OFF (ATRIUM_SANDBOX=off): agents' commands and room checks run "
                    "unconfined, as the hub's user, and can read everything it can (its data folder, "
                    "database and the processes' environments included).")
+NO_ROOM_GROUPS_WARNING = ("This hub may not make control groups for its rooms: their commands share its own "
+                          "process and memory limits, so one room's fork bomb can hold the processes of all. "
+                          "Run it as root, or give it an `atrium` folder in each cgroup v1 controller "
+                          "(docs/operations.md, \"Room limits for a hub that is not root\").")
 
 
 @lru_cache(maxsize=1)
@@ -54,6 +59,8 @@ def sandbox_policy() -> SandboxPolicy:
     )
     if not policy.enabled:
         log.warning(OPT_OUT_WARNING)
+    elif not cgroups_usable(policy.cgroup_root):
+        log.warning(NO_ROOM_GROUPS_WARNING)
     return policy
 
 

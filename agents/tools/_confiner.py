@@ -22,10 +22,14 @@ up, the command never runs: the reason goes to stderr and the exit status is 126
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import fcntl
 import ipaddress
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -38,6 +42,11 @@ UNREACHABLE = (
     "240.0.0.0/4",
 )
 STALE_SECONDS = 60
+# rtnetlink and setns, from <linux/netlink.h>, <linux/rtnetlink.h>, <linux/nsfs.h>, <sched.h>.
+RTM_NEWROUTE, NLMSG_ERROR, RTA_DST = 24, 2, 1
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
+RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNREACHABLE = 254, 3, 0, 7
+NS_GET_USERNS, CLONE_NEWUSER, CLONE_NEWNET = 0xB701, 0x10000000, 0x40000000
 _V1_FILES = {"pids": ("pids.max",), "memory": ("memory.limit_in_bytes",), "cpu": ("cpu.cfs_period_us", "cpu.cfs_quota_us")}
 
 
@@ -226,20 +235,50 @@ def _remove_group(path: str) -> None:
 
 
 def _network(pid: int, spec: dict) -> subprocess.Popen:
-    if os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
-        raise Refused("the sandbox has no network namespace of its own")  # never touch the hub's
-    enter = [spec["nsenter"], "-t", str(pid), "-n"]
-    if not spec.get("root"):
-        enter[3:3] = ["-U", "--preserve-credentials"]
-    _wait_for_loopback(enter, spec["ip"])
+    net = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    owner = None
+    try:
+        if os.fstat(net).st_ino == os.stat("/proc/self/ns/net").st_ino:
+            raise Refused("the sandbox has no network namespace of its own")  # never touch the hub's
+        if not spec.get("root"):
+            # The user namespace that owns the network one: bubblewrap's first, not the
+            # nested one its --disable-userns runs the command in (whose powers stop there).
+            owner = fcntl.ioctl(net, NS_GET_USERNS)
+        slirp = _slirp(pid, spec, owner)
+        try:
+            # The machine's own addresses too: a service listening on all of them (0.0.0.0)
+            # is the hub's, whatever range the address is in.
+            own = subprocess.run([spec["ip"], "-o", "-4", "addr", "show"], capture_output=True, text=True,
+                                 timeout=10).stdout
+            hosts = {line.split()[3].split("/")[0] for line in own.splitlines() if len(line.split()) > 3}
+            unreachable = [cidr for cidr in (*UNREACHABLE, *sorted(f"{h}/32" for h in hosts))
+                           if cidr not in covered(hosts)]
+            _in_namespace(net, owner, lambda: add_unreachable_routes(unreachable))
+        except BaseException:
+            _stop(slirp)
+            raise
+        return slirp
+    finally:
+        for fd in (net, owner):
+            if fd is not None:
+                os.close(fd)
+
+
+def _slirp(pid: int, spec: dict, owner: int | None) -> subprocess.Popen:
+    fds = () if owner is None else (owner,)
+    enter = [spec["nsenter"], f"--net=/proc/{pid}/ns/net"]
+    if owner is not None:
+        enter[1:1] = [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
+    _wait_for_loopback(enter, spec["ip"], fds)
     ready_r, ready_w = os.pipe()
     exit_r, exit_w = os.pipe()
     os.set_inheritable(exit_w, False)
-    namespace = ["--userns-path", f"/proc/{pid}/ns/user"] if not spec.get("root") else []
+    namespace = [] if owner is None else ["--userns-path", f"/proc/self/fd/{owner}"]
     slirp = subprocess.Popen(
         [spec["slirp4netns"], "--configure", "--mtu", "65520", "--disable-host-loopback", "--ready-fd",
          str(ready_w), "--exit-fd", str(exit_r), *namespace, str(pid), "tap0"],
-        pass_fds=(ready_w, exit_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        pass_fds=(ready_w, exit_r, *fds), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE)
     os.close(ready_w)
     os.close(exit_r)
     # exit_w stays open in this process only: slirp4netns ends when it closes (our exit).
@@ -248,29 +287,67 @@ def _network(pid: int, spec: dict) -> subprocess.Popen:
             raise Refused(f"slirp4netns did not start: {_stderr(slirp)}")
     finally:
         os.close(ready_r)
-    # The machine's own addresses too: a service listening on all of them (0.0.0.0) is
-    # the hub's, whatever range the address is in.
-    own = subprocess.run([spec["ip"], "-o", "-4", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
-    hosts = {line.split()[3].split("/")[0] for line in own.splitlines() if len(line.split()) > 3}
-    script = "".join(f"route add unreachable {cidr}\n" for cidr in (*UNREACHABLE, *sorted(f"{h}/32" for h in hosts))
-                     if cidr not in covered(hosts))
-    done = subprocess.run([*enter, spec["ip"], "-batch", "-"], input=script.encode(), capture_output=True, timeout=10)
-    if done.returncode != 0:
-        _stop(slirp)
-        raise Refused(f"the sandbox's routes could not be set: {done.stderr.decode(errors='replace').strip()}")
     slirp.exit_w = exit_w  # type: ignore[attr-defined]  # kept open for the command's life
     return slirp
 
 
-def _wait_for_loopback(enter: list[str], ip: str) -> None:
+def _wait_for_loopback(enter: list[str], ip: str, fds: tuple[int, ...]) -> None:
     """bubblewrap brings up the namespace's loopback after it reported the sandbox: a
     second writer of the namespace's addresses before that makes bubblewrap fail."""
     deadline = time.monotonic() + 5
     while "127.0.0.1" not in subprocess.run([*enter, ip, "-4", "-o", "addr", "show", "dev", "lo"],
-                                            capture_output=True, text=True, timeout=5).stdout:
+                                            capture_output=True, text=True, timeout=5, pass_fds=fds).stdout:
         if time.monotonic() > deadline:
             raise Refused("the sandbox's loopback did not come up")
         time.sleep(0.005)
+
+
+def _in_namespace(net: int, owner: int | None, work) -> None:
+    """Run ``work`` in a child that joined the sandbox's network namespace (through the
+    user namespace that owns it, when the hub is not root). A child, not ``nsenter ip``:
+    the powers a joined user namespace gives end at the next exec of an ordinary user."""
+    error_r, error_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(error_r)
+            if owner is not None:
+                _setns(owner, CLONE_NEWUSER)
+            _setns(net, CLONE_NEWNET)
+            work()
+            os._exit(0)
+        except BaseException as exc:
+            os.write(error_w, str(exc).encode()[:4000])
+            os._exit(1)
+    os.close(error_w)
+    with os.fdopen(error_r, "rb") as reader:
+        error = reader.read().decode(errors="replace")
+    _, status = os.waitpid(child, 0)
+    if status:
+        raise Refused(f"the sandbox's routes could not be set: {error or f'status {status}'}")
+
+
+def _setns(fd: int, kind: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, kind) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"setns: {os.strerror(number)}")
+
+
+def add_unreachable_routes(cidrs: list[str]) -> None:
+    """``ip route add unreachable <cidr>`` for each, over rtnetlink in this process."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as link:
+        for seq, cidr in enumerate(cidrs, 1):
+            network = ipaddress.ip_network(cidr)
+            route = struct.pack("=BBBBBBBBI", socket.AF_INET, network.prefixlen, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT,
+                                RT_SCOPE_UNIVERSE, RTN_UNREACHABLE, 0)
+            route += struct.pack("=HH", 8, RTA_DST) + network.network_address.packed
+            flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+            link.send(struct.pack("=LHHLL", 16 + len(route), RTM_NEWROUTE, flags, seq, 0) + route)
+            answer = link.recv(65536)
+            kind, error = struct.unpack_from("=H", answer, 4)[0], struct.unpack_from("=i", answer, 16)[0]
+            if kind != NLMSG_ERROR or error:
+                raise OSError(-error, f"route unreachable {cidr}: {os.strerror(-error)}")
 
 
 def covered(hosts: set[str]) -> set[str]:

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from agents.tools._confiner import room_group
 from rooms.repository.beneath import walk_tree
 
 SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
@@ -229,18 +230,22 @@ def grouped(policy: SandboxPolicy, place: Place) -> bool:
 
 @lru_cache(maxsize=4)
 def cgroups_usable(root: str) -> bool:
-    """Whether this process may make control groups (root, with the controllers mounted)."""
-    if os.geteuid() != 0:
-        return False
+    """Whether this process may make its rooms' control groups: root, with the
+    controllers mounted; or, on cgroup v1, a hub of its own user whose operator gave it
+    the ``atrium`` folder under its own group in each controller (docs/operations.md)."""
     if os.path.exists(os.path.join(root, "cgroup.controllers")):
-        # v2: only where the root already delegates the three controllers (a populated
-        # group, as a container's root often is, cannot start delegating them).
+        # v2: only root, where the root already delegates the three controllers (a
+        # populated group, as a container's root often is, cannot start delegating them;
+        # an ordinary user may not move a process across the tree).
         try:
             delegated = set(Path(root, "cgroup.subtree_control").read_text().split())
         except OSError:
             return False
-        return {"pids", "memory", "cpu"} <= delegated and os.access(root, os.W_OK)
-    return all(os.access(os.path.join(root, controller), os.W_OK) for controller in ("pids", "memory", "cpu"))
+        return os.geteuid() == 0 and {"pids", "memory", "cpu"} <= delegated and os.access(root, os.W_OK)
+    if os.geteuid() == 0:
+        return all(os.access(os.path.join(root, controller), os.W_OK) for controller in ("pids", "memory", "cpu"))
+    return all(os.access(os.path.dirname(room_group(root, controller, "-")), os.W_OK | os.X_OK)
+               for controller in ("pids", "memory", "cpu"))
 
 
 def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list[str]:

@@ -51,3 +51,25 @@ def test_a_missing_sandbox_is_announced_with_how_to_enable_one(page, monkeypatch
     html = page()
     assert "Commands are refused: no sandbox is available on this machine" in html
     assert "apt-get install bubblewrap" in html
+
+
+def test_a_hub_that_may_make_no_room_groups_says_so_in_its_log(monkeypatch, tmp_path, caplog):
+    """Where no control group can be made (here: a cgroup mount with no controllers), every
+    room's commands share the hub's limits: the operator reads why and what to do."""
+    import dataclasses
+
+    real = confinement.interpreter_policy
+    monkeypatch.setattr(confinement, "interpreter_policy", lambda: dataclasses.replace(real(), cgroup_root=str(tmp_path)))
+    confinement.sandbox_policy.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="agents.runtime.confinement"):
+            confinement.sandbox_policy()
+    finally:
+        confinement.sandbox_policy.cache_clear()
+    assert confinement.NO_ROOM_GROUPS_WARNING in caplog.text and "docs/operations.md" in caplog.text
+    caplog.clear()
+    monkeypatch.undo()
+    with caplog.at_level("WARNING", logger="agents.runtime.confinement"):
+        confinement.sandbox_policy()  # this machine's own mount: root may make them
+    confinement.sandbox_policy.cache_clear()
+    assert confinement.NO_ROOM_GROUPS_WARNING not in caplog.text

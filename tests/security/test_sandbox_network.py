@@ -122,3 +122,21 @@ def test_a_command_without_the_network_reaches_not_even_the_internet(make_box, t
     public, _private = test_host
     outcome = make_box().execute(call("shell", command=PROBE.format(targets=f"{public}:8080")))
     assert "REACHED" not in outcome.text and f"refused {public}:8080" in outcome.text
+
+
+def test_a_hub_of_its_own_user_gives_networked_commands_the_internet_and_nothing_of_the_machine(
+        as_an_ordinary_user, test_host, machine_listener):
+    """Not root (as the Docker image runs), the namespace is the sandbox's user namespace's:
+    slirp4netns and the routes join it there, with the same result."""
+    public, private = test_host
+    port = machine_listener
+    targets = [f"{public}:8080", f"{private}:8080", *_hub_services(), f"127.0.0.1:{port}", f"10.0.2.2:{port}",
+               *(f"{address}:{port}" for address in _own_addresses())]
+    place = as_an_ordinary_user.place("room", network=True)
+    answer = as_an_ordinary_user([place], [[0, PROBE.format(targets=" ".join(targets))],
+                                           [0, f"curl -s -m 5 http://{public}:8080/"]])
+    probe, page = answer["results"]
+    assert answer["uid"] == 65534 and not answer["drops_user"] and probe["code"] == 0, answer
+    reached = [line.split()[1] for line in probe["out"].splitlines() if line.startswith("REACHED")]
+    assert reached == [f"{public}:8080"], probe["out"]
+    assert "hello from the test host" in page["out"], page["out"]

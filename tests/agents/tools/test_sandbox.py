@@ -167,56 +167,14 @@ def test_a_command_line_is_what_its_parts_say(tmp_path):
     assert "--unshare-net" in with_network and str(CONFINER) in with_network
 
 
-SANDBOX_MODULE = Path(__file__).resolve().parents[3] / "agents" / "tools" / "sandbox.py"
-AS_A_HUB_USER = r"""
-import importlib.util, subprocess, sys
-from pathlib import Path
-spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
-sandbox = importlib.util.module_from_spec(spec)
-sys.modules["sandbox"] = sandbox
-spec.loader.exec_module(sandbox)
-policy = sandbox.SandboxPolicy()
-place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
-assert not policy.drops_user and sandbox.availability(policy) == "", sandbox.availability(policy)
-sandbox.prepare(policy, place)
-confined = sandbox.confine(policy, place, "id -u; echo made > made; touch /etc/x 2>&1; ls /proc | grep -c '^[0-9]'")
-done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
-print(done.stdout, done.stderr)
-"""
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
-                    reason="needs root to become an ordinary user (as the Docker image runs)")
-def test_a_hub_running_as_an_ordinary_user_confines_commands_in_a_user_namespace():
-    """The Docker image runs the hub as `atrium`: bubblewrap then makes a user namespace."""
-    import shutil
-    import subprocess
-    import tempfile
-
-    home = Path(tempfile.mkdtemp(prefix="atrium-hub-user-"))  # pytest's tmp_path is root's alone
-    try:
-        (home / "wt").mkdir()
-        os.chmod(home, 0o755)
-        subprocess.run(["chown", "-R", "65534:65534", str(home)], check=True)
-        done = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c",
-             AS_A_HUB_USER, str(SANDBOX_MODULE), str(home / "wt"), str(home / "tmp")],
-            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        lines = done.stdout.split()
-        assert lines[0] == "65534" and "Read-only" in done.stdout and int(lines[-1]) <= 4
-        assert (home / "wt" / "made").stat().st_uid == 65534  # the hub's own user, not root
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
+ALONE = Path(__file__).resolve().parents[2] / "as_an_ordinary_user.py"
 IN_A_VENV = r"""
 import importlib.util, subprocess, sys
 from pathlib import Path
-spec = importlib.util.spec_from_file_location("sandbox", sys.argv[1])
-sandbox = importlib.util.module_from_spec(spec)
-sys.modules["sandbox"] = sandbox
-spec.loader.exec_module(sandbox)
+spec = importlib.util.spec_from_file_location("alone", sys.argv[1])
+alone = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(alone)
+sandbox = alone.load_sandbox()
 policy = sandbox.interpreter_policy()
 place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
 sandbox.prepare(policy, place)
@@ -240,8 +198,19 @@ def test_python_runs_when_the_hubs_venv_was_made_from_a_link_under_tmp(tmp_path)
     assert os.readlink(venv / "bin" / "python3").startswith(str(shim.parent)) or \
         os.path.realpath(venv / "bin" / "python3") == os.path.realpath(sys.executable)
     (tmp_path / "wt").mkdir()
-    done = subprocess.run([str(venv / "bin" / "python3"), "-c", IN_A_VENV, str(SANDBOX_MODULE), str(tmp_path / "wt"),
+    done = subprocess.run([str(venv / "bin" / "python3"), "-c", IN_A_VENV, str(ALONE), str(tmp_path / "wt"),
                            str(tmp_path / "tmp")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(" ", 1)[0] == "0", done.stdout
     assert str(venv) in done.stdout
+
+
+def test_a_hub_running_as_an_ordinary_user_confines_commands_in_a_user_namespace(as_an_ordinary_user):
+    """The Docker image runs the hub as `atrium`: bubblewrap then makes a user namespace."""
+    place = as_an_ordinary_user.place("room")
+    answer = as_an_ordinary_user([place], [[0, "id -u; echo made > made; touch /etc/x 2>&1; ls /proc | grep -c '^[0-9]'"]])
+    out = answer["results"][0]["out"]
+    lines = out.split()
+    assert answer["uid"] == 65534 and not answer["drops_user"]
+    assert lines[0] == "65534" and "Read-only" in out and int(lines[-1]) <= 4, out
+    assert (Path(place["worktree"]) / "made").stat().st_uid == 65534  # the hub's own user, not root
