@@ -11,9 +11,9 @@ client edited or compacted starts a new segment (``segments.restart_segment``) f
 with the history as it now is, so the upstream never gets half of one and half of the
 other.
 
-``Exchange`` sends the request the gateway prepares, as the step loop does
-(agents/runtime/loop.py ``_call``): a new segment first when one is due, and one folded
-retry after an overflow; a second overflow is the client's to hear.
+``Exchange`` sends the request the gateway prepares through the turn driver the step
+loop uses too (observations/gateway/turn.py): a new segment first when one is due, and
+one folded retry after an overflow; a second overflow is the client's to hear.
 """
 
 from __future__ import annotations
@@ -27,16 +27,17 @@ from typing import Any, Protocol
 
 from agents.endpoint.conversation import continuation
 from agents.endpoint.shell_calls import shell_effects
-from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
+from agents.providers import CallRecord, Completion, ProviderError
 from agents.runtime.segments import SegmentStarter
 from observations.gateway import segments
-from observations.gateway.context import Boundary, SegmentNeeded, SessionContext
+from observations.gateway.context import Boundary, SessionContext
 from observations.gateway.messages import NO_PARAMS, Message, Params, Request, ToolCall
 from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
+from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.actions import PathScope, editor_accesses
 
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
@@ -164,7 +165,6 @@ class Exchange:
     params: Params = NO_PARAMS  # the client's settings (agents.endpoint.params), for the step's calls only
     person_waiting: bool = False
     records: list[CallRecord] = field(default_factory=list)
-    overflows: int = 0
 
     def __post_init__(self) -> None:
         # The segment it closed, if it did, is taken from here when the unit commits.
@@ -173,37 +173,23 @@ class Exchange:
     def run(self) -> Completion:
         """The turn; raises ContextTooLarge when no request fits, the provider's
         ContextOverflow after the one folded retry, and its other errors as they are."""
-        segments_ = self.segments
-        try:
-            boundary = self.ctx.prepare(person_waiting=self.person_waiting)
-        except SegmentNeeded as need:
-            segments_.start(need.reason, self.records)
-            boundary = self.ctx.prepare(person_waiting=self.person_waiting)
-        self._emit_fold(boundary)
-        while True:
+
+        def send(boundary: Boundary) -> tuple[Completion, Usage | None]:
             try:
                 completion = self.host.call_model(self._request(boundary))
-            except ContextOverflow as exc:
-                self._keep(exc)
-                self.overflows += 1
-                self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
-                if self.overflows > 1:
-                    raise
-                try:
-                    boundary = self.ctx.after_overflow()
-                except SegmentNeeded as need:
-                    segments_.start(need.reason, self.records)
-                    boundary = self.ctx.prepare(person_waiting=self.person_waiting)
-                self._emit_fold(boundary)
-                continue
             except ProviderError as exc:
-                self._keep(exc)
+                if exc.record is not None:
+                    self.records.append(exc.record)
                 raise
             self.records.append(completion.record)
-            if completion.record.usage_reported:
-                self.ctx.record_usage(completion.record.input_tokens,
-                                      learn=completion.record.model == completion.record.requested_model)
-            return completion
+            return completion, completion.record.usage
+
+        def overflowed(boundary: Boundary, _exc: Exception) -> None:
+            self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
+
+        return TurnDriver(self.ctx, send, lambda reason: self.segments.start(reason, self.records),
+                          on_boundary=self._emit_fold, on_overflow=overflowed, person_waiting=self.person_waiting,
+                          second_overflow_raises=True).run()
 
     def _request(self, boundary: Boundary) -> Request:
         """The step's request with the client's settings. Its output limit is at most the
@@ -212,10 +198,6 @@ class Exchange:
         client's. A handoff's prose (``segments``) is the gateway's, sent without them."""
         limit = min((n for n in (self.max_tokens, boundary.request.max_tokens) if n), default=0)
         return dataclasses.replace(boundary.request, max_tokens=limit, params=self.params)
-
-    def _keep(self, exc: ProviderError) -> None:
-        if exc.record is not None:
-            self.records.append(exc.record)
 
     def _emit_fold(self, boundary: Boundary) -> None:
         if (fold := boundary.fold) is not None:

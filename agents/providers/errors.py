@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from observations.gateway.overflow import overflow_reason
+from observations.gateway.turn import Overflow
 
 if TYPE_CHECKING:
     from agents.providers.records import CallRecord
@@ -46,7 +47,7 @@ class ProviderError(Exception):
         self.record: CallRecord | None = None
 
 
-class ContextOverflow(ProviderError):
+class ContextOverflow(ProviderError, Overflow):
     kind = "context_overflow"
 
     def __init__(

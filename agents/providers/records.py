@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from observations.gateway.messages import ModelTurn, Request, serialize_message, serialize_request
+from observations.gateway.turn import Usage
 
 
 def stable_prefix(request: Request) -> str:
@@ -65,6 +66,14 @@ class CallRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def usage(self) -> Usage | None:
+        """What the provider counted, for the gateway's anchor; nothing is learned from a
+        fallback model's count (another tokenizer)."""
+        if not self.usage_reported:
+            return None
+        return Usage(self.input_tokens, learn=self.model == self.requested_model)
 
 
 @dataclass(frozen=True, slots=True)

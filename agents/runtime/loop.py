@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
-from agents.providers import CallRecord, Completion, ContextOverflow, ProviderError
+from agents.providers import CallRecord, Completion, ProviderError
 from agents.runtime import conflicts, nudges, obligations, reviews
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.delivery import Input, chat_cursor_after, deliver_inputs
@@ -30,13 +30,14 @@ from agents.tools.sandbox import SandboxUnavailable
 from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
 from observations.gateway.breakdown import request_breakdown
-from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeeded, SessionContext
+from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
 from observations.gateway.receipts import meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
+from observations.gateway.turn import TurnDriver, Usage
 
 MAX_VERIFY_ROUNDS = 2
 _EXIT = re.compile(r"^exit (-?\d+) after ")
@@ -162,18 +163,12 @@ class StepLoop:
             return self._with_segment(result)
 
         try:
-            boundary = self._prepare(records)
-            self._emit_boundary(boundary)
-            completion = self._call(boundary, records)
+            completion = self._turn(records).run()
         except ContextTooLarge as exc:
             return done(UnitResult(Outcome.FAILED, reason=str(exc)))
         except ProviderError as exc:
             return done(UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}"))
         turn = completion.turn
-        record = completion.record
-        if record.usage_reported:
-            # A fallback model counts with another tokenizer: anchor on it, learn nothing.
-            ctx.record_usage(record.input_tokens, learn=record.model == record.requested_model)
         # What a model writes is stored (PostgreSQL refuses NUL and lone surrogates).
         text = clean_text(turn.text)
         calls = self._unique_ids(tuple(
@@ -225,15 +220,6 @@ class StepLoop:
             state.person_waiting = True
             state.chat_cursor = chat_cursor_after(state.chat_cursor, inputs)
 
-    def _prepare(self, records: list[CallRecord]) -> Boundary:
-        """The next request; a new segment first when folds cannot (or should not) make
-        room. Raises ContextTooLarge when even a new segment cannot."""
-        try:
-            return self.ctx.prepare(person_waiting=self.state.person_waiting)
-        except SegmentNeeded as need:
-            self.segments.start(need.reason, records)
-            return self.ctx.prepare(person_waiting=self.state.person_waiting)
-
     def _with_segment(self, result: UnitResult) -> UnitResult:
         result.closed_segment = self.segments.take_closed()
         return result
@@ -252,53 +238,30 @@ class StepLoop:
             unique.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
         return tuple(unique)
 
-    def _call(self, boundary, records: list[CallRecord]):
-        """Send the request. An overflow is never sent again as it was: the first one
-        forces a fold (or, with nothing left to fold, a new segment), a second one a new
-        segment; a session fails only when even a fresh segment does not fit."""
-        folded = False
-        while True:
+    def _turn(self, records: list[CallRecord]) -> TurnDriver[Completion]:
+        """The step's request (observations/gateway/turn.py); ``records`` gets every call
+        it makes, a handoff's prose and a refused overflow included."""
+
+        def send(boundary: Boundary) -> tuple[Completion, Usage | None]:
+            # Its record (or its error's) carries the gateway's view of the request.
+            facts = {"projected_tokens": boundary.projection, "prefix": request_breakdown(self.ctx)}
             try:
-                completion = self._send(boundary)
-            except ContextOverflow as exc:
-                if exc.record is not None:
-                    records.append(exc.record)
-                self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
-                boundary = self._after_overflow(folded, records)
-                folded = True
-                self._emit_boundary(boundary)
-                continue
+                completion = self.host.call_model(boundary.request)
             except ProviderError as exc:
                 if exc.record is not None:
+                    exc.record = replace(exc.record, **facts)
                     records.append(exc.record)
                 raise
-            records.append(completion.record)
-            return completion
+            record = replace(completion.record, **facts)
+            records.append(record)
+            return Completion(completion.turn, record), record.usage
 
-    def _after_overflow(self, folded: bool, records: list[CallRecord]) -> Boundary:
-        ctx = self.ctx
-        try:
-            if not folded:
-                return ctx.after_overflow()
-            if not (ctx.segments_enabled and ctx.step > ctx.segment_started_step):
-                fresh = ctx.segments_enabled and ctx.segment_started_step == ctx.step
-                raise ContextTooLarge("the provider still rejected the request as too long " + (
-                    "in a new segment started for it" if fresh else "after a mandatory fold"))
-            raise SegmentNeeded("the provider still rejected the folded request as too long")
-        except SegmentNeeded as need:
-            self.segments.start(need.reason, records)
-            return ctx.prepare(person_waiting=self.state.person_waiting)
+        def overflowed(boundary: Boundary, _exc: Exception) -> None:
+            self.host.emit("model.overflow", {"step": self.ctx.step, "projection": boundary.projection})
 
-    def _send(self, boundary) -> Completion:
-        """One request; its record (or its error's) carries the gateway's view of it."""
-        facts = {"projected_tokens": boundary.projection, "prefix": request_breakdown(self.ctx)}
-        try:
-            completion = self.host.call_model(boundary.request)
-        except ProviderError as exc:
-            if exc.record is not None:
-                exc.record = replace(exc.record, **facts)
-            raise
-        return Completion(completion.turn, replace(completion.record, **facts))
+        return TurnDriver(self.ctx, send, lambda reason: self.segments.start(reason, records),
+                          on_boundary=self._emit_boundary, on_overflow=overflowed,
+                          person_waiting=self.state.person_waiting)
 
     def _emit_boundary(self, boundary) -> None:
         budget = self.ctx.budget

@@ -20,7 +20,7 @@ from typing import Any
 
 from observations.gateway import segments
 from observations.gateway.budget import Budget
-from observations.gateway.context import Boundary, ContextTooLarge, SegmentNeeded, SessionContext
+from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
 from observations.gateway.policies import FoldReason, Policy
@@ -31,6 +31,7 @@ from observations.gateway.tokens import (
     estimate_tokens,
 )
 from observations.gateway.transcript import FileRange, ObservationInput
+from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.eval.baselines import (
     MASK_LAST_5,
     ComparisonContext,
@@ -268,13 +269,10 @@ def replay(
         result.step_blocked.append(False)
         result.step_fold_costs.append(0.0)
         segment = ctx.segment
-        boundary = _prepare(ctx, step.index, result, bill)
-        if boundary is None:
+        sent_request = _send(ctx, step.index, result, bill, tail)
+        if sent_request is None:
             break
-        messages = boundary.request.messages + tail
-        tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
-        sent = ctx.header_tokens + sum(tokens)
-        ctx.record_usage(sent)
+        boundary, messages, tokens, sent = sent_request
         if boundary.fold is not None:
             result.folds.append(result.requests)
             result.payload_receipts += len(boundary.fold.payloads)
@@ -295,15 +293,20 @@ def replay(
     return result
 
 
-def _prepare(ctx: SessionContext, index: int, result: RunResult, bill: _Biller) -> Boundary | None:
-    """The step's boundary, in a new segment if the context asks for one; None (the run
-    failed, recorded in ``result``) when even that cannot fit."""
+def _send(ctx: SessionContext, index: int, result: RunResult, bill: _Biller,
+          tail: tuple[Message, ...]) -> tuple[Boundary, tuple[Message, ...], list[int], int] | None:
+    """The step's request as the live hub makes it (observations/gateway/turn.py), in a
+    new segment if the context asks for one, with its messages, their sizes and what the
+    simulated provider counted; None (the run failed, recorded in ``result``) when even a
+    new segment cannot fit. The simulated provider never overflows: it counts."""
+
+    def count(boundary: Boundary) -> tuple[tuple[Boundary, tuple[Message, ...], list[int], int], Usage]:
+        tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
+        sent = ctx.header_tokens + sum(tokens)
+        return (boundary, boundary.request.messages + tail, tokens, sent), Usage(sent)
+
     try:
-        try:
-            return ctx.prepare()
-        except SegmentNeeded as need:
-            _new_segment(ctx, need.reason, result, bill)
-            return ctx.prepare()
+        return TurnDriver(ctx, count, lambda reason: _new_segment(ctx, reason, result, bill)).run()
     except ContextTooLarge as exc:
         result.failure = f"step {index}: {exc}"
         result.step_blocked[-1] = True
