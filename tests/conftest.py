@@ -273,15 +273,15 @@ def as_an_ordinary_user() -> Iterator[Callable[..., dict]]:
         return {"worktree": str(home / name / "wt"), "tmp": str(home / name / "tmp"), **options}
 
     def run(places: list[dict], commands: list, *, procs: tuple[Path, ...] = (), **spec) -> dict:
-        def join() -> None:
-            for path in procs:
-                path.write_text(str(os.getpid()))
-
+        # The shell joins the groups as root, then becomes the user (no Python between
+        # fork and exec in a test process that may have threads).
+        join = 'while [ "$1" != -- ]; do echo $$ > "$1"; shift; done; shift; exec "$@"'
         done = subprocess.run(
-            ["setpriv", f"--reuid={ORDINARY_USER}", f"--regid={ORDINARY_USER}", "--clear-groups", "--",
+            ["/bin/sh", "-c", join, "sh", *map(str, procs), "--",
+             "setpriv", f"--reuid={ORDINARY_USER}", f"--regid={ORDINARY_USER}", "--clear-groups", "--",
              str(SYSTEM_PYTHON), "-I", str(AS_AN_ORDINARY_USER),
              json.dumps({"places": places, "commands": commands, **spec})],
-            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300, preexec_fn=join)
+            env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

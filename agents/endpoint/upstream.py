@@ -4,7 +4,7 @@ the official SDK of the profile's provider, and its answer relayed as it comes.
 A client that speaks the profile's provider's format is passed through (``relay``):
 the model the client names is replaced by the profile's, every other field goes as the
 client wrote it, and the answer comes back byte for byte, streamed as it arrives. A
-client of the other format is translated (``translated``, ``translate``): its request
+client of the other format is translated (``translated``, ``agents.endpoint.formats``): its request
 goes through the profile's own provider as a neutral Request and the turn comes back
 in the client's format. The SDKs' own retries are off: a rate limit or an upstream 5xx
 reaches the client with its retry headers, and the client's SDK retries as it would
@@ -25,13 +25,11 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import anthropic
-import openai
 from asgiref.sync import sync_to_async
 
-from agents.endpoint import translate
 from agents.endpoint.cache import BoundedCache
-from agents.endpoint.wire import Format, WireError, sse_error
+from agents.endpoint.formats import FORMATS
+from agents.endpoint.wire import Format, WireError
 from agents.models import AgentProfile
 from agents.providers.addresses import allowed_from
 from agents.providers.ambient import withheld_headers
@@ -60,8 +58,6 @@ log = logging.getLogger(__name__)
 # Upstream response headers a client may act on: retries, rate limits, request ids.
 RELAYED_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-request-id")
 RELAYED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
-# Client request headers that change what the upstream does, passed on.
-FORWARDED_HEADERS = {"anthropic": ("anthropic-beta",), "openai": ()}
 # Sent upstream on every pass-through; a request that carries it is refused (views).
 HOP_HEADER = "X-Atrium-Gateway-Hop"
 GATEWAY_KEY_PREFIX = "atr-gw-"  # agents.endpoint.keys.TOKEN_PREFIX
@@ -107,16 +103,17 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any], p
     a session makes, SDK retries off), the turn back in the client's format, streamed as
     events when it asked for a stream."""
     model = profile.model.partition(":")[2]
-    request = translate.request_from(fmt, body, model=model, params=params)
+    wire_format = FORMATS[fmt]
+    request = wire_format.request(body, model, params)
     try:
         turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
     except ProviderError as exc:
         raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
     if body.get("stream") is True:
-        events = translate.stream_events(fmt, turn, model=model)
+        events = wire_format.stream(turn, model)
         return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=replayed(events))
     return Relay(200, {"Content-Type": "application/json"},
-                 content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
+                 content=json.dumps(wire_format.response(turn, model)).encode())
 
 
 def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
@@ -172,18 +169,17 @@ def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
     loop = asyncio.get_running_loop()
 
     def make() -> Any:
-        sdk: Any = openai if fmt == "openai" else anthropic
+        wire_format = FORMATS[fmt]
         headers = None
         if not endpoint.trusted:
-            also = ("OpenAI-Organization", "OpenAI-Project") if fmt == "openai" else ()
             headers = withheld_headers(f"{fmt.upper()}_CUSTOM_HEADERS", api_key=endpoint.api_key,
-                                       omit=sdk.Omit(), also=also)
-        cls = sdk.AsyncOpenAI if fmt == "openai" else sdk.AsyncAnthropic
+                                       omit=wire_format.sdk.Omit(), also=wire_format.withheld_also)
         # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
-        http_client = None if endpoint.trusted else checked_client(sdk.DefaultAsyncHttpxClient,
+        http_client = None if endpoint.trusted else checked_client(wire_format.sdk.DefaultAsyncHttpxClient,
                                                                    allowed_from(os.environ))
-        client = cls(api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=DEFAULT_TIMEOUT, max_retries=0,
-                     default_headers=headers, http_client=http_client)
+        client = wire_format.async_client_class()(api_key=endpoint.api_key, base_url=endpoint.base_url,
+                                                  timeout=DEFAULT_TIMEOUT, max_retries=0, default_headers=headers,
+                                                  http_client=http_client)
         client._atrium_loop = loop
         return client
 
@@ -197,20 +193,14 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
     """Send ``body`` upstream; return its answer (an upstream error included, as the
     upstream said it) or raise WireError for what the client should hear from us."""
     client = _client(endpoint, fmt)
+    wire_format = FORMATS[fmt]
     stack = contextlib.AsyncExitStack()
     streaming = body.get("stream") is True
-    # Anthropic's SDK takes max_tokens as an argument; OpenAI's passes it on with the rest.
-    rest = {k: v for k, v in body.items() if k not in ("model", "messages", *(("max_tokens",) if fmt == "anthropic" else ()))}
-    extra_headers = {name: request_headers[name] for name in FORWARDED_HEADERS[fmt] if name in request_headers}
+    extra_headers = {name: request_headers[name] for name in wire_format.forwarded_headers if name in request_headers}
     extra_headers[HOP_HEADER] = "1"
     try:
-        if fmt == "openai":
-            call = client.chat.completions.with_streaming_response.create(
-                model=endpoint.model, messages=body["messages"], extra_body=rest, extra_headers=extra_headers)
-        else:
-            call = client.messages.with_streaming_response.create(
-                model=endpoint.model, messages=body["messages"], max_tokens=body["max_tokens"], extra_body=rest,
-                extra_headers=extra_headers, timeout=DEFAULT_TIMEOUT)
+        call = wire_format.relay_call(client, model=endpoint.model, body=body, extra_headers=extra_headers,
+                                      timeout=DEFAULT_TIMEOUT)
         response = await stack.enter_async_context(call)
         headers = _relayed(response.headers)
         headers["Content-Type"] = response.headers.get("content-type", "application/json")
@@ -243,11 +233,7 @@ def _provider_shaped(fmt: Format, content: bytes) -> bool:
         answer = json.loads(content)
     except ValueError:
         return False
-    if not isinstance(answer, dict):
-        return False
-    if fmt == "openai":
-        return isinstance(answer.get("choices"), list)
-    return answer.get("type") == "message" and isinstance(answer.get("content"), list)
+    return isinstance(answer, dict) and FORMATS[fmt].answer_shaped(answer)
 
 
 async def _stream(response: Any, stack: contextlib.AsyncExitStack, endpoint: UpstreamEndpoint,
@@ -261,14 +247,14 @@ async def _stream(response: Any, stack: contextlib.AsyncExitStack, endpoint: Ups
     except Exception as exc:  # headers are out: the error can only be an event now
         log.warning("gateway endpoint: upstream stream of %s failed: %s", display_url(endpoint.base_url),
                     type(exc).__name__)
-        yield sse_error(fmt, WireError("The upstream stream broke off: " + _reason(exc, endpoint), status=502,
+        yield FORMATS[fmt].sse_error(WireError("The upstream stream broke off: " + _reason(exc, endpoint), status=502,
                                        kind="api_error"))
     finally:
         await stack.aclose()
 
 
 def _failure(exc: Exception, endpoint: UpstreamEndpoint, fmt: Format) -> Relay:
-    sdk: Any = openai if fmt == "openai" else anthropic
+    sdk: Any = FORMATS[fmt].sdk
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         if status in (401, 403):
@@ -312,7 +298,7 @@ def _provider_error(fmt: Format, text: str, api_key: str) -> dict[str, Any] | No
         return None
     fields = {name: redact(value[:500], [api_key]) for name in ("message", "type", "code", "param")
               if isinstance(value := error.get(name), str)}
-    return {"type": "error", "error": fields} if fmt == "anthropic" else {"error": fields}
+    return FORMATS[fmt].rebuilt_error(fields)
 
 
 def _reason(exc: Exception, endpoint: UpstreamEndpoint) -> str:

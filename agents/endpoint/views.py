@@ -1,7 +1,7 @@
 """The endpoint's views: async under Daphne, thin. Each reads the key, checks the body,
 calls ``upstream.relay`` and answers in the client's format; nothing else. A request
 never gets a Django error page or a traceback: every failure is a provider-shaped
-error body (``wire.error_body``).
+error body (``WireFormat.error_body``).
 
 The same views answer at ``/v1/...`` (the key names its room) and at
 ``/rooms/<slug>/v1/...`` (the key must also be that room's, or it is refused like a
@@ -30,8 +30,9 @@ from django.http import (
 )
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.endpoint import in_flight, params, translate, upstream, wire
+from agents.endpoint import in_flight, params, upstream, wire
 from agents.endpoint.conversation import SESSION_HEADER, conversation_key
+from agents.endpoint.formats import DEFAULT_FORMAT, FORMATS
 from agents.endpoint.keys import gateway_key_lookup
 from agents.endpoint.sessions import proxied_turn
 from agents.endpoint.wire import Format, WireError
@@ -83,7 +84,7 @@ def _endpoint(fmt: Format | None, methods: tuple[str, ...]) -> Callable[[View], 
 
 
 def error_response(fmt: Format, error: WireError) -> JsonResponse:
-    response = JsonResponse(wire.error_body(fmt, error), status=error.status)
+    response = JsonResponse(FORMATS[fmt].error_body(error), status=error.status)
     for name, value in error.headers.items():
         response[name] = value
     if error.retry_after is not None:
@@ -91,14 +92,15 @@ def error_response(fmt: Format, error: WireError) -> JsonResponse:
         # that no client comes back sooner than it was asked to.
         response["retry-after-ms"] = str(max(0, round(error.retry_after * 1000)))
         response["Retry-After"] = str(max(0, math.ceil(error.retry_after)))
-    if fmt == "openai" and error.status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="atrium"'
+    if (challenge := FORMATS[fmt].challenge) and error.status == 401:
+        response["WWW-Authenticate"] = challenge
     return response
 
 
 def _format_of(request: HttpRequest) -> Format:
     headers = request.headers
-    return "anthropic" if "x-api-key" in headers or "anthropic-version" in headers else "openai"
+    return next((name for name, wire_format in FORMATS.items()
+                 if any(header in headers for header in wire_format.claiming_headers)), DEFAULT_FORMAT)
 
 
 def _token(request: HttpRequest, fmt: Format) -> str | None:
@@ -107,7 +109,7 @@ def _token(request: HttpRequest, fmt: Format) -> str | None:
     api_key = request.headers.get("x-api-key")
     scheme, _, bearer = (request.headers.get("authorization") or "").partition(" ")
     bearer = bearer.strip() if scheme.lower() == "bearer" else ""
-    ordered = (api_key, bearer) if fmt == "anthropic" else (bearer, api_key)
+    ordered = (bearer, api_key) if FORMATS[fmt].bearer_first else (api_key, bearer)
     return next((token.strip() for token in ordered if token and token.strip()), None)
 
 
@@ -117,21 +119,23 @@ async def models(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResp
     sends is replaced by it anyway)."""
     spec = key.agent.model
     name = spec.partition(":")[2] or spec
-    return JsonResponse(wire.models_body(fmt, name, created=int(key.agent.created_at.timestamp())))
+    return JsonResponse(FORMATS[fmt].models(name, created=int(key.agent.created_at.timestamp())))
 
 
 @_endpoint("openai", ("POST",))
 async def chat_completions(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
-    body = wire.parse_body(_body(request))
-    wire.check_openai_chat(body)
-    return await _relay(request, key, "openai", body)
+    return await _relay(request, key, "openai", _checked_body(request, "openai"))
 
 
 @_endpoint("anthropic", ("POST",))
 async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    return await _relay(request, key, "anthropic", _checked_body(request, "anthropic"))
+
+
+def _checked_body(request: HttpRequest, fmt: Format) -> dict[str, Any]:
     body = wire.parse_body(_body(request))
-    wire.check_anthropic_messages(body)
-    return await _relay(request, key, "anthropic", body)
+    FORMATS[fmt].check(body)
+    return body
 
 
 def _body(request: HttpRequest) -> bytes:
@@ -192,14 +196,15 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
     in a worker thread with its own connection), the turn in the client's format: what
     the gateway sent upstream is its own; the client keeps its history as it wrote it."""
     model = key.agent.model.partition(":")[2]
-    neutral = translate.request_from(fmt, body, model=model, params=client_params)
+    wire_format = FORMATS[fmt]
+    neutral = wire_format.request(body, model, client_params)
     conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER))
     turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
     if body.get("stream") is True:
         return upstream.Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"},
-                              stream=upstream.replayed(translate.stream_events(fmt, turn, model=model)))
+                              stream=upstream.replayed(wire_format.stream(turn, model)))
     return upstream.Relay(200, {"Content-Type": "application/json"},
-                          content=json.dumps(translate.response_body(fmt, turn, model=model)).encode())
+                          content=json.dumps(wire_format.response(turn, model)).encode())
 
 
 @csrf_exempt

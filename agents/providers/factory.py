@@ -43,6 +43,24 @@ NO_KEY = "no-key"
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderKind:
+    """What a spec's kind (``openai:``, ``anthropic:``) is called with."""
+
+    provider: type  # its Provider class
+    env_prefix: str  # <prefix>_API_KEY, <prefix>_BASE_URL, <prefix>_CUSTOM_HEADERS
+    official_url: str
+    keyless_off_official: bool  # a server other than the official one may need no key (local servers)
+
+
+# A provider kind is one row here and one Provider class; the gateway endpoint's wire
+# format for it is agents.endpoint.formats.of_provider.
+PROVIDER_KINDS = {
+    "openai": ProviderKind(OpenAIProvider, "OPENAI", OPENAI_DEFAULT_BASE_URL, keyless_off_official=True),
+    "anthropic": ProviderKind(AnthropicProvider, "ANTHROPIC", ANTHROPIC_DEFAULT_BASE_URL, keyless_off_official=False),
+}
+
+
+@dataclass(frozen=True, slots=True)
 class ModelEndpoint:
     """A fallback with its own settings; ``None`` fields come from the environment, the
     key only when the endpoint is the environment's or the official one."""
@@ -83,7 +101,7 @@ def build_provider(
     if parsed.kind == "script":
         return ScriptProvider.from_script(parsed.name, script_dir=script_dir)
     endpoint = upstream_endpoint(parsed, api_key=api_key, base_url=base_url, env=env)
-    cls = OpenAIProvider if parsed.kind == "openai" else AnthropicProvider
+    cls = PROVIDER_KINDS[parsed.kind].provider
     # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
     client = None if endpoint.trusted else checked_client(cls.http_client_class, allowed_from(os.environ))
     return cls(parsed.name, api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=timeout,
@@ -112,32 +130,22 @@ def upstream_endpoint(
     env = os.environ if env is None else env
     if base_url:
         _check_profile_url(base_url, env)
-    if parsed.kind == "openai":
-        url, trusted = _endpoint(base_url, env, prefix="OPENAI", official=OPENAI_DEFAULT_BASE_URL)
-        key = api_key or (env.get("OPENAI_API_KEY") if trusted else None)
-        if not key:
-            if _same_url(url, OPENAI_DEFAULT_BASE_URL):
-                raise InvalidModelSpec(
-                    f"{parsed} needs an API key: set OPENAI_API_KEY or the agent's API key"
-                )
-            key = NO_KEY
-        return UpstreamEndpoint(parsed.kind, parsed.name, url, key, trusted)
-    if parsed.kind != "anthropic":
+    kind = PROVIDER_KINDS.get(parsed.kind)
+    if kind is None:
         raise InvalidModelSpec(f"{parsed} is not called over the network")
-    url, trusted = _endpoint(
-        base_url, env, prefix="ANTHROPIC", official=ANTHROPIC_DEFAULT_BASE_URL
-    )
-    key = api_key or (env.get("ANTHROPIC_API_KEY") if trusted else None)
+    url, trusted = _endpoint(base_url, env, prefix=kind.env_prefix, official=kind.official_url)
+    variable = f"{kind.env_prefix}_API_KEY"
+    key = api_key or (env.get(variable) if trusted else None)
     if not key:
-        if base_url and env.get("ANTHROPIC_API_KEY"):
+        if kind.keyless_off_official and not _same_url(url, kind.official_url):
+            key = NO_KEY
+        elif base_url and env.get(variable):
             raise InvalidModelSpec(
-                f"{parsed} at {display_url(base_url)} needs the agent's own API key: "
-                "ANTHROPIC_API_KEY is "
-                "only sent to ANTHROPIC_BASE_URL or the official endpoint"
+                f"{parsed} at {display_url(base_url)} needs the agent's own API key: {variable} is "
+                f"only sent to {kind.env_prefix}_BASE_URL or the official endpoint"
             )
-        raise InvalidModelSpec(
-            f"{parsed} needs an API key: set ANTHROPIC_API_KEY or the agent's API key"
-        )
+        else:
+            raise InvalidModelSpec(f"{parsed} needs an API key: set {variable} or the agent's API key")
     return UpstreamEndpoint(parsed.kind, parsed.name, url, key, trusted)
 
 

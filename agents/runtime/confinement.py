@@ -33,7 +33,8 @@ OPT_OUT_WARNING = ("The sandbox is OFF (ATRIUM_SANDBOX=off): agents' commands an
                    "database and the processes' environments included).")
 NO_ROOM_GROUPS_WARNING = ("This hub may not make control groups for its rooms: their commands share its own "
                           "process and memory limits, so one room's fork bomb can hold the processes of all. "
-                          "Run it as root, or give it an `atrium` folder in each cgroup v1 controller "
+                          "Run it as root (on cgroup v2, with pids, memory and cpu delegated at the root), or "
+                          "give it an `atrium` folder in each cgroup v1 controller "
                           "(docs/operations.md, \"Room limits for a hub that is not root\").")
 
 

@@ -42,6 +42,7 @@ UNREACHABLE = (
     "240.0.0.0/4",
 )
 STALE_SECONDS = 60
+ROUTES_SECONDS = 10  # for the sandbox's routes to be set
 # rtnetlink and setns, from <linux/netlink.h>, <linux/rtnetlink.h>, <linux/nsfs.h>, <sched.h>.
 RTM_NEWROUTE, NLMSG_ERROR, RTA_DST = 24, 2, 1
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
@@ -244,7 +245,7 @@ def _network(pid: int, spec: dict) -> subprocess.Popen:
             # The user namespace that owns the network one: bubblewrap's first, not the
             # nested one its --disable-userns runs the command in (whose powers stop there).
             owner = fcntl.ioctl(net, NS_GET_USERNS)
-        slirp = _slirp(pid, spec, owner)
+        slirp = _slirp(net, spec, owner)
         try:
             # The machine's own addresses too: a service listening on all of them (0.0.0.0)
             # is the hub's, whatever range the address is in.
@@ -264,9 +265,10 @@ def _network(pid: int, spec: dict) -> subprocess.Popen:
                 os.close(fd)
 
 
-def _slirp(pid: int, spec: dict, owner: int | None) -> subprocess.Popen:
-    fds = () if owner is None else (owner,)
-    enter = [spec["nsenter"], f"--net=/proc/{pid}/ns/net"]
+def _slirp(net: int, spec: dict, owner: int | None) -> subprocess.Popen:
+    """slirp4netns on the namespace checked, held open here (never found again by pid)."""
+    fds = (net,) if owner is None else (net, owner)
+    enter = [spec["nsenter"], f"--net=/proc/self/fd/{net}"]
     if owner is not None:
         enter[1:1] = [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
     _wait_for_loopback(enter, spec["ip"], fds)
@@ -276,7 +278,7 @@ def _slirp(pid: int, spec: dict, owner: int | None) -> subprocess.Popen:
     namespace = [] if owner is None else ["--userns-path", f"/proc/self/fd/{owner}"]
     slirp = subprocess.Popen(
         [spec["slirp4netns"], "--configure", "--mtu", "65520", "--disable-host-loopback", "--ready-fd",
-         str(ready_w), "--exit-fd", str(exit_r), *namespace, str(pid), "tap0"],
+         str(ready_w), "--exit-fd", str(exit_r), *namespace, "--netns-type=path", f"/proc/self/fd/{net}", "tap0"],
         pass_fds=(ready_w, exit_r, *fds), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE)
     os.close(ready_w)
@@ -305,26 +307,32 @@ def _wait_for_loopback(enter: list[str], ip: str, fds: tuple[int, ...]) -> None:
 def _in_namespace(net: int, owner: int | None, work) -> None:
     """Run ``work`` in a child that joined the sandbox's network namespace (through the
     user namespace that owns it, when the hub is not root). A child, not ``nsenter ip``:
-    the powers a joined user namespace gives end at the next exec of an ordinary user."""
+    the powers a joined user namespace gives end at the next exec of an ordinary user.
+    The child has ROUTES_SECONDS (its alarm ends it)."""
     error_r, error_w = os.pipe()
     child = os.fork()
-    if child == 0:
+    if child == 0:  # never returns: whatever happens, the child ends here
         try:
             os.close(error_r)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD_SIGNALS)
+            signal.alarm(ROUTES_SECONDS)
             if owner is not None:
                 _setns(owner, CLONE_NEWUSER)
             _setns(net, CLONE_NEWNET)
             work()
             os._exit(0)
         except BaseException as exc:
-            os.write(error_w, str(exc).encode()[:4000])
+            with contextlib.suppress(BaseException):
+                os.write(error_w, str(exc).encode()[:4000])
+        finally:
             os._exit(1)
     os.close(error_w)
     with os.fdopen(error_r, "rb") as reader:
         error = reader.read().decode(errors="replace")
     _, status = os.waitpid(child, 0)
     if status:
-        raise Refused(f"the sandbox's routes could not be set: {error or f'status {status}'}")
+        code = os.waitstatus_to_exitcode(status)
+        raise Refused(f"the sandbox's routes could not be set: {error or f'status {code}'}")
 
 
 def _setns(fd: int, kind: int) -> None:
@@ -337,6 +345,7 @@ def _setns(fd: int, kind: int) -> None:
 def add_unreachable_routes(cidrs: list[str]) -> None:
     """``ip route add unreachable <cidr>`` for each, over rtnetlink in this process."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as link:
+        link.settimeout(ROUTES_SECONDS)
         for seq, cidr in enumerate(cidrs, 1):
             network = ipaddress.ip_network(cidr)
             route = struct.pack("=BBBBBBBBI", socket.AF_INET, network.prefixlen, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT,

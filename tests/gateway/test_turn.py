@@ -103,7 +103,7 @@ def test_the_endpoints_exchange_makes_the_drivers_requests():
 
     class Upstream:
         def __init__(self) -> None:
-            self.requests, self.answers = [], ["overflow", 9_000]
+            self.requests, self.answers, self.events = [], ["overflow", 9_000], []
 
         def call_model(self, request):
             self.requests.append(request)
@@ -117,10 +117,13 @@ def test_the_endpoints_exchange_makes_the_drivers_requests():
             return Completion(ModelTurn(text="reply", tool_calls=()), record)
 
         def emit(self, kind, payload):
-            pass
+            self.events.append(kind)
 
     upstream = Upstream()
     other = grown()
-    Exchange(other, upstream).run()
+    exchange = Exchange(other, upstream)
+    exchange.run()
     assert [r.messages for r in upstream.requests] == [b.request.messages for b in script.boundaries]
+    assert [r.usage_reported for r in exchange.records] == [False, True]  # the refused call is on the record too
+    assert upstream.events == ["model.overflow", "fold"]
     assert other.projection() == ctx.projection() == 9_000

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 import openai
 
-from agents.endpoint import feed, translate
+from agents.endpoint import feed
+from agents.endpoint.formats import FORMATS
 from observations.gateway.messages import Request, ToolCall
 from observations.gateway.receipts import render_receipt
 from observations.gateway.tokens import estimate_request_message, estimate_tokens
@@ -101,7 +102,7 @@ class TrajectoryUpstream(WireServer):
         super().__init__()
 
     def _next(self, received: Received) -> Reply:
-        request = translate.request_from("openai", received.json, model=UPSTREAM_MODEL)
+        request = FORMATS["openai"].request(received.json, UPSTREAM_MODEL)
         size = request_tokens(request)
         step = self.trajectory.steps[self.step]
         body = {"id": f"chatcmpl-{step.index}", "object": "chat.completion", "created": 1760000000,

@@ -1,4 +1,5 @@
-"""Translation between a client's format and the gateway's neutral shapes, plain Python:
+"""Translation between a client's format and the gateway's neutral shapes
+(agents/endpoint/formats), plain Python:
 what each format's history becomes, what a turn becomes, and what is refused."""
 
 from __future__ import annotations
@@ -7,14 +8,14 @@ import json
 
 import pytest
 
-from agents.endpoint.translate import request_from, response_body, stream_events
+from agents.endpoint.formats import FORMATS
 from agents.endpoint.wire import WireError
 from agents.providers.toolcalls import MALFORMED_ARGUMENTS_KEY
 from observations.gateway.messages import Message, ModelTurn, ToolCall, ToolSchema, Usage
 
 
 def test_an_openai_history_becomes_neutral_messages_with_the_tool_names_found():
-    request = request_from("openai", {"model": "x", "max_tokens": 50, "messages": [
+    request = FORMATS["openai"].request({"model": "x", "max_tokens": 50, "messages": [
         {"role": "system", "content": "Rule one."},
         {"role": "developer", "content": [{"type": "text", "text": "Rule two."}]},
         {"role": "user", "content": [{"type": "text", "text": "fix "}, {"type": "text", "text": "it"}]},
@@ -37,7 +38,7 @@ def test_an_openai_history_becomes_neutral_messages_with_the_tool_names_found():
 
 
 def test_an_anthropic_history_becomes_neutral_messages_tool_results_first():
-    request = request_from("anthropic", {"model": "x", "max_tokens": 9, "system": [{"type": "text", "text": "S"}],
+    request = FORMATS["anthropic"].request({"model": "x", "max_tokens": 9, "system": [{"type": "text", "text": "S"}],
                                          "messages": [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"p": 1}}]},
@@ -68,7 +69,7 @@ def test_an_anthropic_history_becomes_neutral_messages_tool_results_first():
 ])
 def test_what_the_neutral_shapes_cannot_hold_is_refused_naming_the_part(fmt, body, param):
     with pytest.raises(WireError) as caught:
-        request_from(fmt, {"model": "x", **body}, model="m")
+        FORMATS[fmt].request({"model": "x", **body}, model="m")
     assert caught.value.param == param and caught.value.status == 400
 
 
@@ -78,27 +79,27 @@ TURN = ModelTurn(text="Reading.", tool_calls=(ToolCall("c1", "read", {"path": "a
 
 
 def test_a_turn_becomes_each_formats_response_with_usage_counted_its_way():
-    openai_body = response_body("openai", TURN, model="m")
+    openai_body = FORMATS["openai"].response(TURN, model="m")
     assert openai_body["choices"][0]["finish_reason"] == "tool_calls"
     assert openai_body["choices"][0]["message"]["tool_calls"][0]["function"] == {"name": "read",
                                                                                  "arguments": '{"path": "a"}'}
     assert openai_body["usage"]["prompt_tokens"] == 100
-    anthropic_body = response_body("anthropic", TURN, model="m")
+    anthropic_body = FORMATS["anthropic"].response(TURN, model="m")
     assert anthropic_body["content"] == [{"type": "text", "text": "Reading."},
                                          {"type": "tool_use", "id": "c1", "name": "read", "input": {"path": "a"}}]
     assert anthropic_body["usage"] == {"input_tokens": 30, "cache_read_input_tokens": 60,
                                        "cache_creation_input_tokens": 10, "output_tokens": 7}
     plain = ModelTurn(text="done", stop_reason="max_tokens")
-    assert response_body("openai", plain, model="m")["choices"][0]["finish_reason"] == "length"
-    assert response_body("anthropic", plain, model="m")["stop_reason"] == "max_tokens"
+    assert FORMATS["openai"].response(plain, model="m")["choices"][0]["finish_reason"] == "length"
+    assert FORMATS["anthropic"].response(plain, model="m")["stop_reason"] == "max_tokens"
 
 
 def test_a_turns_stream_is_the_event_sequence_each_sdk_expects():
-    names = [e.decode().split("\n", 1)[0].removeprefix("event: ") for e in stream_events("anthropic", TURN, model="m")]
+    names = [e.decode().split("\n", 1)[0].removeprefix("event: ") for e in FORMATS["anthropic"].stream(TURN, model="m")]
     assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
                      "message_stop"]
-    chunks = stream_events("openai", TURN, model="m")
+    chunks = FORMATS["openai"].stream(TURN, model="m")
     assert chunks[-1] == b"data: [DONE]\n\n"
     payloads = [json.loads(c.decode()[len("data: "):]) for c in chunks[:-1]]
     assert all(p["object"] == "chat.completion.chunk" for p in payloads)
@@ -107,8 +108,8 @@ def test_a_turns_stream_is_the_event_sequence_each_sdk_expects():
 
 def test_the_stop_sequence_that_ended_a_turn_reaches_an_anthropic_client():
     stopped = ModelTurn("Thought: read it", stop_reason="end_turn", stop_sequence="\nObservation:")
-    body = response_body("anthropic", stopped, model="m")
+    body = FORMATS["anthropic"].response(stopped, model="m")
     assert (body["stop_reason"], body["stop_sequence"]) == ("stop_sequence", "\nObservation:")
-    delta = [e for e in stream_events("anthropic", stopped, model="m") if e.startswith(b"event: message_delta")][0]
+    delta = [e for e in FORMATS["anthropic"].stream(stopped, model="m") if e.startswith(b"event: message_delta")][0]
     assert b'"stop_reason": "stop_sequence", "stop_sequence": "\\nObservation:"' in delta
-    assert response_body("openai", stopped, model="m")["choices"][0]["finish_reason"] == "stop"
+    assert FORMATS["openai"].response(stopped, model="m")["choices"][0]["finish_reason"] == "stop"

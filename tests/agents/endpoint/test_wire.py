@@ -6,16 +6,10 @@ import json
 
 import pytest
 
-from agents.endpoint.wire import (
-    WireError,
-    check_anthropic_messages,
-    check_openai_chat,
-    error_body,
-    models_body,
-    parse_body,
-    sse_error,
-    unauthorized,
-)
+from agents.endpoint.formats import FORMATS
+from agents.endpoint.wire import WireError, parse_body, unauthorized
+
+OPENAI, ANTHROPIC = FORMATS["openai"], FORMATS["anthropic"]
 
 CHAT = {"model": "m", "messages": [
     {"role": "system", "content": "be brief"},
@@ -35,8 +29,8 @@ MESSAGES = {"model": "m", "max_tokens": 100, "system": [{"type": "text", "text":
 
 
 def test_well_formed_requests_of_both_formats_pass():
-    check_openai_chat(CHAT)
-    check_anthropic_messages(MESSAGES)
+    OPENAI.check(CHAT)
+    ANTHROPIC.check(MESSAGES)
 
 
 @pytest.mark.parametrize("raw", [b"", b"nul", b"\xff", b"1", b'"s"', b"null", b"[]"])
@@ -49,26 +43,26 @@ def test_a_body_that_is_not_a_json_object_is_refused(raw):
 def test_booleans_are_not_numbers():
     for field in ("max_tokens", "temperature"):
         with pytest.raises(WireError, match=field):
-            check_openai_chat({**CHAT, field: True})
+            OPENAI.check({**CHAT, field: True})
     with pytest.raises(WireError, match="max_tokens"):
-        check_anthropic_messages({**MESSAGES, "max_tokens": True})
+        ANTHROPIC.check({**MESSAGES, "max_tokens": True})
 
 
 def test_error_bodies_are_each_providers_shape():
     error = unauthorized()
     assert error.status == 401
-    assert error_body("openai", error) == {"error": {"message": error.message, "type": "authentication_error",
+    assert OPENAI.error_body(error) == {"error": {"message": error.message, "type": "authentication_error",
                                                      "param": None, "code": "invalid_api_key"}}
-    assert error_body("anthropic", error) == {"type": "error", "error": {"type": "authentication_error",
+    assert ANTHROPIC.error_body(error) == {"type": "error", "error": {"type": "authentication_error",
                                                                          "message": error.message}}
-    event = sse_error("anthropic", WireError("broke", kind="api_error")).decode()
+    event = ANTHROPIC.sse_error(WireError("broke", kind="api_error")).decode()
     assert event.startswith("event: error\ndata: ") and event.endswith("\n\n")
-    assert json.loads(sse_error("openai", WireError("broke")).decode()[len("data: "):])["error"]["message"] == "broke"
+    assert json.loads(OPENAI.sse_error(WireError("broke")).decode()[len("data: "):])["error"]["message"] == "broke"
 
 
 def test_model_lists_are_each_sdks_shape():
-    assert models_body("openai", "gpt-4.1", created=0)["data"][0] == {
+    assert OPENAI.models("gpt-4.1", created=0)["data"][0] == {
         "id": "gpt-4.1", "object": "model", "created": 0, "owned_by": "atrium"}
-    anthropic_list = models_body("anthropic", "claude", created=0)
+    anthropic_list = ANTHROPIC.models("claude", created=0)
     assert anthropic_list["data"][0]["created_at"] == "1970-01-01T00:00:00Z"
     assert anthropic_list["has_more"] is False

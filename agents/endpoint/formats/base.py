@@ -1,0 +1,172 @@
+"""What every wire format the endpoint speaks provides, and the pieces they share.
+
+A `WireFormat` is one module (``openai_chat``, ``anthropic_messages``): the request
+checks, the translation of a request into the gateway's neutral ``Request`` and of a
+``ModelTurn`` back into a response or a stream, the error bodies its SDK reads, its model
+list, the parameter tables ``agents.endpoint.params`` decides with, and how the official
+SDK relays a request to an upstream of the same format. Plain Python, no Django; the SDK
+is imported by the format's module.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agents.endpoint.wire import WireError
+from observations.gateway.messages import NO_PARAMS, ModelTurn, Params, Request
+
+Default = Callable[[Any], bool]  # True: the value asks for nothing beyond the default
+
+
+def never(value: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class ParamRules:
+    """How ``agents.endpoint.params`` treats a client's fields of this format."""
+
+    handled: frozenset[str]  # read elsewhere: the request's shape, stream, output limit
+    translated: frozenset[str]  # into neutral Params, for either provider
+    unserved: Mapping[str, tuple[Default, str]]  # refused on every path unless at their default, with why
+    untranslatable: Mapping[str, Default]  # change the answer, no word for them in the other provider
+    gateways_own: frozenset[str]  # decided by the gateway when it makes the call: ignored and named
+    converted: frozenset[str]  # the answer's schema and the effort, said in the other provider's words
+    temperature_max: float  # the range an upstream of this format takes
+
+
+class WireFormat(ABC):
+    """One wire format. ``name`` is the client's format and the provider kind whose
+    upstreams speak it (``Format``)."""
+
+    name: str
+    provider_words: str  # "an OpenAI": "this key's agent runs <provider_words> model"
+    rules: ParamRules
+    forwarded_headers: tuple[str, ...] = ()  # client request headers passed to the upstream
+    bearer_first: bool = True  # the key as ``Authorization: Bearer`` before ``x-api-key``
+    challenge: str | None = None  # a 401's WWW-Authenticate
+    claiming_headers: tuple[str, ...] = ()  # request headers only this format's clients send (a GET names no format)
+    efforts: tuple[str, ...] | None = None  # the reasoning efforts an upstream takes; None: it checks them
+
+    # --- the request -------------------------------------------------------------------
+    @abstractmethod
+    def check(self, body: Mapping[str, Any]) -> None:
+        """Raise WireError naming the first field the endpoint or the upstream cannot take."""
+        ...
+
+    @abstractmethod
+    def request(self, body: dict[str, Any], model: str, params: Params = NO_PARAMS) -> Request:
+        """The (checked) body as a neutral Request for ``model``, with the settings
+        ``agents.endpoint.params`` decided for it."""
+        ...
+
+    @abstractmethod
+    def params(self, body: Mapping[str, Any]) -> Params:
+        """The settings every provider has a word for (``rules.translated``)."""
+        ...
+
+    @abstractmethod
+    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
+        """``params`` with the answer's schema and the effort, for an ``upstream`` of
+        another format, in neutral words."""
+        ...
+
+    @abstractmethod
+    def tool_names(self, tools: list[dict[str, Any]]) -> set[str | None]:
+        ...
+
+    # --- the answer --------------------------------------------------------------------
+    @abstractmethod
+    def response(self, turn: ModelTurn, model: str) -> dict[str, Any]:
+        """``turn`` as the client's SDK reads a whole response."""
+        ...
+
+    @abstractmethod
+    def stream(self, turn: ModelTurn, model: str) -> list[bytes]:
+        """``turn`` as the events of a stream, in the order and shapes the SDK parses."""
+        ...
+
+    @abstractmethod
+    def error_body(self, error: WireError) -> dict[str, Any]:
+        """The body the SDK reads its error from (``APIStatusError.message``, ``.body``)."""
+        ...
+
+    @abstractmethod
+    def sse_error(self, error: WireError) -> bytes:
+        """An error after the stream's headers went out, as the event the SDK raises from."""
+        ...
+
+    @abstractmethod
+    def models(self, model: str, *, created: int) -> dict[str, Any]:
+        """The one model a key reaches, as the SDK lists models."""
+        ...
+
+    @abstractmethod
+    def rebuilt_error(self, fields: dict[str, str]) -> dict[str, Any]:
+        """An upstream's error rebuilt from its known fields, in this format's shape."""
+        ...
+
+    # --- the pass-through (a client of the upstream's own format) ----------------------
+    sdk: Any  # the official SDK's module
+    withheld_also: tuple[str, ...] = ()  # the SDK's environment headers kept from a profile's own URL
+
+    @abstractmethod
+    def async_client_class(self) -> Any:
+        ...
+
+    @abstractmethod
+    def relay_call(self, client: Any, *, model: str, body: dict[str, Any], extra_headers: dict[str, str],
+                   timeout: float) -> Any:
+        """The SDK's streaming-response context for ``body`` with the profile's model."""
+        ...
+
+    @abstractmethod
+    def answer_shaped(self, answer: dict[str, Any]) -> bool:
+        """Whether a whole answer is this format's response (not another service's page)."""
+        ...
+
+
+def sse_data(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+
+def sse_event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+
+def new_id(prefix: str) -> str:
+    return prefix + uuid.uuid4().hex[:24]
+
+
+# Reading a client's setting, refused with the field named when it is not what it must be.
+def strings(value: Any, name: str, words: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise WireError(f"{name}: must be {words}.", param=name)
+    return tuple(value)
+
+
+def string(value: Any, name: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise WireError(f"{name}: must be a string.", param=name)
+    return value or None
+
+
+def number(body: Mapping[str, Any], name: str) -> float | None:
+    value = body.get(name)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise WireError(f"{name}: must be a number.", param=name)
+    return value
+
+
+def boolean(body: Mapping[str, Any], name: str) -> bool | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise WireError(f"{name}: must be a boolean.", param=name)
+    return value
