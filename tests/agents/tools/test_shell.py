@@ -182,7 +182,8 @@ def test_await_without_jobs_is_a_timer_bounded_by_the_yield_bound(run):
     assert 0.65 <= time.monotonic() - started < 3
 
 
-def test_await_of_an_unknown_handle_lists_the_known_ones(box):
+def test_await_of_an_unknown_handle_lists_the_known_ones(make_box):
+    box = make_box(yield_seconds=30)  # `true` ends at once, however loaded the machine
     shell = box.execute(call("shell", command="true"))
     assert shell.job_handle is None
     outcome = box.execute(call("await", handles=["job-nope"]))
