@@ -24,8 +24,8 @@ from agents.runtime import inputs, reviews
 from agents.runtime.approvals import Rule
 from agents.runtime.conflicts import conflict_report, markers_left_report
 from agents.runtime.delivery import Input
-from agents.runtime.loop import Approval, CheckResult
 from agents.runtime.obligations import JobView
+from agents.runtime.units import Approval, CheckResult
 from agents.runtime.waits import jobs_ready
 from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome

@@ -4,7 +4,8 @@ A unit is either a step boundary (settle finished jobs, read people's messages,
 re-read the intent file, let the gateway project and fold, send the request) or the
 settling of one tool call. After every unit the caller commits the state, so a worker
 that dies loses at most the unit in flight. Nothing here touches the database: the
-`Host` does (see agents/runtime/host.py), which keeps this testable in memory.
+`Host` does (agents/runtime/ports.py; agents/runtime/host.py implements it), which keeps
+this testable in memory. The end of a turn (check, review, merge) is turn_end.py's.
 """
 
 from __future__ import annotations
@@ -12,116 +13,33 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from agents.analysis import loops
 from agents.analysis.loops import LoopRules
 from agents.providers import CallRecord, Completion, ProviderError
-from agents.runtime import conflicts, nudges, obligations, reviews
+from agents.runtime import obligations
 from agents.runtime.approvals import ASK, DENY, Rule, always_rule, decide
 from agents.runtime.delivery import Input, chat_cursor_after, deliver_inputs
+from agents.runtime.ports import Host
 from agents.runtime.segments import SegmentStarter
 from agents.runtime.state import BOUNDARY, CALLS, REVIEW, RuntimeState
+from agents.runtime.turn_end import TurnEnd
+from agents.runtime.units import Outcome, Settled, UnitResult
 from agents.tools import registry
 from agents.tools.outcome import ToolOutcome
-from agents.tools.sandbox import SandboxUnavailable
-from agents.tools.shell import JobReport
 from agents.tools.text import clean_data, clean_text
 from observations.gateway.breakdown import request_breakdown
 from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
 from observations.gateway.receipts import meaningful_first_line
-from observations.gateway.segments import HistoryItem
 from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
 
-MAX_VERIFY_ROUNDS = 2
 _EXIT = re.compile(r"^exit (-?\d+) after ")
-# A settled tool call: the call as recorded, its outcome, and a note appended for the model.
-Settled = tuple[ToolCall, ToolOutcome, str]
-
-
-class Outcome(StrEnum):
-    CONTINUE = "continue"
-    AWAIT_APPROVAL = "awaiting_approval"
-    WAIT = "waiting"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    NEEDS_MERGE = "needs_merge"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    command: str
-    exit_code: int
-    output: str
-    duration_ms: int
-
-    @property
-    def line(self) -> str:
-        return f"{self.command} → exit {self.exit_code} ({self.duration_ms} ms)"
-
-
-@dataclass(frozen=True, slots=True)
-class Approval:
-    state: str  # "approved", "denied" or "expired"
-    by: str = ""
-    always: bool = False
-    reason: str = ""  # a denial's reason, in the person's words
-
-
-@dataclass
-class UnitResult:
-    outcome: Outcome
-    reason: str = ""
-    wake_at: float | None = None
-    delivered: tuple[int, ...] = ()  # steer ids to mark delivered when this unit commits
-    delivered_mentions: tuple[int, ...] = ()  # agents' posts (message ids) this unit delivered
-    call_records: list[CallRecord] = field(default_factory=list)
-    approval_request: ToolCall | None = None
-    # A segment ended in this unit: its number and its messages, calls and results, to
-    # be stored for history_search.
-    closed_segment: tuple[int, list[HistoryItem]] | None = None
-    # Review before merge (agents/runtime/reviews.py): an author opens round n with this
-    # brief; a reviewer gives its verdict on round n (decision, reasons).
-    review_opened: tuple[int, str] | None = None
-    verdict: tuple[int, str, str] | None = None
-
-
-class Host(Protocol):
-    check_command: str
-
-    def segment_request(self) -> str: ...  # who asked for a new segment ("" if nobody)
-    def settle_jobs(self, token: str) -> tuple[JobReport, ...]: ...
-    def job_views(self) -> list[obligations.JobView]: ...
-    def pending_inputs(self, *, chat_after: int) -> list[Input]: ...
-    def read_intent(self) -> str | None: ...
-    def approval_rules(self) -> list[Rule]: ...
-    def approval(self, call_id: str) -> Approval | None: ...
-    def rule_arguments(self, call: ToolCall) -> dict[str, Any]: ...
-    def execute(self, call: ToolCall) -> ToolOutcome: ...
-    def skip(self, call: ToolCall, reason: str) -> ToolOutcome: ...
-    def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
-    def run_check(self) -> CheckResult: ...
-    def finish(self) -> tuple[bool, str]: ...
-    # The conflict of the last finish, handed to the session (the text it is told), or
-    # None when a person has to resolve it.
-    def hand_back_conflict(self, round_number: int) -> str | None: ...
-    # A merge of main under way with markers left: (detail, what the agent is told).
-    def conflict_left(self, round_number: int) -> tuple[str, str] | None: ...
-    # Review before merge (agents/runtime/reviews.py). ``reviewing``: this session is a
-    # reviewer's. ``review_request`` commits the author's work and answers the brief of
-    # round n, or None when the room has no reviewer (then the work merges at once).
-    reviewing: bool
-    def review_request(self, round_number: int, check: CheckResult | None) -> str | None: ...
-    def review_verdict(self, round_number: int) -> reviews.Verdict | None: ...
-    def next_review(self, after: int) -> reviews.NextRound: ...  # for a reviewer
-    def call_model(self, request) -> Any: ...  # -> agents.providers.Completion
-    def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
 
 class StepLoop:
@@ -129,13 +47,14 @@ class StepLoop:
                  loop_rules: LoopRules | None = None) -> None:
         self.ctx, self.state, self.host, self.clock = ctx, state, host, clock
         self.segments = SegmentStarter(ctx, host)
+        self.end = TurnEnd(ctx, state, host, clock=clock)
         self.loop_rules = loop_rules or LoopRules()
 
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
             return self._settle_next_call()
         if self.state.phase == REVIEW:
-            return self._next_round() if self.host.reviewing else self._review_answered()
+            return self.end.next_round() if self.host.reviewing else self.end.review_answered()
         return self._boundary()
 
     # ------------------------------------------------------------- boundary
@@ -191,7 +110,7 @@ class StepLoop:
             state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "unstorable": c.id in unstorable}
                            for c in calls]
             return done(UnitResult(Outcome.CONTINUE))
-        return done(self._finish_turn(text))
+        return done(self.end.finish(text))
 
     def _taken(self, inputs: list[Input]) -> UnitResult:
         """A unit that took the boundary's inputs: they are marked delivered when it
@@ -286,7 +205,7 @@ class StepLoop:
             raw["interrupted"] = True
         self._record(call, outcome, suffix)
         if call.name in registry.VERDICTS and self.host.reviewing and not outcome.is_error:
-            return self._verdict_given(outcome.arguments)
+            return self.end.verdict_given(outcome.arguments)
         state.next_call += 1
         if state.next_call >= len(state.calls):
             cut_short = any(c.get("interrupted") for c in state.calls)
@@ -368,184 +287,6 @@ class StepLoop:
             "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
             "preview": text[:400], "duration_ms": outcome.duration_ms,
         })
-
-    # ------------------------------------------------------------- end of a turn
-    def _finish_turn(self, reply: str) -> UnitResult:
-        ctx, state, host = self.ctx, self.state, self.host
-        if (held := self._open_jobs()) is not None:
-            return held
-        if host.reviewing:
-            return self._reviewer_ended_turn()
-        answered = ctx.entries[-2] if len(ctx.entries) >= 2 else None  # what this reply answered
-        if nudges.empty_again(reply, told=answered.text if answered is not None and answered.kind == "nudge" else ""):
-            return UnitResult(Outcome.FAILED, reason="the model answered with nothing (no text, no tool call) "
-                                                     "again after it was told")
-        nudge = nudges.nudge_for(reply=reply, wrote_files=state.wrote_files, nudged=state.nudged)
-        if nudge:
-            if nudge not in state.nudged:
-                state.nudged.append(nudge)
-            ctx.add_user(nudges.NUDGE_TEXT[nudge], kind="nudge")
-            host.emit("nudge", {"kind": nudge})
-            return UnitResult(Outcome.CONTINUE)
-        if (left := host.conflict_left(state.merge_rounds + 1)) is not None:
-            # Main is being merged in and markers remain (also after a worker crash that
-            # lost the round's count): the conflicts again, before a check that would fail.
-            return self._hand_back(*left)
-        check = None
-        if host.check_command:
-            try:
-                check = host.run_check()
-            except SandboxUnavailable as exc:
-                return UnitResult(Outcome.FAILED, reason=f"the room's check could not run: {exc}")
-            state.verifies += 1
-            line = f"verify #{state.verifies}: {check.line}"
-            ctx.add_check(f"- step {ctx.step}: {line}")
-            host.emit("verify", {"number": state.verifies, "line": line, "exit_code": check.exit_code,
-                                 "output": check.output[-4000:]})
-            if check.exit_code != 0:
-                if state.verify_rounds >= MAX_VERIFY_ROUNDS:
-                    return UnitResult(Outcome.FAILED, reason=f"{line}; the check still fails after "
-                                                             f"{MAX_VERIFY_ROUNDS} rounds")
-                state.verify_rounds += 1
-                ctx.add_user(f"{line}\n{check.output}\nThe check failed. Fix the cause, then finish again.",
-                             kind="verify")
-                return UnitResult(Outcome.CONTINUE)
-        if (opened := self._open_review(check)) is not None:
-            return opened
-        return self._merge()
-
-    def _merge(self) -> UnitResult:
-        host = self.host
-        merged, detail = host.finish()
-        host.emit("merge", {"merged": merged, "detail": detail})
-        if merged:
-            return UnitResult(Outcome.SUCCEEDED, reason=detail)
-        return self._hand_back_conflict(detail)
-
-    def _hand_back_conflict(self, detail: str) -> UnitResult:
-        """A conflict the session can resolve goes back to it (agents/runtime/conflicts.py);
-        anything else waits for a person."""
-        if self.state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
-            return self._hand_back(detail, None)
-        report = self.host.hand_back_conflict(self.state.merge_rounds + 1)
-        if report is None:
-            return UnitResult(Outcome.NEEDS_MERGE, reason=detail)
-        return self._hand_back(detail, report)
-
-    def _hand_back(self, detail: str, report: str | None) -> UnitResult:
-        """At most MAX_MERGE_ROUNDS times; each round gets the check's rounds afresh (a
-        resolution is new work, not another try at the last fix)."""
-        state = self.state
-        if report is None or state.merge_rounds >= conflicts.MAX_MERGE_ROUNDS:
-            return UnitResult(Outcome.NEEDS_MERGE, reason=f"{detail}; still unmerged after "
-                                                          f"{conflicts.MAX_MERGE_ROUNDS} rounds of resolving")
-        state.merge_rounds += 1
-        state.verify_rounds = 0
-        if state.review_approved:  # the resolution is new code: a new round reviews it
-            state.review_approved, state.review_stale_round = False, state.review_round
-        self.ctx.add_user(report, kind="merge")
-        self.host.emit("merge.handed_back", {"round": state.merge_rounds, "detail": detail, "told": report[:4000]})
-        return UnitResult(Outcome.CONTINUE)
-
-    # ------------------------------------------------------------- review before merge
-    def _open_review(self, check: CheckResult | None) -> UnitResult | None:
-        """The author's work passed the check: a new review round, unless a round already
-        approved it (a conflict handed back after that merges without one; a person's
-        "approve anyway" of requested changes) or the room has no reviewer. The session
-        parks until the round is decided."""
-        state, host = self.state, self.host
-        if state.review_round > state.review_stale_round and not state.review_approved:
-            # A person may have approved the last round's requested changes anyway.
-            last = host.review_verdict(state.review_round)
-            state.review_approved = last is not None and last.state == reviews.APPROVED
-        if state.review_approved:
-            return None
-        brief = host.review_request(state.review_round + 1, check)
-        if brief is None:
-            return None
-        state.review_round += 1
-        state.phase = REVIEW
-        host.emit("review.requested", {"round": state.review_round, "of": reviews.MAX_REVIEW_ROUNDS})
-        return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS,
-                          review_opened=(state.review_round, brief))
-
-    def _review_answered(self) -> UnitResult:
-        """An author parked on round ``review_round``: approved, it merges; changes
-        requested, they become its next message, within MAX_REVIEW_ROUNDS."""
-        state, host = self.state, self.host
-        verdict = host.review_verdict(state.review_round)
-        if verdict is None or verdict.state == reviews.PENDING:
-            return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS)
-        state.phase = BOUNDARY
-        if verdict.state == reviews.APPROVED:
-            state.review_approved = True
-            return self._merge()
-        if verdict.by_person:
-            # A person's words: delivered like a steer and kept as a decision.
-            self.ctx.add_person(kind="steer", author=verdict.by, text=reviews.person_changes_text(verdict))
-        elif state.review_round >= reviews.MAX_REVIEW_ROUNDS:
-            return UnitResult(Outcome.FAILED, reason=reviews.exhausted_reason(verdict))
-        else:
-            self.ctx.add_user(reviews.changes_message(verdict), kind="review")
-        state.verify_rounds = 0  # a new round of work: the check may fail again before it passes
-        host.emit("review.returned", {"round": verdict.round, "by": verdict.by, "person": verdict.by_person,
-                                      "reasons": verdict.reasons[:4000]})
-        return UnitResult(Outcome.CONTINUE)
-
-    def _next_round(self) -> UnitResult:
-        """A reviewer between rounds: the next round's brief, or its end."""
-        state, host = self.state, self.host
-        found = host.next_review(state.review_round)
-        if found.over:
-            return UnitResult(Outcome.SUCCEEDED, reason=found.over)
-        if not found.brief:
-            return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS)
-        state.phase, state.review_round, state.nudged = BOUNDARY, found.round, []
-        self.ctx.add_user(found.brief, kind="review")
-        host.emit("review.started", {"round": found.round})
-        return UnitResult(Outcome.CONTINUE)
-
-    def _verdict_given(self, arguments: dict[str, Any]) -> UnitResult:
-        """The reviewer called ``review``: the round's verdict leaves with this unit; the
-        calls after it in the same step are not run. An approval, or the last round, ends
-        the reviewer; otherwise it waits for the author's next round."""
-        state = self.state
-        decision, reasons = str(arguments.get("decision", "")), str(arguments.get("reasons", ""))
-        state.phase, state.calls, state.next_call, state.yielded_job = REVIEW, [], 0, None
-        verdict = (state.review_round, decision, reasons)
-        if decision == reviews.APPROVE or state.review_round >= reviews.MAX_REVIEW_ROUNDS:
-            return UnitResult(Outcome.SUCCEEDED, reason=f"review round {state.review_round}: "
-                                                        f"{decision.replace('_', ' ')}", verdict=verdict)
-        return UnitResult(Outcome.WAIT, wake_at=self.clock() + reviews.RECHECK_SECONDS, verdict=verdict)
-
-    def _reviewer_ended_turn(self) -> UnitResult:
-        """A reviewer answered without a verdict: told once, then the round is left to
-        people (the session fails; the round stays pending on the author's page)."""
-        if "verdict" in self.state.nudged:
-            return UnitResult(Outcome.FAILED, reason="the reviewer ended without a verdict; a person decides "
-                                                     "the review")
-        self.state.nudged.append("verdict")
-        self.ctx.add_user("End the review round with the review tool: decision approve or request_changes, "
-                          "and your reasons.", kind="nudge")
-        self.host.emit("nudge", {"kind": "verdict"})
-        return UnitResult(Outcome.CONTINUE)
-
-    def _open_jobs(self) -> UnitResult | None:
-        """The session's jobs stand between it and its end (agents/runtime/obligations.py)."""
-        verdict = obligations.before_ending(self.host.job_views(), reminded=self.state.jobs_reminded)
-        if verdict.action == "end":
-            return None
-        if verdict.action == "remind":
-            self.state.jobs_reminded = list(verdict.handles)
-            self.ctx.add_user(verdict.text, kind="jobs")
-        elif verdict.action == "hold":
-            self.state.held_jobs = list(verdict.handles)
-            self.ctx.add_user(obligations.hold_note(verdict.handles), kind="jobs")
-            self.host.emit("jobs.open", {"action": "hold", "handles": list(verdict.handles)})
-            return UnitResult(Outcome.WAIT, wake_at=self.clock() + obligations.HOLD_SECONDS)
-        self.host.emit("jobs.open", {"action": verdict.action, "handles": list(verdict.handles)})
-        return UnitResult(Outcome.CONTINUE)
-
 
 def _await_seconds(call: ToolCall) -> float:
     """How long a parked await may wait: its `seconds`, or an hour for "until a job ends"."""

@@ -11,7 +11,7 @@ round opens. ``MAX_REVIEW_ROUNDS`` bounds that: changes still requested after th
 round end the session ``failed``, its branch kept. A person may decide a pending round
 instead of the reviewer (approve anyway, or request changes in their own words).
 
-Plain Python: the loop (agents/runtime/loop.py) and the host decide with these.
+Plain Python: the end of a turn (agents/runtime/turn_end.py) and the host decide with these.
 """
 
 from __future__ import annotations

@@ -17,11 +17,11 @@ from observations.gateway.handoff import parse_prose
 from observations.gateway.segments import HistoryItem
 
 if TYPE_CHECKING:
-    from agents.runtime.loop import Host
+    from agents.runtime.ports import ModelPort
 
 
 class SegmentStarter:
-    def __init__(self, ctx: SessionContext, host: Host) -> None:
+    def __init__(self, ctx: SessionContext, host: ModelPort) -> None:
         self.ctx, self.host = ctx, host
         self._closed: tuple[int, list[HistoryItem]] | None = None
 

@@ -42,11 +42,12 @@ from agents.runtime.confinement import room_control_group, room_uid, sandbox_pol
 from agents.runtime.doorbell import Doorbell, InputWatch
 from agents.runtime.host import DjangoHost
 from agents.runtime.liveness import lease_owner_gone, worker_id
-from agents.runtime.loop import Outcome, StepLoop, UnitResult
+from agents.runtime.loop import StepLoop
 from agents.runtime.memory import DatabaseMemory
 from agents.runtime.prompts import system_prompt
 from agents.runtime.room import DatabaseRoomView
 from agents.runtime.state import REVIEW, RuntimeState
+from agents.runtime.units import Outcome, UnitResult
 from agents.runtime.waits import awaited, session_jobs, watch_jobs
 from agents.selectors import agent_post_note, session_lengths
 from agents.services import (

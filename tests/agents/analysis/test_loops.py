@@ -17,8 +17,9 @@ from agents.analysis.loops import (
     suspicions,
     tool_facts,
 )
-from agents.runtime.loop import Outcome, StepLoop
+from agents.runtime.loop import StepLoop
 from agents.runtime.state import RuntimeState
+from agents.runtime.units import Outcome
 from tests.agents.runtime.test_loop import FakeHost, turn
 from tests.gateway.factories import call, file_text, make_context, read_input, sha, shell_input
 

@@ -14,9 +14,11 @@ import pytest
 
 from agents.providers import CallRecord, Completion, ContextOverflow
 from agents.runtime.approvals import Rule
-from agents.runtime.loop import Approval, CheckResult, Input, Outcome, StepLoop
+from agents.runtime.delivery import Input
+from agents.runtime.loop import StepLoop
 from agents.runtime.reviews import NextRound
 from agents.runtime.state import RuntimeState
+from agents.runtime.units import Approval, CheckResult, Outcome
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from observations.gateway.messages import ModelTurn, ToolCall, Usage

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from agents.providers import CallRecord, Completion, ContextOverflow, Transient
 from agents.runtime.approvals import Rule
-from agents.runtime.loop import Approval, Input, Outcome, StepLoop
+from agents.runtime.delivery import Input
+from agents.runtime.loop import StepLoop
 from agents.runtime.state import RuntimeState
+from agents.runtime.units import Approval, Outcome
 from observations.gateway.messages import ModelTurn, Usage
 from observations.gateway.tokens import estimate_request_message, estimate_tokens
 from tests.agents.runtime.test_loop import FakeHost, run, turn

@@ -3,7 +3,8 @@ plain Python and the step loop over a fake host, no database."""
 
 from __future__ import annotations
 
-from agents.runtime.loop import Input, StepLoop
+from agents.runtime.delivery import Input
+from agents.runtime.loop import StepLoop
 from agents.runtime.mentions import (
     MentionOutcome,
     MentionRules,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.runtime.loop import Outcome
 from agents.runtime.obligations import JobView, before_ending, refusal
+from agents.runtime.units import Outcome
 from tests.agents.runtime.test_loop import FakeHost, run, turn
 
 RUNNING = JobView("job-1", "make test", running=True, unread=False, describe="still running after 2 min 0 s")

@@ -5,9 +5,10 @@ reviewer's side (rounds in, verdicts out, never a check or a merge)."""
 from __future__ import annotations
 
 from agents.runtime import reviews
-from agents.runtime.loop import Outcome, StepLoop
+from agents.runtime.loop import StepLoop
 from agents.runtime.reviews import NextRound, Verdict
 from agents.runtime.state import BOUNDARY, REVIEW, RuntimeState
+from agents.runtime.units import Outcome
 from tests.agents.runtime.test_loop import FakeHost, run, turn
 from tests.gateway.factories import make_context
 
