@@ -80,6 +80,7 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str) -> Decision:
                 f"`{name}`; leave it out.",
                 param=name,
             )
+    ignored += client.dropped(body)
     params = client.params(body)
     if not same:
         params = client.converted(params, body, provider)

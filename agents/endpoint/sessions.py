@@ -1,7 +1,7 @@
 """A client's conversation through the gateway endpoint as a real Session: the database
 side of the proxied sessions (the decisions are ``feed``'s, plain Python).
 
-The first request of a conversation makes a Task (its objective: the first user
+The first request of a conversation makes a Task (its objective: its last user
 message) and a Session of the key's agent with ``origin`` "endpoint", so the room lists
 it with its ledger, accounting and live log; no worker claims it and the sweep never
 times it out (agents.runtime.claims.WORKER_ORIGIN): its client's requests run it.
@@ -146,8 +146,10 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
 
 def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
     agent = key.agent
-    first = next((m.text for m in request.messages if m.role == "user" and m.text.strip()), "")
-    objective = (first.strip() or "(a conversation through the gateway endpoint)")[:OBJECTIVE_MAX]
+    # The last thing the person asked: clients put their own notes (Codex's environment
+    # context) or worked examples (aider's) before it in the first request.
+    asked = next((m.text for m in reversed(request.messages) if m.role == "user" and m.text.strip()), "")
+    objective = (asked.strip() or "(a conversation through the gateway endpoint)")[:OBJECTIVE_MAX]
     title = " ".join(objective.split())
     title = title if len(title) <= TITLE_MAX else title[:TITLE_MAX - 1] + "…"
     task = Task.objects.create(room_id=key.room_id, title=title, objective=objective, created_by=key.created_by)

@@ -110,10 +110,10 @@ async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any], p
     except ProviderError as exc:
         raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
     if body.get("stream") is True:
-        events = wire_format.stream(turn, model)
+        events = wire_format.stream(turn, model, body)
         return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=replayed(events))
     return Relay(200, {"Content-Type": "application/json"},
-                 content=json.dumps(wire_format.response(turn, model)).encode())
+                 content=json.dumps(wire_format.response(turn, model, body)).encode())
 
 
 def _complete(profile: AgentProfile, request: Request) -> ModelTurn:

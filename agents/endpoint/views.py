@@ -132,6 +132,11 @@ async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpRe
     return await _relay(request, key, "anthropic", _checked_body(request, "anthropic"))
 
 
+@_endpoint("responses", ("POST",))
+async def responses(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    return await _relay(request, key, "responses", _checked_body(request, "responses"))
+
+
 def _checked_body(request: HttpRequest, fmt: Format) -> dict[str, Any]:
     body = wire.parse_body(_body(request))
     FORMATS[fmt].check(body)
@@ -202,9 +207,9 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
     turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
     if body.get("stream") is True:
         return upstream.Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"},
-                              stream=upstream.replayed(wire_format.stream(turn, model)))
+                              stream=upstream.replayed(wire_format.stream(turn, model, body)))
     return upstream.Relay(200, {"Content-Type": "application/json"},
-                          content=json.dumps(wire_format.response(turn, model)).encode())
+                          content=json.dumps(wire_format.response(turn, model, body)).encode())
 
 
 @csrf_exempt
@@ -212,5 +217,5 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
 async def not_found(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     return error_response(_format_of(request), WireError(
         f"No such endpoint: {request.method} {request.path}. The gateway serves /v1/models, "
-        "/v1/chat/completions and /v1/messages.", status=404, kind="not_found_error"))
+        "/v1/chat/completions, /v1/responses and /v1/messages.", status=404, kind="not_found_error"))
 

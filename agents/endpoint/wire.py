@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-Format = Literal["openai", "anthropic"]  # a name in agents.endpoint.formats.FORMATS
+Format = Literal["openai", "anthropic", "responses"]  # a name in agents.endpoint.formats.FORMATS
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # Anthropic's own request limit
 

@@ -11,9 +11,10 @@ history into a session. Only what the neutral shapes hold translates: text, tool
 and tool results; images, documents, audio and thinking blocks are refused with a 400
 naming the part (passed through, they would be dropped silently).
 
-A format's name is also the provider kind whose upstreams speak it (``openai:`` models
-answer Chat Completions, ``anthropic:`` models Messages): `of_provider` is the format an
-upstream's rules (its temperature range, its words) are read from.
+A format's name may also be the provider kind whose upstreams speak it (``openai:``
+models answer Chat Completions, ``anthropic:`` models Messages): `of_provider` is the
+format an upstream's rules (its temperature range, its words) are read from. A client of
+a format no upstream speaks (the Responses API) is always translated.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from __future__ import annotations
 from agents.endpoint.formats.anthropic_messages import ANTHROPIC_MESSAGES
 from agents.endpoint.formats.base import WireFormat
 from agents.endpoint.formats.openai_chat import OPENAI_CHAT
+from agents.endpoint.formats.openai_responses import OPENAI_RESPONSES
 
-FORMATS: dict[str, WireFormat] = {wire_format.name: wire_format for wire_format in (OPENAI_CHAT, ANTHROPIC_MESSAGES)}
+FORMATS: dict[str, WireFormat] = {wire_format.name: wire_format for wire_format in (OPENAI_CHAT, ANTHROPIC_MESSAGES,
+                                                                                  OPENAI_RESPONSES)}
 DEFAULT_FORMAT = OPENAI_CHAT.name  # a request no format's headers claim (the most common clients')
 
 

@@ -168,14 +168,14 @@ class AnthropicMessages(WireFormat):
         return {t.get("name") for t in tools}
 
     # --- the answer --------------------------------------------------------------------
-    def response(self, turn: ModelTurn, model: str) -> dict[str, Any]:
+    def response(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
         content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.tool_calls]
         return {"id": new_id("msg_"), "type": "message", "role": "assistant", "model": turn.model or model,
                 "content": content, "stop_reason": _stop_reason(turn), "stop_sequence": _stop_sequence(turn),
                 "usage": _usage(turn)}
 
-    def stream(self, turn: ModelTurn, model: str) -> list[bytes]:
+    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
         """message_start … message_stop."""
         whole = self.response(turn, model)
         usage = whole["usage"]

@@ -76,18 +76,23 @@ class WireFormat(ABC):
         another format, in neutral words."""
         ...
 
+    def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        """Parts of the request below its fields that the gateway leaves out (named in
+        the response's ignored-parameters header with the fields)."""
+        return ()
+
     @abstractmethod
     def tool_names(self, tools: list[dict[str, Any]]) -> set[str | None]:
         ...
 
     # --- the answer --------------------------------------------------------------------
     @abstractmethod
-    def response(self, turn: ModelTurn, model: str) -> dict[str, Any]:
-        """``turn`` as the client's SDK reads a whole response."""
+    def response(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``turn`` as the client's SDK reads a whole response to the request ``body``."""
         ...
 
     @abstractmethod
-    def stream(self, turn: ModelTurn, model: str) -> list[bytes]:
+    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
         """``turn`` as the events of a stream, in the order and shapes the SDK parses."""
         ...
 

@@ -143,7 +143,7 @@ class OpenAIChat(WireFormat):
         return {(t.get("function") or {}).get("name") for t in tools}
 
     # --- the answer --------------------------------------------------------------------
-    def response(self, turn: ModelTurn, model: str) -> dict[str, Any]:
+    def response(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.tool_calls:
             message["tool_calls"] = [{"id": c.id, "type": "function",
@@ -154,7 +154,7 @@ class OpenAIChat(WireFormat):
                 "choices": [{"index": 0, "message": message, "finish_reason": _finish(turn), "logprobs": None}],
                 "usage": _usage(turn)}
 
-    def stream(self, turn: ModelTurn, model: str) -> list[bytes]:
+    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
         """Chunks, then ``[DONE]``."""
         whole = self.response(turn, model)
         head = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
