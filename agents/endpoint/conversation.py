@@ -2,7 +2,8 @@
 of serving a client's requests as one gateway session.
 
 A client resends its whole history with every request. The conversation is named by
-the client when it can (an ``X-Atrium-Session`` header), else by the stable start of
+the client when it can (an ``X-Atrium-Session`` header, or an id its format carries),
+else by the stable start of
 its history: the key, the system prompt, the tools and the first user message, which an
 agent loop never rewrites. What is new is what follows the longest run of messages the
 session already holds, compared by digest; a history that differs before the end of
@@ -26,14 +27,18 @@ SESSION_HEADER = "X-Atrium-Session"
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
-def conversation_key(key_id: int, request: Request, header: str | None = None) -> str:
-    """The conversation's name within one gateway key: ``h:`` and the client's own id,
-    or ``s:`` and the digest of the history's stable start."""
+def conversation_key(key_id: int, request: Request, header: str | None = None, client_id: str | None = None) -> str:
+    """The conversation's name within one gateway key: ``h:`` and the id of the header;
+    ``c:`` and the digest of the id the client's format carries (``client_id``: the
+    Responses API's ``prompt_cache_key``, which Codex sets to its session's id, where two
+    runs in one folder start alike); or ``s:`` and the digest of the history's stable start."""
     if header is not None:
         if not _HEADER_VALUE.fullmatch(header):
             raise WireError(f"{SESSION_HEADER}: 1 to 128 letters, digits, `.`, `_`, `:` or `-`.",
                             param=SESSION_HEADER)
         return f"h:{key_id}:{header}"
+    if client_id:
+        return f"c:{key_id}:{hashlib.sha256(client_id.encode()).hexdigest()}"
     first_user = next((m for m in request.messages if m.role == "user"), None)
     start = json.dumps({
         "key": key_id,

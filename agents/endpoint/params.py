@@ -24,7 +24,9 @@ client's own format) relays the body as it is and does not come here.
   named in the response's ``X-Atrium-Ignored-Params`` header, as are the fields the
   gateway decides itself (Anthropic's ``cache_control``).
 
-Plain Python, no Django; docs/architecture.md has the table.
+Each format's fields are its module's (``agents/endpoint/formats/``, ``WireFormat.rules``);
+a Responses API client is translated whatever the upstream. Plain Python, no Django;
+docs/architecture.md has the table.
 """
 
 from __future__ import annotations

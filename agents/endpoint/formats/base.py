@@ -1,6 +1,7 @@
 """What every wire format the endpoint speaks provides, and the pieces they share.
 
-A `WireFormat` is one module (``openai_chat``, ``anthropic_messages``): the request
+A `WireFormat` is one module (``openai_chat``, ``anthropic_messages``,
+``openai_responses``): the request
 checks, the translation of a request into the gateway's neutral ``Request`` and of a
 ``ModelTurn`` back into a response or a stream, the error bodies its SDK reads, its model
 list, the parameter tables ``agents.endpoint.params`` decides with, and how the official
@@ -76,6 +77,10 @@ class WireFormat(ABC):
         another format, in neutral words."""
         ...
 
+    def conversation_id(self, body: Mapping[str, Any]) -> str | None:
+        """The client's own name for its conversation, where its format carries one."""
+        return None
+
     def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
         """Parts of the request below its fields that the gateway leaves out (named in
         the response's ignored-parameters header with the fields)."""
@@ -111,29 +116,29 @@ class WireFormat(ABC):
         """The one model a key reaches, as the SDK lists models."""
         ...
 
-    @abstractmethod
-    def rebuilt_error(self, fields: dict[str, str]) -> dict[str, Any]:
-        """An upstream's error rebuilt from its known fields, in this format's shape."""
-        ...
-
-    # --- the pass-through (a client of the upstream's own format) ----------------------
+    # --- the pass-through (a client of the upstream's own format): only the formats an
+    # upstream speaks (``of_provider``) define these ------------------------------------
     sdk: Any  # the official SDK's module
     withheld_also: tuple[str, ...] = ()  # the SDK's environment headers kept from a profile's own URL
 
-    @abstractmethod
     def async_client_class(self) -> Any:
-        ...
+        raise self._no_upstream()
 
-    @abstractmethod
     def relay_call(self, client: Any, *, model: str, body: dict[str, Any], extra_headers: dict[str, str],
                    timeout: float) -> Any:
         """The SDK's streaming-response context for ``body`` with the profile's model."""
-        ...
+        raise self._no_upstream()
 
-    @abstractmethod
     def answer_shaped(self, answer: dict[str, Any]) -> bool:
         """Whether a whole answer is this format's response (not another service's page)."""
-        ...
+        raise self._no_upstream()
+
+    def rebuilt_error(self, fields: dict[str, str]) -> dict[str, Any]:
+        """An upstream's error rebuilt from its known fields, in this format's shape."""
+        raise self._no_upstream()
+
+    def _no_upstream(self) -> TypeError:
+        return TypeError(f"no upstream speaks {self.name}: its clients are translated (of_provider)")
 
 
 def sse_data(payload: dict[str, Any]) -> bytes:

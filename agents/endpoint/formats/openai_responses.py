@@ -21,8 +21,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import openai
-
 from agents.endpoint.formats.base import (
     ParamRules,
     WireFormat,
@@ -79,7 +77,6 @@ class OpenAIResponses(WireFormat):
     name = "responses"
     provider_words = "an OpenAI"
     rules = RULES
-    sdk = openai
     challenge = 'Bearer realm="atrium"'
 
     # --- the request -------------------------------------------------------------------
@@ -93,16 +90,17 @@ class OpenAIResponses(WireFormat):
         check_type(body, "instructions", str)
         tools = check_type(body, "tools", list)
         for i, tool in enumerate(tools or ()):
-            if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
-                raise WireError(f"tools[{i}]: must be an object with a `type`.", param=f"tools[{i}]")
-            if tool["type"] in ("function", "custom", "namespace") and not (isinstance(tool.get("name"), str)
-                                                                            and tool["name"]):
-                raise WireError(f"tools[{i}].name: Field required", param=f"tools[{i}].name")
-            if tool["type"] == "namespace" and not (isinstance(tool.get("tools"), list)
-                                                    and all(isinstance(t, dict) for t in tool["tools"])):
-                raise WireError(f"tools[{i}].tools: must be an array of tools.", param=f"tools[{i}].tools")
-            if "parameters" in tool and tool["parameters"] is not None and not isinstance(tool["parameters"], dict):
-                raise WireError(f"tools[{i}].parameters: must be a JSON Schema object.", param=f"tools[{i}].parameters")
+            _check_tool(f"tools[{i}]", tool)
+            if tool["type"] == "namespace":
+                if not isinstance(tool.get("tools"), list):
+                    raise WireError(f"tools[{i}].tools: must be an array of function tools.", param=f"tools[{i}].tools")
+                for j, inner in enumerate(tool["tools"]):
+                    _check_tool(f"tools[{i}].tools[{j}]", inner)
+                    if inner["type"] != "function":
+                        raise WireError(f"tools[{i}].tools[{j}]: a namespace holds function tools only.",
+                                        param=f"tools[{i}].tools[{j}]")
+        for field in ("reasoning", "text"):
+            check_type(body, field, dict)
         check_type(body, "stream", bool)
         check_positive_int(body, "max_output_tokens")
         for field in ("temperature", "top_p"):
@@ -126,7 +124,7 @@ class OpenAIResponses(WireFormat):
                     messages.append(Message(role, text))
             elif kind in ("function_call", "custom_tool_call"):
                 arguments = (parse_arguments(item.get("arguments")) if kind == "function_call"
-                             else {CUSTOM_INPUT: str(item.get("input") or "")})
+                             else {CUSTOM_INPUT: item["input"]})
                 call = ToolCall(item["call_id"], item["name"], arguments)
                 names[call.id] = call.name
                 if messages and messages[-1].role == "assistant":  # the calls of one turn, after its text
@@ -166,11 +164,18 @@ class OpenAIResponses(WireFormat):
                             param="reasoning.effort")
         return dataclasses.replace(params, json_schema=_schema(body.get("text"), upstream), effort=effort)
 
+    def conversation_id(self, body: Mapping[str, Any]) -> str | None:
+        key = body.get("prompt_cache_key")  # Codex sets it to its session's id
+        return key if isinstance(key, str) and key else None
+
     def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
-        return tuple(f"tools.{tool['type']}" for tool in body.get("tools") or () if tool.get("type") in HOSTED)
+        hosted = [f"tools.{tool['type']}" for tool in body.get("tools") or () if tool["type"] in HOSTED]
+        settings = [f"{field}.{name}" for field, kept in (("reasoning", {"effort"}), ("text", {"format"}))
+                    for name in sorted((body.get(field) or {}).keys() - kept)]
+        return (*hosted, *settings)
 
     def tool_names(self, tools: list[dict[str, Any]]) -> set[str | None]:
-        return set(_namespaces(tools)) | {t.get("name") for t in tools}
+        return set(_namespaces(tools)) | {t.get("name") for t in tools if t["type"] != "namespace"}
 
     # --- the answer --------------------------------------------------------------------
     def response(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -260,25 +265,18 @@ class OpenAIResponses(WireFormat):
         return {"object": "list",
                 "data": [{"id": model, "object": "model", "created": created, "owned_by": "atrium"}]}
 
-    def rebuilt_error(self, fields: dict[str, str]) -> dict[str, Any]:
-        return {"error": fields}
-
-    # --- the pass-through: no upstream kind answers in this format (of_provider), so a
-    # Responses client is always translated.
-    def async_client_class(self) -> Any:
-        return openai.AsyncOpenAI
-
-    def relay_call(self, client: Any, *, model: str, body: dict[str, Any], extra_headers: dict[str, str],
-                   timeout: float) -> Any:
-        rest = {k: v for k, v in body.items() if k not in ("model", "input")}
-        return client.responses.with_streaming_response.create(
-            model=model, input=body["input"], extra_body=rest, extra_headers=extra_headers)
-
-    def answer_shaped(self, answer: dict[str, Any]) -> bool:
-        return answer.get("object") == "response" and isinstance(answer.get("output"), list)
-
 
 OPENAI_RESPONSES = OpenAIResponses()
+
+
+def _check_tool(where: str, tool: Any) -> None:
+    if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+        raise WireError(f"{where}: must be an object with a `type`.", param=where)
+    named = tool["type"] in ("function", "custom", "namespace")
+    if (named or "name" in tool) and not (isinstance(tool.get("name"), str) and tool["name"]):
+        raise WireError(f"{where}.name: must be a non-empty string.", param=f"{where}.name")
+    if tool.get("parameters") is not None and not isinstance(tool["parameters"], dict):
+        raise WireError(f"{where}.parameters: must be a JSON Schema object.", param=f"{where}.parameters")
 
 
 def _check_item(i: int, item: Any) -> None:
@@ -299,6 +297,8 @@ def _check_item(i: int, item: Any) -> None:
             raise WireError(f"{where}.name: Field required", param=f"{where}.name")
         if kind == "function_call" and not isinstance(item.get("arguments"), str):
             raise WireError(f"{where}.arguments: must be a string of JSON.", param=f"{where}.arguments")
+        if kind == "custom_tool_call" and not isinstance(item.get("input"), str):
+            raise WireError(f"{where}.input: must be a string.", param=f"{where}.input")
 
 
 def _text(content: Any, where: str) -> str:

@@ -97,8 +97,15 @@ def test_codex_cli_runs_a_task_end_to_end_through_the_gateway(codex, setup, wire
                "ATRIUM_GATEWAY_KEY": setup.openai_key, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy,
                "ALL_PROXY": proxy, "NO_PROXY": "127.0.0.1,localhost", "http_proxy": proxy, "https_proxy": proxy,
                "all_proxy": proxy, "no_proxy": "127.0.0.1,localhost"}
-        done = subprocess.run([str(codex), "exec", "--dangerously-bypass-approvals-and-sandbox", TASK], cwd=work,
-                              env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=150)
+        def run(task: str) -> subprocess.CompletedProcess:
+            return subprocess.run([str(codex), "exec", "--dangerously-bypass-approvals-and-sandbox", task], cwd=work,
+                                  env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=150)
+
+        done = run(TASK)
+        # A second run in the same folder starts like the first (instructions, tools, its
+        # environment note): a session of its own all the same.
+        wire.reply(PATH, json_body=completion(text="Nothing else to do.", n=len(TURNS) + 2))
+        again = run("Anything else?")
         with pytest.raises(BlockingIOError):
             trap.accept()  # nothing tried to leave the machine
 
@@ -107,15 +114,18 @@ def test_codex_cli_runs_a_task_end_to_end_through_the_gateway(codex, setup, wire
     assert FIX in (work / "calc.py").read_text()  # its own tool really changed the file
     assert subprocess.run(["python3", "check.py"], cwd=work, capture_output=True).returncode == 0
 
-    upstream = [r.json for r in wire.requests_to(PATH)]
+    assert again.returncode == 0 and "Nothing else to do." in again.stdout, again.stderr[-3000:]
+
+    upstream = [r.json for r in wire.requests_to(PATH)][:-1]
     assert len(upstream) == len(TURNS) + 1
     assert all(r["model"] == "gpt-4.1" for r in upstream)  # the profile's model, not Codex's
     assert "exec_command" in [t["function"]["name"] for t in upstream[0]["tools"]]
     outputs = [m["content"] for m in upstream[-1]["messages"] if m["role"] == "tool"]
     assert len(outputs) == len(TURNS) and "mean ok" in outputs[-1]  # the last check, as Codex reported it
 
-    session = Session.objects.get(origin=Session.Origin.ENDPOINT)
-    assert session.agent.name == "gpt" and TASK in session.task.objective
+    session, second = Session.objects.filter(origin=Session.Origin.ENDPOINT).order_by("pk")
+    assert session.agent.name == "gpt" and session.task.objective == TASK
+    assert second.task.objective == "Anything else?"
     assert GatewayConversation.objects.get(session=session).requests == len(TURNS) + 1
     observations = list(Observation.objects.filter(session=session).order_by("seq"))
     assert [o.tool for o in observations] == ["exec_command"] * len(TURNS)

@@ -107,12 +107,31 @@ def test_an_anthropic_agent_answers_a_responses_client(setup, wire, hub):
     ({"previous_response_id": "resp_1"}, "previous_response_id"),
     ({"tools": [*TOOLS, {"type": "local_shell"}]}, "tools[2]"),
     ({"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}, "input[0]"),
+    ({"tools": [{"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": ["x"]}]}]},
+     "tools[0].tools[0].name"),
+    ({"tools": [{"type": "namespace", "name": "ns", "tools": [TOOLS[1]]}]}, "tools[0].tools[0]"),
+    ({"input": [{"type": "custom_tool_call", "call_id": "c", "name": "apply_patch", "input": {"a": 1}}]},
+     "input[0].input"),
+    ({"text": "json"}, "text"),
 ])
 def test_what_the_gateway_cannot_serve_is_a_400_naming_it(setup, hub, extra, named):
     body = {"model": "m", "input": "hi", "store": False, **extra}
     with pytest.raises(openai.BadRequestError) as refused:
         responses(hub, setup.openai_key).responses.create(**body)
     assert refused.value.body["param"] == named, refused.value.body
+
+
+def test_runs_that_start_alike_are_sessions_of_their_own_by_their_prompt_cache_key(setup, wire, hub):
+    """Codex names each run by its session id in ``prompt_cache_key``; two runs in one
+    folder begin with the same instructions, tools and environment note."""
+    client = responses(hub, setup.openai_key)
+    for run in ("run-one", "run-two"):
+        wire.reply("/v1/chat/completions", json_body=completion(text="Hello.", n=1))
+        raw = client.responses.with_raw_response.create(model="m", input="Say hello", tools=TOOLS, store=False,
+                                                        prompt_cache_key=run, reasoning={"summary": "auto"})
+        assert raw.parse().output_text == "Hello."
+        assert raw.headers["X-Atrium-Ignored-Params"] == "prompt_cache_key, reasoning.summary, store"
+    assert Session.objects.filter(origin=Session.Origin.ENDPOINT).count() == 2
 
 
 def test_a_responses_request_translates_to_the_neutral_shapes_and_back():
