@@ -6,15 +6,18 @@ from __future__ import annotations
 import threading
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import channel_layers, get_channel_layer
 
 from rooms import broadcast
 
 
 def test_sends_from_plain_threads_share_one_loop_and_one_connection():
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)("broadcast-test", channel)
+    layer = get_channel_layer()  # the process's, which broadcast sends through
+    # The receiving end a layer of its own: the process's keeps per-channel locks bound
+    # to the event loops of earlier tests in this process.
+    receiver = channel_layers.make_backend("default")
+    channel = async_to_sync(receiver.new_channel)()
+    async_to_sync(receiver.group_add)("broadcast-test", channel)
     try:
         def send(n: int) -> None:
             for i in range(10):
@@ -35,8 +38,11 @@ def test_sends_from_plain_threads_share_one_loop_and_one_connection():
         # in a task of the receiving loop, which a loop per receive ends first (the same
         # message again, on Python 3.11).
         async def receive_all() -> list[int]:
-            return [(await layer.receive(channel))["n"] for _ in range(30)]
+            try:
+                return [(await receiver.receive(channel))["n"] for _ in range(30)]
+            finally:
+                await receiver.close_pools()
 
         assert sorted(async_to_sync(receive_all)()) == list(range(30))
     finally:
-        async_to_sync(layer.group_discard)("broadcast-test", channel)
+        async_to_sync(receiver.group_discard)("broadcast-test", channel)
