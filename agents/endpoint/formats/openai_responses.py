@@ -31,6 +31,7 @@ from agents.endpoint.formats.base import (
     sse_event,
     string,
 )
+from agents.endpoint.formats.openai_chat import OPENAI_CHAT
 from agents.endpoint.wire import WireError, check_number, check_positive_int, check_type
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import (
@@ -254,7 +255,7 @@ class OpenAIResponses(WireFormat):
         return events
 
     def error_body(self, error: WireError) -> dict[str, Any]:
-        return {"error": {"message": error.message, "type": error.kind, "param": error.param, "code": error.code}}
+        return OPENAI_CHAT.error_body(error)  # the same SDK reads both
 
     def sse_error(self, error: WireError) -> bytes:
         # `error` in the data is what the SDK raises from; the rest is the Responses error event.
@@ -262,8 +263,7 @@ class OpenAIResponses(WireFormat):
                                    "param": error.param, **self.error_body(error)})
 
     def models(self, model: str, *, created: int) -> dict[str, Any]:
-        return {"object": "list",
-                "data": [{"id": model, "object": "model", "created": created, "owned_by": "atrium"}]}
+        return OPENAI_CHAT.models(model, created=created)
 
 
 OPENAI_RESPONSES = OpenAIResponses()
