@@ -551,6 +551,9 @@ class GatewayConversation(models.Model):
     conversation = models.CharField(max_length=200)
     session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="gateway_conversation")
     digests = models.JSONField(default=list, blank=True)
+    # The digest of the last answer given: a diverged history that holds it is this
+    # conversation changed by its client; one that does not is another run (a fork).
+    last_answer = models.CharField(max_length=64, blank=True)
     requests = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -560,3 +563,20 @@ class GatewayConversation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation[:24]} → session {self.session_id}"
+
+
+class GatewayAnswer(models.Model):
+    """An answer the gateway gave in a conversation, by the digest of the assistant
+    message a client sends back with its history: the next request that holds it
+    continues that conversation (agents/endpoint/conversation.py ``route``)."""
+
+    key = models.ForeignKey(GatewayKey, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(GatewayConversation, on_delete=models.CASCADE, related_name="answers")
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["key", "digest"], name="gateway_answer_digest")]
+
+    def __str__(self) -> str:
+        return f"{self.digest[:12]} → {self.conversation_id}"

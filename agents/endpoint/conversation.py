@@ -9,7 +9,14 @@ agent loop never rewrites. What is new is what follows the longest run of messag
 session already holds, compared by digest; a history that differs before the end of
 what the session holds was edited or compacted by the client, and says where
 (``diverged_at``) so the session can start a new epoch or segment there instead of
-sending a corrupted request. Plain Python over the gateway's neutral shapes, no Django.
+sending a corrupted request.
+
+A conversation the client does not name is found by the gateway's own answers in its
+history (``route``): the latest one it holds names the conversation that gave it. A
+history that diverged from that conversation but holds its last answer is the same run,
+changed by its client (a new segment); one that does not is another run that started
+alike, a twin, or a branch from an earlier answer (``placement``: a conversation of its
+own). Plain Python over the gateway's neutral shapes, no Django.
 """
 
 from __future__ import annotations
@@ -19,9 +26,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from agents.endpoint.wire import WireError
-from observations.gateway.messages import Message, Request, serialize_message
+from observations.gateway.messages import Message, ModelTurn, Request, serialize_message
 
 SESSION_HEADER = "X-Atrium-Session"
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -42,6 +50,7 @@ def conversation_key(key_id: int, request: Request, header: str | None = None, c
     first_user = next((m for m in request.messages if m.role == "user"), None)
     start = json.dumps({
         "key": key_id,
+        "user": request.params.user,  # an end user's id only ever tells runs apart
         "system": request.system,
         "tools": [[t.name, t.description, t.parameters] for t in request.tools],
         "first": serialize_message(first_user) if first_user else None,
@@ -49,10 +58,52 @@ def conversation_key(key_id: int, request: Request, header: str | None = None, c
     return f"s:{key_id}:{hashlib.sha256(start.encode()).hexdigest()}"
 
 
+def named(conversation: str) -> bool:
+    """Whether the client named ``conversation`` (``conversation_key``'s ``h:`` and ``c:``)."""
+    return not conversation.startswith("s:")
+
+
 def message_digests(messages: Sequence[Message]) -> list[str]:
     """One digest per message, of its canonical form: what a session keeps to compare
     the next request's history with."""
     return [hashlib.sha256(serialize_message(m).encode()).hexdigest()[:32] for m in messages]
+
+
+def answer_digest(turn: ModelTurn) -> str:
+    """The digest of ``turn`` as the client sends it back in its next history."""
+    return message_digests([Message("assistant", turn.text, tool_calls=turn.tool_calls)])[0]
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer the gateway gave: its digest and the conversation it went to."""
+
+    digest: str
+    conversation: str
+    continues: bool  # whether the request continues that conversation's history unchanged
+
+
+def route(digests: Sequence[str], roles: Sequence[str], answers: Sequence[Answered]) -> str | None:
+    """The conversation of the latest gateway answer in a history (``digests`` and
+    ``roles`` of its messages), of those ``answers`` that hold one of its digests; of
+    two that gave the same answer, the one the history continues. None: it holds none."""
+    position = {d: i for i, (d, role) in enumerate(zip(digests, roles, strict=True)) if role == "assistant"}
+    ranked = [(position[a.digest], a.continues, a.conversation) for a in answers if a.digest in position]
+    return max(ranked)[2] if ranked else None
+
+
+Placement = Literal["continue", "segment", "fork"]
+
+
+def placement(known: Sequence[str], last_answer: str, digests: Sequence[str], *, named: bool) -> Placement:
+    """Where a request with message ``digests`` goes in a conversation that holds
+    ``known`` and last answered ``last_answer``: it continues it; a diverged history
+    of the same run starts a new segment (a client that names its conversation is
+    always the same run); any other diverged history is another run's (a fork)."""
+    diverged = len(digests) < len(known) or any(h != d for h, d in zip(known, digests, strict=False))
+    if not diverged:
+        return "continue"
+    return "segment" if named or (last_answer and last_answer in digests) else "fork"
 
 
 @dataclass(frozen=True)

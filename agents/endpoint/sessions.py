@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +33,19 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agents.endpoint.cache import BoundedCache
-from agents.endpoint.conversation import message_digests
+from agents.endpoint.conversation import (
+    Answered,
+    answer_digest,
+    message_digests,
+    named,
+    placement,
+    route,
+)
 from agents.endpoint.feed import Exchange, take
 from agents.endpoint.upstream import profile_endpoint, provider_failure
 from agents.endpoint.wire import WireError
 from agents.events import session_event_append, session_events_append
-from agents.models import GatewayConversation, GatewayKey, Session, Task
+from agents.models import GatewayAnswer, GatewayConversation, GatewayKey, Session, Task
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.runtime import inputs, states
 from agents.runtime.delivery import chat_cursor_after, deliver_inputs
@@ -91,8 +99,13 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     client must hear instead (its session cancelled, a context that does not fit, the
     upstream's refusal), after the calls made and the state are saved."""
     failure: WireError | None = None
+    digests = message_digests(request.messages)
+    if not named(conversation):
+        conversation = _routed(key, digests, request) or conversation
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
+        if placement(talk.digests, talk.last_answer, digests, named=named(conversation)) == "fork":
+            talk = _conversation_forked(key, talk, request)
         # Not locked: the conversation's lock already makes this request the session's
         # only writer of its state and counts, and a lock held while the request is
         # upstream would hold up a person who cancels or steers it (a cancel is seen
@@ -142,6 +155,24 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
     except IntegrityError:
         pass
     return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
+
+
+def _routed(key: GatewayKey, digests: list[str], request: Request) -> str | None:
+    """The conversation that gave the latest of the gateway's answers in the history."""
+    roles = [m.role for m in request.messages]
+    assistant = {d for d, role in zip(digests, roles, strict=True) if role == "assistant"}
+    if not assistant:
+        return None
+    rows = (GatewayAnswer.objects.filter(key=key, digest__in=assistant)
+            .values_list("digest", "conversation__conversation", "conversation__digests"))
+    answers = [Answered(digest, talk, placement(held, "", digests, named=True) == "continue")
+               for digest, talk, held in rows]
+    return route(digests, roles, answers)
+
+
+def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Request) -> GatewayConversation:
+    """A conversation of its own for another run whose history started like ``talk``'s."""
+    return _conversation_open(key, f"{talk.conversation}~{secrets.token_hex(6)}", request)
 
 
 def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
@@ -242,7 +273,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     with transaction.atomic():
         if taken.closed is not None:
             history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
-        _save(session, talk, request, ctx, journal, exchange, events, runtime=runtime,
+        _save(session, talk, request, ctx, journal, exchange, events, turn=turn, runtime=runtime,
               delivered=[i.id for i in taken_inputs if i.kind == "steer"],
               delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
     return turn, failure
@@ -257,7 +288,8 @@ def _provider(model: str, api_key: str, base_url: str) -> Any:
 
 def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,
           journal: StateJournal, exchange: Exchange, events: list[tuple[str, dict[str, Any]]],
-          *, runtime: RuntimeState, delivered: list[int], delivered_mentions: tuple[int, ...]) -> None:
+          *, turn: ModelTurn | None, runtime: RuntimeState, delivered: list[int],
+          delivered_mentions: tuple[int, ...]) -> None:
     """The unit's records, as a worker's commit writes them; the client's history as
     this request held it, for the next one to be compared with."""
     saved = journal.record(ctx)
@@ -279,4 +311,9 @@ def _save(session: Session, talk: GatewayConversation, request: Request, ctx: Se
     session_events_append(session, events)
     talk.digests = message_digests(request.messages)
     talk.requests += 1
-    talk.save(update_fields=["digests", "requests", "updated_at"])
+    fields = ["digests", "requests", "updated_at"]
+    if turn is not None:
+        talk.last_answer = answer_digest(turn)
+        GatewayAnswer.objects.create(key_id=talk.key_id, conversation=talk, digest=talk.last_answer)
+        fields.append("last_answer")
+    talk.save(update_fields=fields)

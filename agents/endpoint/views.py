@@ -204,7 +204,7 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
     wire_format = FORMATS[fmt]
     neutral = wire_format.request(body, model, client_params)
     conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER),
-                                    wire_format.conversation_id(body))
+                                    wire_format.conversation_id(body, request.headers))
     turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
     if body.get("stream") is True:
         return upstream.Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"},

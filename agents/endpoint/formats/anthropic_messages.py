@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +55,10 @@ RULES = ParamRules(
     converted=frozenset({"output_config"}),
     temperature_max=1.0,
 )
+
+
+CLAUDE_CODE_SESSION_HEADER = "X-Claude-Code-Session-Id"
+_LEGACY_SESSION = re.compile(r"_session_([A-Za-z0-9-]+)$")
 
 
 class AnthropicMessages(WireFormat):
@@ -141,6 +146,22 @@ class AnthropicMessages(WireFormat):
             parallel_tool_calls=parallel,
             user=string((metadata or {}).get("user_id"), "metadata.user_id"),
         )
+
+    def conversation_id(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+        """Claude Code's session id: its header (2.1.86 on), else ``metadata.user_id``,
+        a JSON object's ``session_id`` (2.1.78 on) or ``user_…_session_<id>`` before."""
+        if header := headers.get(CLAUDE_CODE_SESSION_HEADER):
+            return header
+        user_id = (body.get("metadata") or {}).get("user_id")
+        if not isinstance(user_id, str):
+            return None
+        try:
+            named = json.loads(user_id)
+        except ValueError:
+            legacy = _LEGACY_SESSION.search(user_id)
+            return legacy.group(1) if legacy else None
+        session = named.get("session_id") if isinstance(named, dict) else None
+        return session if isinstance(session, str) and session else None
 
     def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
         config = body.get("output_config")

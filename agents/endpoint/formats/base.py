@@ -77,7 +77,7 @@ class WireFormat(ABC):
         another format, in neutral words."""
         ...
 
-    def conversation_id(self, body: Mapping[str, Any]) -> str | None:
+    def conversation_id(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
         """The client's own name for its conversation, where its format carries one."""
         return None
 

@@ -165,7 +165,7 @@ class OpenAIResponses(WireFormat):
                             param="reasoning.effort")
         return dataclasses.replace(params, json_schema=_schema(body.get("text"), upstream), effort=effort)
 
-    def conversation_id(self, body: Mapping[str, Any]) -> str | None:
+    def conversation_id(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
         key = body.get("prompt_cache_key")  # Codex sets it to its session's id
         return key if isinstance(key, str) and key else None
 
