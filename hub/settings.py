@@ -268,6 +268,8 @@ ATRIUM_SANDBOX_FILE_MB = envint("ATRIUM_SANDBOX_FILE_MB", "1024")
 ATRIUM_WORKTREE_MAX_MB = envint("ATRIUM_WORKTREE_MAX_MB", "4096")
 # Below this much free space on the data folder's disk no new session starts (/healthz says so).
 ATRIUM_MIN_FREE_MB = envint("ATRIUM_MIN_FREE_MB", "1024")
+# A session that met a full disk is tried again this often, until its writes fit.
+ATRIUM_DISK_RETRY_SECONDS = envint("ATRIUM_DISK_RETRY_SECONDS", "30")
 # What all running commands of one room share (its control group, where the hub may make one).
 ATRIUM_ROOM_PROCESSES = envint("ATRIUM_ROOM_PROCESSES", "512")
 ATRIUM_ROOM_MEMORY_MB = envint("ATRIUM_ROOM_MEMORY_MB", "4096")

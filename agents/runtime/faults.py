@@ -1,15 +1,17 @@
 """What a worker does when the database or the disk fails under a session it runs:
-give back what waiting fixes (a lost connection, a restart), and remove what passed the
-disk limit. Called from agents.runtime.worker's run of a claimed session."""
+give back what waiting fixes (a lost connection, a restart, a full disk), and remove
+what passed the disk limit. Called from agents.runtime.worker's run of a claimed session."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import shutil
 import subprocess
 import time
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
@@ -17,7 +19,6 @@ from agents import dispatch
 from agents.events import session_event_append
 from agents.models import Session, SessionEvent
 from agents.runtime import states
-from agents.services import session_transition
 from agents.tools.box import ToolBox
 from rooms.repository.git import GitError
 from rooms.repository.worktrees import Worktree, WorktreeError, worktree_remove
@@ -25,8 +26,8 @@ from rooms.repository.worktrees import Worktree, WorktreeError, worktree_remove
 log = logging.getLogger(__name__)
 
 GIVE_BACK_ATTEMPTS = 5  # tries at writing the give-back itself
-GIVE_BACKS_PER_STEP = 8  # then the session fails: the database keeps failing at the same step
 GIVE_BACK_DELAY_MAX_SECONDS = 60.0
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 # PostgreSQL's classes of what waiting fixes: a connection lost (08), the server shutting
@@ -47,12 +48,51 @@ def connection_lost(error: Exception, vendor: str) -> bool:
     return sqlstate is None or sqlstate.startswith(_TRANSIENT_SQLSTATES)  # None: the server never answered
 
 
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error``, or what it was raised from, is a disk with no space left: a
+    write of the hub's own, or of a git it ran."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS:
+            return True
+        if isinstance(seen, GitError) and "No space left on device" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def give_back(session_id: int, owner: str, error: Exception) -> str:
     """The unit that met the error was rolled back with its transaction, and every tool
     call is recorded by id: so the session is released to be resumed (by any worker, as
     after a crash) after a backoff that grows with each give-back at the same step, on a
     fresh connection. If the database stays away, its lease runs out and the sweep
-    resumes it. Only when it keeps failing at one step does the session fail."""
+    resumes it. However long it takes, it is never failed for it (its time limit still
+    holds)."""
+
+    def delay(session: Session) -> float:
+        earlier = SessionEvent.objects.filter(session=session, kind="session.given_back",
+                                              payload__step=session.step).count()
+        return min(GIVE_BACK_DELAY_MAX_SECONDS, 2.0 ** earlier)
+
+    return _release(session_id, owner, "session.given_back",
+                    f"the database failed under it: {type(error).__name__}", delay)
+
+
+def wait_for_space(session_id: int, owner: str, error: Exception) -> str:
+    """A disk with no space left: the unit was rolled back (a write that fails changes
+    nothing the session has recorded); the session is released and tried again every
+    ATRIUM_DISK_RETRY_SECONDS until its writes fit, never failed for it. Said once in
+    its log, not at every try."""
+
+    def delay(session: Session) -> float:
+        return float(settings.ATRIUM_DISK_RETRY_SECONDS)
+
+    return _release(session_id, owner, "session.waiting",
+                    f"the disk is full ({error}); it goes on where it was once space is freed", delay,
+                    said_once=True)
+
+
+def _release(session_id: int, owner: str, kind: str, reason: str, delay_of, *, said_once: bool = False) -> str:
     for attempt in range(GIVE_BACK_ATTEMPTS):
         connection.close()
         try:
@@ -60,19 +100,14 @@ def give_back(session_id: int, owner: str, error: Exception) -> str:
                 session = Session.objects.select_for_update().select_related("task").get(pk=session_id)
                 if session.state != states.RUNNING or session.lease_owner != owner:
                     return "lease lost"
-                earlier = SessionEvent.objects.filter(session=session, kind="session.given_back",
-                                                      payload__step=session.step).count()
-                what = f"the database failed under it: {type(error).__name__}: {error}"
-                if earlier + 1 >= GIVE_BACKS_PER_STEP:
-                    session_transition(session, states.FAILED, expected=states.RUNNING,
-                                       reason=f"{what} ({earlier + 1} times at step {session.step})"[:2000])
-                    return "failed"
-                delay = min(GIVE_BACK_DELAY_MAX_SECONDS, 2.0 ** earlier)
+                delay = delay_of(session)
                 Session.objects.filter(pk=session_id).update(
                     lease_owner="", lease_expires_at=timezone.now() + timedelta(seconds=delay))
-                session_event_append(session, "session.given_back", {
-                    "worker": owner, "step": session.step, "retry_in": delay,
-                    "reason": f"the database failed under it: {type(error).__name__}"})
+                last = (SessionEvent.objects.filter(session=session).exclude(kind="session.claimed")
+                        .order_by("-seq").values_list("kind", flat=True).first())
+                if not (said_once and last == kind):
+                    session_event_append(session, kind, {"worker": owner, "step": session.step, "retry_in": delay,
+                                                         "reason": reason[:500]})
                 dispatch.turn_send_on_commit(session_id, countdown=delay)
             return "given back"
         except (OperationalError, InterfaceError):

@@ -463,6 +463,9 @@ def _run_claimed(session_id: int, owner: str) -> str:
         log.warning("session %s: the database failed under it (%s); giving it back", session_id, exc)
         return faults.give_back(session_id, owner, exc)
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
+        if faults.disk_full(exc):
+            log.warning("session %s: the disk is full (%s); it waits for space", session_id, exc)
+            return faults.wait_for_space(session_id, owner, exc)
         log.exception("session %s failed", session_id)
         _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
         return "failed"

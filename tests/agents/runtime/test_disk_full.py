@@ -1,0 +1,111 @@
+"""Issue 28, point 2: a full disk stopped sessions for good ("internal error: OSError:
+[Errno 28] No space left on device"). Now a session that meets it waits for space and
+goes on where it was once space is freed: a real worker, the jobs folder on a tmpfs of
+its own, filled up by something else while a session of 30 steps runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from agents.models import AgentProfile, ApprovalRule, RoomAgent, SessionEvent
+from agents.runtime.faults import disk_full
+from agents.services import session_start, task_create
+from rooms.repository.git import GitError
+from tests.agents.runtime.test_database_faults import _lines
+from tests.agents.runtime.test_workers import ended, wait_for
+
+STEPS = 30
+
+
+
+@pytest.fixture
+def small_jobs_disk():
+    """The jobs folder on a 4 MB tmpfs (what every shell call writes its output to)."""
+    folder = Path(settings.JOBS_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _raised_from(cause: BaseException, error: Exception) -> Exception:
+    try:
+        try:
+            raise cause
+        except BaseException:
+            raise error  # noqa: B904 - the implicit context, as most code leaves it
+    except Exception as raised:
+        return raised
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with filler.open("wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
+def test_a_session_waits_out_a_full_disk_and_goes_on_where_it_was(hub_workers, person, demo_room, small_jobs_disk):
+    ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
+    demo_room.check_command = ""
+    demo_room.save()
+    recording = f"counting-{uuid.uuid4().hex[:8]}.json"
+    (Path(settings.REPLAYS_DIR) / recording).write_text(json.dumps({"turns": [
+        *({"text": f"Step {n}.", "tool_calls": [{"name": "shell", "arguments": {"command": f"echo {n} >> runs.txt"}}]}
+          for n in range(STEPS)),
+        {"text": "Done."},
+    ]}))
+    agent = AgentProfile.objects.create(name="counter", model=f"replay:{recording}", context_window=32_000,
+                                        output_budget=2_000)
+    RoomAgent.objects.create(room=demo_room, agent=agent)
+    worker = hub_workers(ATRIUM_DISK_RETRY_SECONDS="1")
+    hub_workers.beat()
+    task = task_create(room=demo_room, actor=person, title="Count", objective="Count to 30")
+    session = session_start(task=task, agent=agent, actor=person)
+    wait_for(lambda: len(_lines(session)) >= 3, 120, "the session to be under way", [worker])
+    filler = _fill(small_jobs_disk)
+    waiting = wait_for(lambda: SessionEvent.objects.filter(session=session, kind="session.waiting").first(), 60,
+                       "the session to wait for space", [worker])
+    assert "disk" in waiting.payload["reason"] and not ended(session), (session.state, session.reason)
+    time.sleep(3)  # it keeps waiting while the disk stays full
+    assert session.state == "running", session.reason
+    filler.unlink()
+    wait_for(lambda: ended(session), 180, "the session to end", [worker])
+    assert session.state == "succeeded", session.reason
+    assert _lines(session) == [str(n) for n in range(STEPS)]  # each command once, none lost
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA integrity_check")
+            assert cursor.fetchone()[0] == "ok"
+
+
+@pytest.mark.parametrize(("error", "full"), [
+    (OSError(28, "No space left on device"), True),
+    (OSError(122, "Disk quota exceeded"), True),
+    (OSError(13, "Permission denied"), False),
+    (GitError(["add", "--all"], 128, "fatal: unable to write new index file: No space left on device"), True),
+    (GitError(["commit"], 1, "nothing to commit, working tree clean"), False),
+    (_raised_from(OSError(28, "No space left on device"), RuntimeError("the snapshot could not be written")), True),
+])
+def test_a_full_disk_is_recognised_wherever_it_surfaces(error, full):
+    assert disk_full(error) is full
