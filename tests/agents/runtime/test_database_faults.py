@@ -28,10 +28,28 @@ STEPS = 40
 BLIPS = 8
 
 
-def _lines(session) -> list[str]:
+def lines_of(session) -> list[str]:
     session.refresh_from_db(fields=["worktree_path"])
     path = Path(session.worktree_path or "/nonexistent", "runs.txt")
     return path.read_text().split() if path.exists() else []
+
+
+def counting_agent(room, steps: int) -> AgentProfile:
+    """A recorded agent in ``room`` whose ``steps`` shell calls each append their number
+    to runs.txt (allowed, no check): a command run twice or lost shows in the file."""
+    ApprovalRule.objects.create(room=room, tool="shell", decision="allow")
+    room.check_command = ""
+    room.save()
+    recording = f"counting-{uuid.uuid4().hex[:8]}.json"
+    (Path(settings.REPLAYS_DIR) / recording).write_text(json.dumps({"turns": [
+        *({"text": f"Step {n}.", "tool_calls": [{"name": "shell", "arguments": {"command": f"echo {n} >> runs.txt"}}]}
+          for n in range(steps)),
+        {"text": "Done."},
+    ]}))
+    agent = AgentProfile.objects.create(name="counter", model=f"replay:{recording}", context_window=32_000,
+                                        output_budget=2_000)
+    RoomAgent.objects.create(room=room, agent=agent)
+    return agent
 
 
 def _kill_other_connections() -> int:
@@ -60,23 +78,12 @@ def test_only_what_waiting_fixes_gives_a_session_back(error, vendor, waiting_fix
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="kills PostgreSQL's connections")
 def test_a_session_outlives_its_database_connections_being_killed(hub_workers, person, demo_room):
-    ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
-    demo_room.check_command = ""
-    demo_room.save()
-    recording = f"counting-{uuid.uuid4().hex[:8]}.json"
-    (Path(settings.REPLAYS_DIR) / recording).write_text(json.dumps({"turns": [
-        *({"text": f"Step {n}.", "tool_calls": [{"name": "shell", "arguments": {"command": f"echo {n} >> runs.txt"}}]}
-          for n in range(STEPS)),
-        {"text": "Done."},
-    ]}))
-    agent = AgentProfile.objects.create(name="counter", model=f"replay:{recording}", context_window=32_000,
-                                        output_budget=2_000)
-    RoomAgent.objects.create(room=demo_room, agent=agent)
+    agent = counting_agent(demo_room, STEPS)
     worker = hub_workers()
     hub_workers.beat()  # as `manage.py start` runs them: the sweep resumes what no turn reaches
     task = task_create(room=demo_room, actor=person, title="Count", objective="Count to 40")
     session = session_start(task=task, agent=agent, actor=person)
-    wait_for(lambda: len(_lines(session)) >= 3, 120, "the session to be under way", [worker])
+    wait_for(lambda: len(lines_of(session)) >= 3, 120, "the session to be under way", [worker])
     killed = 0
     for _ in range(BLIPS):  # a blip every second and a half while it runs
         if ended(session):
@@ -85,6 +92,6 @@ def test_a_session_outlives_its_database_connections_being_killed(hub_workers, p
         time.sleep(1.5)
     wait_for(lambda: ended(session), 180, "the session to end", [worker])
     assert session.state == "succeeded", session.reason
-    assert _lines(session) == [str(n) for n in range(STEPS)]  # each command once, none lost
+    assert lines_of(session) == [str(n) for n in range(STEPS)]  # each command once, none lost
     given_back = SessionEvent.objects.filter(session=session, kind="session.given_back")
     assert killed and given_back.exists(), (killed, worker.hub_process.log_tail())

@@ -5,23 +5,21 @@ its own, filled up by something else while a session of 30 steps runs."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import connection
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, SessionEvent
+from agents.models import SessionEvent
 from agents.runtime.faults import disk_full
 from agents.services import session_start, task_create
 from rooms.repository.git import GitError
-from tests.agents.runtime.test_database_faults import _lines
+from tests.agents.runtime.test_database_faults import counting_agent, lines_of
 from tests.agents.runtime.test_workers import ended, wait_for
 
 STEPS = 30
@@ -66,23 +64,12 @@ def _fill(folder: Path) -> Path:
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
 def test_a_session_waits_out_a_full_disk_and_goes_on_where_it_was(hub_workers, person, demo_room, small_jobs_disk):
-    ApprovalRule.objects.create(room=demo_room, tool="shell", decision="allow")
-    demo_room.check_command = ""
-    demo_room.save()
-    recording = f"counting-{uuid.uuid4().hex[:8]}.json"
-    (Path(settings.REPLAYS_DIR) / recording).write_text(json.dumps({"turns": [
-        *({"text": f"Step {n}.", "tool_calls": [{"name": "shell", "arguments": {"command": f"echo {n} >> runs.txt"}}]}
-          for n in range(STEPS)),
-        {"text": "Done."},
-    ]}))
-    agent = AgentProfile.objects.create(name="counter", model=f"replay:{recording}", context_window=32_000,
-                                        output_budget=2_000)
-    RoomAgent.objects.create(room=demo_room, agent=agent)
+    agent = counting_agent(demo_room, STEPS)
     worker = hub_workers(ATRIUM_DISK_RETRY_SECONDS="1")
     hub_workers.beat()
     task = task_create(room=demo_room, actor=person, title="Count", objective="Count to 30")
     session = session_start(task=task, agent=agent, actor=person)
-    wait_for(lambda: len(_lines(session)) >= 3, 120, "the session to be under way", [worker])
+    wait_for(lambda: len(lines_of(session)) >= 3, 120, "the session to be under way", [worker])
     filler = _fill(small_jobs_disk)
     waiting = wait_for(lambda: SessionEvent.objects.filter(session=session, kind="session.waiting").first(), 60,
                        "the session to wait for space", [worker])
@@ -92,7 +79,7 @@ def test_a_session_waits_out_a_full_disk_and_goes_on_where_it_was(hub_workers, p
     filler.unlink()
     wait_for(lambda: ended(session), 180, "the session to end", [worker])
     assert session.state == "succeeded", session.reason
-    assert _lines(session) == [str(n) for n in range(STEPS)]  # each command once, none lost
+    assert lines_of(session) == [str(n) for n in range(STEPS)]  # each command once, none lost
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA integrity_check")
