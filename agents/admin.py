@@ -15,6 +15,7 @@ from agents.models import (
     EvalBatch,
     EvalRun,
     EvalVerdict,
+    GatewayAnswer,
     GatewayConversation,
     GatewayKey,
     ProviderCall,
@@ -361,4 +362,21 @@ class GatewayConversationAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: GatewayConversation | None = None) -> bool:
+        return False
+
+
+@admin.register(GatewayAnswer)
+class GatewayAnswerAdmin(admin.ModelAdmin):
+    """The gateway's answers by digest, which find a conversation in a client's history:
+    made by its requests only, read here."""
+
+    list_display = ["digest", "conversation", "key", "created_at"]
+    list_filter = [("key__room", admin.RelatedOnlyFieldListFilter), "created_at"]
+    search_fields = ["digest", "conversation__conversation"]
+    readonly_fields = _field_names(GatewayAnswer)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: GatewayAnswer | None = None) -> bool:
         return False

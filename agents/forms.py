@@ -35,6 +35,9 @@ class AgentProfileForm(forms.ModelForm):
             "output_budget",
             "eviction_policy",
             "base_url",
+            "connect_timeout_seconds",
+            "answer_timeout_seconds",
+            "call_timeout_seconds",
             "price_input",
             "price_cached_input",
             "price_cache_write",
@@ -50,8 +53,12 @@ class AgentProfileForm(forms.ModelForm):
                         "needs none): the hub's key never goes to a URL set here.",
         }
 
+    LIMITS = ("connect_timeout_seconds", "answer_timeout_seconds", "call_timeout_seconds")
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        for name in self.LIMITS:  # left blank: as it is (a new profile: the default)
+            self.fields[name].required = False
         if not (self.instance.pk and self.instance.api_key):
             self.fields["clear_api_key"].widget = forms.HiddenInput()  # nothing stored to remove (a new profile)
 
@@ -64,6 +71,9 @@ class AgentProfileForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        for name in self.LIMITS:
+            if cleaned.get(name) is None and name not in self.errors:
+                cleaned[name] = getattr(self.instance, name)
         stored = self.instance.pk and self.instance.api_key
         if stored and not cleaned.get("new_api_key") and not cleaned.get("clear_api_key"):
             old_provider = model_kind(self.instance.model)

@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from agents.providers.timeouts import Timeouts
 from agents.runtime import states
 from observations.gateway.model_spec import ModelSpecError, parse_model_spec
 from observations.gateway.prices import ModelPrice, price_for
@@ -79,6 +80,16 @@ class AgentProfile(models.Model):
     fallback_models = models.CharField(
         max_length=500, blank=True, validators=[validate_model_spec_list], help_text="Comma-separated model specs."
     )
+    # How long a call of its model may take (agents.providers.Timeouts): a hung provider
+    # holds a worker for no longer than the whole call's limit, retries included.
+    connect_timeout_seconds = models.PositiveIntegerField(
+        default=10, validators=[MinValueValidator(1)], help_text="Seconds to connect to the provider.")
+    answer_timeout_seconds = models.PositiveIntegerField(
+        default=300, validators=[MinValueValidator(1)],
+        help_text="Seconds one request may wait for the answer to start arriving (then it is retried).")
+    call_timeout_seconds = models.PositiveIntegerField(
+        default=900, validators=[MinValueValidator(1)],
+        help_text="Seconds one model call may take in all, its retries included (then the session fails).")
     # Own prices for this agent's model, USD per million tokens; blank takes the hub's
     # price table (observations/gateway/prices.py). Fallback models always use the table.
     price_input = _price_field("input")
@@ -96,7 +107,15 @@ class AgentProfile(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(connect=self.connect_timeout_seconds, answer=self.answer_timeout_seconds,
+                        call=self.call_timeout_seconds)
+
     def clean(self) -> None:
+        if self.call_timeout_seconds and self.answer_timeout_seconds \
+                and self.call_timeout_seconds < self.answer_timeout_seconds:
+            raise ValidationError({"call_timeout_seconds": "The whole call's limit must be at least the answer's."})
         if self.context_window and self.output_budget and self.output_budget >= self.context_window:
             raise ValidationError({"output_budget": "The output budget must be smaller than the context window."})
         if self.context_window and self.output_budget:

@@ -44,7 +44,6 @@ from agents.providers.errors import (
     redact,
 )
 from agents.providers.factory import (
-    DEFAULT_TIMEOUT,
     UpstreamEndpoint,
     build_provider,
     parse_spec,
@@ -54,6 +53,9 @@ from observations.gateway.messages import ModelTurn, Params, Request
 from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
+
+# What a relayed request may take; the client's own SDK bounds its wait too.
+RELAY_TIMEOUT_SECONDS = 600.0
 
 # Upstream response headers a client may act on: retries, rate limits, request ids.
 RELAYED_HEADERS = ("retry-after", "retry-after-ms", "request-id", "x-request-id")
@@ -120,7 +122,7 @@ def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
     """One call of the profile's provider, in a worker thread: building the sync SDK
     client and waiting for it would hold up the event loop."""
     provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
-                              timeout=DEFAULT_TIMEOUT)
+                              timeouts=profile.timeouts)
     try:
         return provider.complete(request)
     finally:
@@ -178,7 +180,7 @@ def _client(endpoint: UpstreamEndpoint, fmt: Format) -> Any:
         http_client = None if endpoint.trusted else checked_client(wire_format.sdk.DefaultAsyncHttpxClient,
                                                                    allowed_from(os.environ))
         client = wire_format.async_client_class()(api_key=endpoint.api_key, base_url=endpoint.base_url,
-                                                  timeout=DEFAULT_TIMEOUT, max_retries=0, default_headers=headers,
+                                                  timeout=RELAY_TIMEOUT_SECONDS, max_retries=0, default_headers=headers,
                                                   http_client=http_client)
         client._atrium_loop = loop
         return client
@@ -200,7 +202,7 @@ async def relay(endpoint: UpstreamEndpoint, fmt: Format, body: dict[str, Any],
     extra_headers[HOP_HEADER] = "1"
     try:
         call = wire_format.relay_call(client, model=endpoint.model, body=body, extra_headers=extra_headers,
-                                      timeout=DEFAULT_TIMEOUT)
+                                      timeout=RELAY_TIMEOUT_SECONDS)
         response = await stack.enter_async_context(call)
         headers = _relayed(response.headers)
         headers["Content-Type"] = response.headers.get("content-type", "application/json")
@@ -278,7 +280,7 @@ def _failure(exc: Exception, endpoint: UpstreamEndpoint, fmt: Format) -> Relay:
         raise WireError(f"The agent's upstream at {display_url(endpoint.base_url)} did not answer as the provider "
                         "does; nothing of its answer is passed on.", status=502, kind="api_error") from None
     if isinstance(exc, sdk.APITimeoutError):
-        raise WireError(f"The upstream did not answer within {DEFAULT_TIMEOUT:g} s.", status=504,
+        raise WireError(f"The upstream did not answer within {RELAY_TIMEOUT_SECONDS:g} s.", status=504,
                         kind="api_error") from None
     if isinstance(exc, sdk.APIConnectionError):
         raise WireError(f"Cannot reach the upstream at {display_url(endpoint.base_url)}.", status=502,

@@ -23,6 +23,7 @@ import anthropic
 
 from agents.providers.ambient import withheld_headers
 from agents.providers.errors import sdk_errors
+from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import canonical, parse_arguments
 from observations.gateway.messages import Message, ModelTurn, Params, Request, ToolCall, Usage
 
@@ -54,7 +55,7 @@ class AnthropicProvider:
         *,
         api_key: str,
         base_url: str = ANTHROPIC_DEFAULT_BASE_URL,
-        timeout: float = 600.0,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         environment_headers: bool = True,
         http_client: Any = None,
     ) -> None:
@@ -64,7 +65,7 @@ class AnthropicProvider:
         self.spec = f"anthropic:{model}"
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._timeout = timeout
+        self._timeouts = timeouts
         # An explicit timeout also stops the SDK from refusing large non-streaming
         # max_tokens values ("streaming is required ..."): the bound is ours to set.
         headers = None
@@ -75,7 +76,7 @@ class AnthropicProvider:
         self._client = anthropic.Anthropic(
             api_key=api_key,
             base_url=self.base_url,
-            timeout=timeout,
+            timeout=timeouts.for_sdk(),
             max_retries=0,
             default_headers=headers,
             http_client=http_client,
@@ -93,7 +94,7 @@ class AnthropicProvider:
             base_error=anthropic.AnthropicError,
             spec=self.spec,
             base_url=self.base_url,
-            timeout=self._timeout,
+            timeouts=self._timeouts,
             api_key=self._api_key,
             code_of=lambda exc: exc.error_code or exc.type,
         ):

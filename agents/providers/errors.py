@@ -21,6 +21,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
+
+from agents.providers.timeouts import Timeouts
 from observations.gateway.overflow import overflow_reason
 from observations.gateway.turn import Overflow
 
@@ -170,7 +173,7 @@ def _error_message(body_text: str) -> str:
 
 
 @contextmanager
-def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: str, timeout: float,
+def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: str, timeouts: Timeouts,
                api_key: str | None, code_of: Callable[[Any], str | None]) -> Iterator[None]:
     """Turn the errors of an official SDK (``openai`` or ``anthropic``: both generated
     alike) into ProviderErrors, keys redacted. ``base_error`` is the SDK's root error
@@ -178,8 +181,11 @@ def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: st
     both differently."""
     try:
         yield
-    except sdk.APITimeoutError:  # a subclass of APIConnectionError: first
-        raise Transient(f"{spec}: no answer within {timeout:g} s", spec=spec) from None
+    except sdk.APITimeoutError as exc:  # a subclass of APIConnectionError: first
+        if isinstance(exc.__cause__, httpx2.ConnectTimeout):
+            raise Transient(f"{spec}: no connection to {display_url(base_url)} within {timeouts.connect:g} s",
+                            spec=spec) from None
+        raise Transient(f"{spec}: no answer within {timeouts.answer:g} s", spec=spec) from None
     except sdk.APIConnectionError as exc:
         cause = redact(str(exc.__cause__ or exc), [api_key])
         raise ConnectionFailed(f"{spec}: cannot reach {display_url(base_url)}: {cause}", spec=spec) from None

@@ -29,6 +29,7 @@ from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
 from agents.providers.script import ScriptProvider
+from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from observations.gateway.model_spec import (
     FILE_KINDS,
     ModelSpec,
@@ -36,7 +37,6 @@ from observations.gateway.model_spec import (
     parse_model_spec,
 )
 
-DEFAULT_TIMEOUT = 600.0
 # Local OpenAI-compatible servers (Ollama, llama.cpp, vLLM) need no key, but the SDK
 # refuses to start without one.
 NO_KEY = "no-key"
@@ -89,7 +89,7 @@ def build_provider(
     api_key: str | None = None,
     base_url: str | None = None,
     replay_dir: Path | str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
     env: Mapping[str, str] | None = None,
     script_dir: Path | str | None = None,
 ) -> Provider:
@@ -104,7 +104,7 @@ def build_provider(
     cls = PROVIDER_KINDS[parsed.kind].provider
     # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
     client = None if endpoint.trusted else checked_client(cls.http_client_class, allowed_from(os.environ))
-    return cls(parsed.name, api_key=endpoint.api_key, base_url=endpoint.base_url, timeout=timeout,
+    return cls(parsed.name, api_key=endpoint.api_key, base_url=endpoint.base_url, timeouts=timeouts,
                environment_headers=endpoint.trusted, http_client=client)
 
 
@@ -216,7 +216,7 @@ def provider_for(
     base_url: str | None = None,
     fallbacks: Iterable[str | ModelEndpoint] = (),
     replay_dir: Path | str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
     policy: RetryPolicy | None = None,
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
@@ -237,7 +237,7 @@ def provider_for(
             api_key=api_key,
             base_url=base_url,
             replay_dir=replay_dir,
-            timeout=timeout,
+            timeouts=timeouts,
             env=env,
             script_dir=script_dir,
         )
@@ -250,9 +250,9 @@ def provider_for(
                 api_key=endpoint.api_key,
                 base_url=endpoint.base_url,
                 replay_dir=replay_dir,
-                timeout=timeout,
+                timeouts=timeouts,
                 env=env,
                 script_dir=script_dir,
             )
         )
-    return ResilientProvider(chain, policy=policy, sleep=sleep, rng=rng)
+    return ResilientProvider(chain, policy=policy, sleep=sleep, rng=rng, call_limit=timeouts.call)

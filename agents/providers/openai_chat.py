@@ -18,6 +18,7 @@ from agents.providers.errors import (
     Rejected,
     sdk_errors,
 )
+from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import (
     ModelTurn,
@@ -48,7 +49,7 @@ class OpenAIProvider:
         *,
         api_key: str,
         base_url: str = OPENAI_DEFAULT_BASE_URL,
-        timeout: float = 600.0,
+        timeouts: Timeouts = DEFAULT_TIMEOUTS,
         token_limit_field: str | None = None,
         environment_headers: bool = True,
         http_client: Any = None,
@@ -59,7 +60,7 @@ class OpenAIProvider:
         self.spec = f"openai:{model}"
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._timeout = timeout
+        self._timeouts = timeouts
         # OpenAI's own API deprecated `max_tokens` for `max_completion_tokens` (reasoning
         # models refuse the old name); compatible servers mostly know only `max_tokens`.
         self.token_limit_field = token_limit_field or (
@@ -76,7 +77,7 @@ class OpenAIProvider:
         self._client = openai.OpenAI(
             api_key=api_key,
             base_url=self.base_url,
-            timeout=timeout,
+            timeout=timeouts.for_sdk(),
             max_retries=0,
             default_headers=headers,
             http_client=http_client,
@@ -94,7 +95,7 @@ class OpenAIProvider:
             base_error=openai.OpenAIError,
             spec=self.spec,
             base_url=self.base_url,
-            timeout=self._timeout,
+            timeouts=self._timeouts,
             api_key=self._api_key,
             code_of=lambda exc: exc.code,
         ):

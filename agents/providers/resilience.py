@@ -9,6 +9,8 @@ Policy, by error:
   session is never parked inside a sleep.
 - ConnectionFailed moves to the next fallback endpoint; the last endpoint treats it as
   transient, since there is nowhere else to go.
+- No retry starts past the whole call's limit (``Timeouts.call``): a hung provider holds
+  a worker for that long at most, not for ``max_attempts`` times the answer's limit.
 """
 
 from __future__ import annotations
@@ -63,7 +65,10 @@ class ResilientProvider:
         sleep: Callable[[float], None] = time.sleep,
         rng: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.monotonic,
+        call_limit: float | None = None,
     ) -> None:
+        """``call_limit``: seconds the whole call may take (``Timeouts.call``); a retry
+        that would start past it is not made."""
         if not chain:
             raise ValueError("a ResilientProvider needs at least one endpoint")
         self.chain = tuple(chain)
@@ -72,6 +77,7 @@ class ResilientProvider:
         self._sleep = sleep
         self._rng = rng
         self._clock = clock
+        self._call_limit = call_limit
 
     def complete(self, request: Request) -> ModelTurn:
         return self.call(request).turn
@@ -127,6 +133,10 @@ class ResilientProvider:
             )
             raise self._failed(exc, state) from None
         delay = retry_after if retry_after is not None else self.policy.backoff(attempt, self._rng)
+        if self._call_limit is not None and self._clock() - state.started + delay >= self._call_limit:
+            exc.message = f"{exc.message}; given up after {state.attempts} attempts: the call's limit is " \
+                          f"{self._call_limit:g} s"
+            raise self._failed(exc, state) from None
         log.info(
             "%s; retry %d/%d in %.2f s", exc.message, attempt, self.policy.max_attempts - 1, delay
         )

@@ -199,7 +199,7 @@ class SessionRunner:
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
             fallbacks=parse_fallbacks(agent.fallback_models), replay_dir=settings.REPLAYS_DIR,
-            script_dir=settings.EVAL_SCRIPTS_DIR,
+            script_dir=settings.EVAL_SCRIPTS_DIR, timeouts=agent.timeouts,
             policy=RetryPolicy(max_attempts=settings.ATRIUM_PROVIDER_MAX_ATTEMPTS,
                                base_delay=settings.ATRIUM_PROVIDER_RETRY_BASE_SECONDS),
         )

@@ -15,6 +15,7 @@ from agents.providers import (
     provider_for,
 )
 from agents.providers.anthropic_messages import to_messages_params
+from agents.providers.timeouts import Timeouts
 from observations.gateway.messages import Message, Request, ToolCall
 from tests.agents.providers.requests import first_request, reordered_pair, session_request
 from tests.agents.providers.wire_server import load_fixture
@@ -29,7 +30,7 @@ def anthropic_for(wire, sleep):
         api_key=KEY,
         base_url=wire.url,
         env={},
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         sleep=sleep,
         rng=lambda: 0.5,
         policy=RetryPolicy(max_attempts=3, base_delay=0.5),

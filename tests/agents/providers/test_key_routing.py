@@ -9,6 +9,7 @@ import pytest
 
 from agents.providers import InvalidModelSpec, ModelEndpoint, RetryPolicy, provider_for
 from agents.providers.factory import NO_KEY
+from agents.providers.timeouts import Timeouts
 from tests.agents.providers.requests import first_request
 from tests.agents.providers.wire_server import load_fixture
 
@@ -62,7 +63,7 @@ def no_hub_key_in(received) -> bool:
 def test_a_profile_base_url_without_a_key_gets_the_placeholder_not_the_hubs_key(wire, hub_env):
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
 
-    provider_for("openai:exfil", base_url=f"{wire.url}/v1", timeout=5).call(first_request())
+    provider_for("openai:exfil", base_url=f"{wire.url}/v1", timeouts=Timeouts(connect=5, answer=5)).call(first_request())
 
     (sent,) = wire.requests_to(CHAT)
     assert sent.headers["authorization"] == f"Bearer {NO_KEY}"
@@ -73,7 +74,7 @@ def test_a_profile_base_url_gets_the_profiles_own_key(wire, hub_env):
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
 
     provider_for(
-        "openai:local", api_key=PROFILE_KEY, base_url=f"{wire.url}/v1", timeout=5
+        "openai:local", api_key=PROFILE_KEY, base_url=f"{wire.url}/v1", timeouts=Timeouts(connect=5, answer=5)
     ).call(first_request())
 
     (sent,) = wire.requests_to(CHAT)
@@ -88,7 +89,7 @@ def test_the_environments_key_goes_to_the_environments_base_url(
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
 
     provider_for(
-        "openai:deepseek-chat", base_url=profile_url.format(url=wire.url), timeout=5
+        "openai:deepseek-chat", base_url=profile_url.format(url=wire.url), timeouts=Timeouts(connect=5, answer=5)
     ).call(first_request())
 
     (sent,) = wire.requests_to(CHAT)
@@ -109,7 +110,7 @@ def test_an_anthropic_profile_base_url_without_its_own_key_is_refused_before_any
     wire, hub_env
 ):
     with pytest.raises(InvalidModelSpec, match="needs the agent's own API key") as caught:
-        provider_for("anthropic:claude-haiku-4-5", base_url=wire.url, timeout=5)
+        provider_for("anthropic:claude-haiku-4-5", base_url=wire.url, timeouts=Timeouts(connect=5, answer=5))
 
     assert HUB_ANTHROPIC_KEY not in str(caught.value)
     assert wire.requests == []
@@ -119,7 +120,7 @@ def test_an_anthropic_profile_base_url_gets_only_the_profiles_key(wire, hub_env)
     wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
 
     provider_for(
-        "anthropic:claude-haiku-4-5", api_key=PROFILE_KEY, base_url=wire.url, timeout=5
+        "anthropic:claude-haiku-4-5", api_key=PROFILE_KEY, base_url=wire.url, timeouts=Timeouts(connect=5, answer=5)
     ).call(first_request())
 
     (sent,) = wire.requests_to(MESSAGES)
@@ -133,7 +134,7 @@ def test_anthropics_environment_key_goes_to_anthropics_environment_base_url(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", wire.url)
     wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
 
-    provider_for("anthropic:claude-haiku-4-5", timeout=5).call(first_request())
+    provider_for("anthropic:claude-haiku-4-5", timeouts=Timeouts(connect=5, answer=5)).call(first_request())
 
     (sent,) = wire.requests_to(MESSAGES)
     assert anthropic_key(sent) == HUB_ANTHROPIC_KEY
@@ -148,7 +149,7 @@ def test_a_fallback_endpoints_base_url_never_receives_the_environments_key(
         api_key=PROFILE_KEY,
         base_url=f"{refusing.url}/v1",
         fallbacks=[ModelEndpoint("openai:exfil", base_url=f"{wire.url}/v1")],
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         sleep=sleep,
         policy=RetryPolicy(max_attempts=2),
     )
@@ -175,9 +176,9 @@ def test_a_profile_base_url_gets_none_of_the_headers_the_sdk_reads_from_the_envi
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
 
-    provider_for("openai:exfil", base_url=f"{wire.url}/v1", timeout=5).call(first_request())
+    provider_for("openai:exfil", base_url=f"{wire.url}/v1", timeouts=Timeouts(connect=5, answer=5)).call(first_request())
     provider_for(
-        "openai:local", api_key=PROFILE_KEY, base_url=f"{wire.url}/v1", timeout=5
+        "openai:local", api_key=PROFILE_KEY, base_url=f"{wire.url}/v1", timeouts=Timeouts(connect=5, answer=5)
     ).call(first_request())
 
     keyless, keyed = wire.requests_to(CHAT)
@@ -194,7 +195,7 @@ def test_an_anthropic_profile_base_url_gets_its_own_key_and_no_environment_heade
     wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
 
     provider_for(
-        "anthropic:claude-haiku-4-5", api_key=PROFILE_KEY, base_url=wire.url, timeout=5
+        "anthropic:claude-haiku-4-5", api_key=PROFILE_KEY, base_url=wire.url, timeouts=Timeouts(connect=5, answer=5)
     ).call(first_request())
 
     (sent,) = wire.requests_to(MESSAGES)
@@ -209,7 +210,7 @@ def test_the_environments_headers_still_reach_the_environments_base_url(
     monkeypatch.setenv("OPENAI_BASE_URL", f"{wire.url}/v1")
     wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"))
 
-    provider_for("openai:deepseek-chat", timeout=5).call(first_request())
+    provider_for("openai:deepseek-chat", timeouts=Timeouts(connect=5, answer=5)).call(first_request())
 
     (sent,) = wire.requests_to(CHAT)
     assert sent.headers["x-gateway-token"] == GATEWAY_TOKEN

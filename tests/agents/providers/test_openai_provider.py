@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -17,6 +18,7 @@ from agents.providers import (
     provider_for,
 )
 from agents.providers.openai_chat import OpenAIProvider
+from agents.providers.timeouts import Timeouts
 from observations.gateway.messages import Message, Request, ToolCall
 from tests.agents.providers.requests import first_request, reordered_pair, session_request
 from tests.agents.providers.wire_server import load_fixture
@@ -32,7 +34,7 @@ def openai_for(wire, sleep, **kwargs):
         api_key=KEY,
         base_url=f"{wire.url}/v1",
         env={},
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         sleep=sleep,
         rng=lambda: 0.5,
         **kwargs,
@@ -266,7 +268,7 @@ def test_a_timeout_is_transient_and_retried(wire, sleep):
         api_key=KEY,
         base_url=f"{wire.url}/v1",
         env={},
-        timeout=0.3,
+        timeouts=Timeouts(answer=0.3),
         sleep=sleep,
         rng=lambda: 0.0,
     )
@@ -276,6 +278,21 @@ def test_a_timeout_is_transient_and_retried(wire, sleep):
     assert turn.text.startswith("The tests pass")
     assert len(wire.requests_to(CHAT)) == 2
     assert len(sleep.delays) == 1
+
+
+def test_a_hung_provider_holds_the_call_no_longer_than_its_whole_limit(wire, sleep):
+    """Five attempts of a 600 s wait each held a worker for about 50 minutes."""
+    for _ in range(5):
+        wire.reply(CHAT, json_body=load_fixture("deepseek_chat_text.json"), delay=3)
+    provider = provider_for("openai:deepseek-chat", api_key=KEY, base_url=f"{wire.url}/v1", env={},
+                            timeouts=Timeouts(answer=0.3, call=1.0), sleep=sleep, rng=lambda: 0.0)
+    started = time.monotonic()
+    with pytest.raises(Transient) as caught:
+        provider.call(first_request())
+    assert time.monotonic() - started < 1.0 + 0.3 + 1.0  # the limit, one answer's wait, and slack
+    assert "no answer within 0.3 s" in caught.value.message
+    assert "the call's limit is 1 s" in caught.value.message
+    assert caught.value.record is not None and 1 <= caught.value.record.attempts < 5
 
 
 @pytest.mark.parametrize(
@@ -343,7 +360,7 @@ def test_connection_refused_on_the_primary_falls_back_to_the_next_model(wire, re
         base_url=f"{refusing.url}/v1",
         fallbacks=["openai:deepseek-chat"],
         env={"OPENAI_BASE_URL": f"{wire.url}/v1", "OPENAI_API_KEY": "sk-fallback-key-000"},
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         sleep=sleep,
     )
 
@@ -366,7 +383,7 @@ def test_connection_refused_with_nowhere_to_fall_back_is_retried_then_reported(r
         api_key=KEY,
         base_url=f"{refusing.url}/v1",
         env={},
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         sleep=sleep,
         rng=lambda: 0.5,
         policy=RetryPolicy(max_attempts=2, base_delay=1.0),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from agents.providers import RetryPolicy, provider_for
+from agents.providers.timeouts import Timeouts
 from observations.gateway.messages import Params, ToolChoice
 from tests.agents.providers.requests import session_request
 from tests.agents.providers.wire_server import load_fixture
@@ -27,7 +28,7 @@ def provider(spec: str, wire):
         api_key="sk-test-0123456789",
         base_url=base_url,
         env={},
-        timeout=5,
+        timeouts=Timeouts(connect=5, answer=5),
         policy=RetryPolicy(max_attempts=1),
     )
 
