@@ -77,6 +77,10 @@ class SessionConsumer(SeqStreamConsumer):
         if event["user_id"] == self.scope["user"].pk:
             await self.close(code=CLOSE_FORBIDDEN)
 
+    async def session_waiting_for_model(self, event: dict[str, Any]) -> None:
+        """Sent by agents.events when the session's worker sends its model a request."""
+        await self.stream_note({"type": "waiting", "since": event["since"]})
+
     async def session_event(self, event: dict[str, Any]) -> None:
         """A committed SessionEvent, broadcast by agents.events. The event is shared by the
         process's sockets of the session (rooms.fanout): its line is rendered once."""

@@ -8,6 +8,7 @@ pages can update badges and the session list.
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 SESSION_EVENT = "session.event"  # consumer method session_event
 ROOM_SESSION_CHANGED = "room.session_changed"  # consumer method room_session_changed
 SESSION_MEMBER_REMOVED = "session.member_removed"  # consumer method session_member_removed
+SESSION_WAITING_FOR_MODEL = "session.waiting_for_model"  # consumer method session_waiting_for_model
 # Session events the room's pages follow too: the task list and the badges change.
 ROOM_KINDS = frozenset({"session.state_changed", "loop.suspected"})
 
@@ -60,6 +62,12 @@ def session_events_append(session: Session, events: list[tuple[str, dict[str, An
                        "state": row.payload.get("state", session.state)}
             transaction.on_commit(lambda s=summary, g=f"room.{session.task.room_id}": _send(g, s), robust=True)
     return rows
+
+
+def model_waiting_broadcast(session_id: int, since: datetime) -> None:
+    """A request of the session is with its model from ``since``: the page says so and
+    counts, until the next event arrives. Not a row of the log: a live note."""
+    _send(session_group(session_id), {"type": SESSION_WAITING_FOR_MODEL, "since": since.isoformat()})
 
 
 def member_removed_on_commit(room_id: int, user_id: int) -> None:

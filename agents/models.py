@@ -297,6 +297,8 @@ class Session(models.Model):
     # What the session's last room_status call reported (agents/tools/room.py): the next
     # call sends only what changed since, also after a resume on another worker.
     room_status_notes = models.JSONField(default=dict, blank=True)
+    # When its worker last sent the model a request (the page says how long it waits).
+    model_waiting_since = models.DateTimeField(null=True, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     # The trace analysis (agents/analysis/trace.py) as of event `analysis_seq`; recomputed
     # when the log has grown since, so room and agent totals add stored figures.

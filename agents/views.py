@@ -30,7 +30,7 @@ from agents.forms import (
     TaskForm,
     TaskIntentForm,
 )
-from agents.models import AgentProfile
+from agents.models import AgentProfile, Session, SessionEvent
 from agents.runtime import states
 from agents.selectors import SessionAccess
 from agents.views_analysis import insights_context
@@ -182,11 +182,20 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "events": events,
         "events_left_out": left_out,
         "last_seq": events[-1].seq if events else 0,
+        "waiting_since": _waiting_for_model(access.session, events),
         "steer_form": SteerForm(decisions=selectors.session_decisions(access.session)),
         "segments": selectors.session_segments(access.session),
         **insights_context(access.session),
     }
     return render(request, "agents/session.html", context)
+
+
+def _waiting_for_model(session: Session, events: list[SessionEvent]) -> str:
+    """When the session's request went to its model, if nothing happened since."""
+    since = session.model_waiting_since
+    if session.state != states.RUNNING or since is None or (events and events[-1].created_at > since):
+        return ""
+    return since.isoformat()
 
 
 @require_GET

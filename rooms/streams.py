@@ -165,6 +165,13 @@ class SeqStreamConsumer(AsyncWebsocketConsumer, ABC):
             await self.send(text_data=encoded(frame))
             self.last_sent_seq = seq
 
+    async def stream_note(self, frame: dict[str, Any]) -> None:
+        """Send a live frame that is no row of the log (it carries no seq), once the
+        client is caught up; one that misses it learns the same from its next page."""
+        async with self._sending:
+            if self.last_sent_seq is not None:
+                await self.send_json(frame)
+
     async def _send_from_database(self, *, after_seq: int, up_to_seq: int | None = None) -> None:
         while True:
             frames = await self.frames_after(after_seq, up_to_seq, REPLAY_BATCH)

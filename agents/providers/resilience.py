@@ -136,6 +136,7 @@ class ResilientProvider:
         if self._call_limit is not None and self._clock() - state.started + delay >= self._call_limit:
             exc.message = f"{exc.message}; given up after {state.attempts} attempts: the call's limit is " \
                           f"{self._call_limit:g} s"
+            exc.args = (exc.message,)
             raise self._failed(exc, state) from None
         log.info(
             "%s; retry %d/%d in %.2f s", exc.message, attempt, self.policy.max_attempts - 1, delay

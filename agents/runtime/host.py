@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from agents import reviews as review_rows
+from agents.events import model_waiting_broadcast
 from agents.models import Approval as ApprovalRow
 from agents.models import Session
 from agents.providers import Completion, ProviderError
@@ -225,6 +227,9 @@ class DjangoHost:
                                round_number=round_number, target=self.room.default_branch)
 
     def call_model(self, request: Request) -> Completion:
+        since = timezone.now()
+        Session.objects.filter(pk=self.session.pk).update(model_waiting_since=since)
+        model_waiting_broadcast(self.session.pk, since)
         if not self.session.agent.record_requests:
             return self.provider.call(request)
         # Evals judge what the model was sent: the request rides with its record.

@@ -23,8 +23,25 @@
     session.dispatchEvent(new CustomEvent("session-refresh"));
   }
 
+  // "waiting for the model, 42 s" from when the worker sent its request until the
+  // next event (the answer, or what came of it) arrives.
+  const waiting = document.getElementById("model-waiting");
+  function showWaiting() {
+    const since = Date.parse(waiting.dataset.since || "");
+    waiting.hidden = Number.isNaN(since);
+    if (!waiting.hidden) {
+      waiting.textContent = `waiting for the model, ${Math.max(0, Math.round((Date.now() - since) / 1000))} s`;
+    }
+  }
+  setInterval(showWaiting, 1000);
+  showWaiting();
+
   function appendEvent(frame) {
     if (frame.seq <= lastSeq) return; // already on the page
+    if (Date.parse(frame.at) >= Date.parse(waiting.dataset.since || "")) {
+      waiting.dataset.since = "";
+      showWaiting();
+    }
     const stick = nearBottom();
     document.getElementById("session-events-empty")?.remove();
     log.appendChild(AtriumStream.fragment(frame.html));
@@ -63,6 +80,10 @@
     },
     onFrame(frame) {
       if (frame.type === "event") appendEvent(frame);
+      else if (frame.type === "waiting") {
+        waiting.dataset.since = frame.since;
+        showWaiting();
+      }
       else if (frame.type === "truncated") {
         // Away too long: the server replays only its newest page of events.
         status.textContent = "some events from while you were away are not shown; reload to see them";
