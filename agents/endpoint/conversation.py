@@ -39,20 +39,25 @@ def conversation_key(key_id: int, request: Request, header: str | None = None, c
     """The conversation's name within one gateway key: ``h:`` and the id of the header;
     ``c:`` and the digest of the id the client's format carries (``client_id``: the
     Responses API's ``prompt_cache_key``, which Codex sets to its session's id, where two
-    runs in one folder start alike); or ``s:`` and the digest of the history's stable start."""
+    runs in one folder start alike; Claude Code's session id) with the system prompt and
+    tools; or ``s:`` and the digest of the history's stable start."""
     if header is not None:
         if not _HEADER_VALUE.fullmatch(header):
             raise WireError(f"{SESSION_HEADER}: 1 to 128 letters, digits, `.`, `_`, `:` or `-`.",
                             param=SESSION_HEADER)
         return f"h:{key_id}:{header}"
+    tools = [[t.name, t.description, t.parameters] for t in request.tools]
     if client_id:
-        return f"c:{key_id}:{hashlib.sha256(client_id.encode()).hexdigest()}"
+        # With its system prompt and tools: a client's side requests under the same id
+        # (Claude Code's titles and subagents) are conversations of their own.
+        named = json.dumps([client_id, request.system, tools], ensure_ascii=False, separators=(",", ":"))
+        return f"c:{key_id}:{hashlib.sha256(named.encode()).hexdigest()}"
     first_user = next((m for m in request.messages if m.role == "user"), None)
     start = json.dumps({
         "key": key_id,
         "user": request.params.user,  # an end user's id only ever tells runs apart
         "system": request.system,
-        "tools": [[t.name, t.description, t.parameters] for t in request.tools],
+        "tools": tools,
         "first": serialize_message(first_user) if first_user else None,
     }, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return f"s:{key_id}:{hashlib.sha256(start.encode()).hexdigest()}"

@@ -47,6 +47,7 @@ from agents.endpoint.wire import WireError
 from agents.events import session_event_append, session_events_append
 from agents.models import GatewayAnswer, GatewayConversation, GatewayKey, Session, Task
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
+from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.runtime import inputs, states
 from agents.runtime.delivery import chat_cursor_after, deliver_inputs
 from agents.runtime.state import RuntimeState
@@ -70,6 +71,7 @@ log = logging.getLogger(__name__)
 TITLE_MAX = 80
 OBJECTIVE_MAX = 4000
 LOCK_STRIPES = 4096  # SQLite: the lock files conversations take
+FORKS_LOOKED_AT = 50  # a retried fork's first request is among the newest
 
 # Providers by endpoint, shared by the requests of every conversation (as the
 # pass-through keeps its SDK clients). The SDKs' sync clients are safe to share between
@@ -105,7 +107,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
         if placement(talk.digests, talk.last_answer, digests, named=named(conversation)) == "fork":
-            talk = _conversation_forked(key, talk, request)
+            talk = _conversation_forked(key, talk, request, digests)
         # Not locked: the conversation's lock already makes this request the session's
         # only writer of its state and counts, and a lock held while the request is
         # upstream would hold up a person who cancels or steers it (a cancel is seen
@@ -170,9 +172,19 @@ def _routed(key: GatewayKey, digests: list[str], request: Request) -> str | None
     return route(digests, roles, answers)
 
 
-def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Request) -> GatewayConversation:
-    """A conversation of its own for another run whose history started like ``talk``'s."""
-    return _conversation_open(key, f"{talk.conversation}~{secrets.token_hex(6)}", request)
+def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Request,
+                         digests: list[str]) -> GatewayConversation:
+    """A conversation of its own for another run whose history started like ``talk``'s:
+    the fork this history already continues (a retried request whose first answer never
+    came), else a new one."""
+    base = talk.conversation.split("~", 1)[0]
+    forks = GatewayConversation.objects.select_for_update(no_key=True).filter(
+        key=key, conversation__startswith=f"{base}~").order_by("-updated_at")[:FORKS_LOOKED_AT]
+    for fork in forks:
+        if fork.pk != talk.pk and fork.digests and placement(fork.digests, "", digests, named=True) == "continue":
+            return fork
+    with transaction.atomic():
+        return _conversation_open(key, f"{base}~{secrets.token_hex(6)}", request)
 
 
 def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
@@ -247,7 +259,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     person = deliver_inputs(ctx, taken_inputs, lambda kind, payload: events.append((kind, payload)))
     runtime.chat_cursor = chat_cursor_after(runtime.chat_cursor, taken_inputs)
     agent = session.agent
-    provider = _provider(agent.model, agent.api_key, agent.base_url)
+    provider = _provider(agent.model, agent.api_key, agent.base_url, agent.timeouts)
     exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens, params=request.params,
                         person_waiting=person)
     turn: ModelTurn | None = None
@@ -279,11 +291,12 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     return turn, failure
 
 
-def _provider(model: str, api_key: str, base_url: str) -> Any:
+def _provider(model: str, api_key: str, base_url: str, timeouts: Timeouts = DEFAULT_TIMEOUTS) -> Any:
     """The profile's provider, no retries of ours (the client's SDK retries as it would
-    against the provider)."""
-    return _PROVIDERS.get((model, api_key, base_url), lambda: provider_for(
-        model, api_key=api_key or None, base_url=base_url or None, policy=RetryPolicy(max_attempts=1)))
+    against the provider), within the profile's limits."""
+    return _PROVIDERS.get((model, api_key, base_url, timeouts), lambda: provider_for(
+        model, api_key=api_key or None, base_url=base_url or None, timeouts=timeouts,
+        policy=RetryPolicy(max_attempts=1)))
 
 
 def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 GIVE_BACK_ATTEMPTS = 5  # tries at writing the give-back itself
 GIVE_BACK_DELAY_MAX_SECONDS = 60.0
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+DISK_FREE_BYTES = 1 << 20  # a disk-full wait is over once the folder has this much free
 
 
 # PostgreSQL's classes of what waiting fixes: a connection lost (08), the server shutting
@@ -51,14 +53,46 @@ def connection_lost(error: Exception, vendor: str) -> bool:
 def disk_full(error: BaseException) -> bool:
     """Whether ``error``, or what it was raised from, is a disk with no space left: a
     write of the hub's own, or of a git it ran."""
+    return any((isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS)
+               or (isinstance(seen, GitError) and "No space left on device" in str(seen)) for seen in _chain(error))
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
     seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS:
-            return True
-        if isinstance(seen, GitError) and "No space left on device" in str(seen):
-            return True
+    while seen is not None and not any(seen is earlier for earlier in chain):  # a chain may loop
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    return False
+    return chain
+
+
+def _full_folder(error: BaseException) -> str:
+    """The nearest existing folder of the file a full disk refused, where the error names one."""
+    name = next((e.filename for e in _chain(error) if isinstance(e, OSError) and isinstance(e.filename, str)), None)
+    if not name:
+        return ""
+    folder = Path(name).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return str(folder)
+
+
+def space_still_short(session_id: int) -> Exception | None:
+    """The error a session waits out, if its disk-full wait is not over: the folder the
+    error named, or any of the hub's own (where a write that names no file went), has
+    less than DISK_FREE_BYTES free. None: run it."""
+    last = (SessionEvent.objects.filter(session_id=session_id).exclude(kind="session.claimed")
+            .order_by("-seq").values_list("kind", "payload").first())
+    if last is None or last[0] != "session.waiting":
+        return None
+    named = [last[1]["folder"]] if last[1].get("folder") else []
+    for folder in (*named, settings.JOBS_DIR, settings.WORKTREES_DIR, settings.REPOS_DIR, settings.DATA_DIR):
+        try:
+            if shutil.disk_usage(folder).free < DISK_FREE_BYTES:
+                return OSError(errno.ENOSPC, "No space left on device", str(folder))
+        except OSError:
+            continue
+    return None
 
 
 def give_back(session_id: int, owner: str, error: Exception) -> str:
@@ -89,10 +123,11 @@ def wait_for_space(session_id: int, owner: str, error: Exception) -> str:
 
     return _release(session_id, owner, "session.waiting",
                     f"the disk is full ({error}); it goes on where it was once space is freed", delay,
-                    said_once=True)
+                    said_once=True, folder=_full_folder(error))
 
 
-def _release(session_id: int, owner: str, kind: str, reason: str, delay_of, *, said_once: bool = False) -> str:
+def _release(session_id: int, owner: str, kind: str, reason: str, delay_of, *, said_once: bool = False,
+             folder: str = "") -> str:
     for attempt in range(GIVE_BACK_ATTEMPTS):
         connection.close()
         try:
@@ -107,7 +142,7 @@ def _release(session_id: int, owner: str, kind: str, reason: str, delay_of, *, s
                         .order_by("-seq").values_list("kind", flat=True).first())
                 if not (said_once and last == kind):
                     session_event_append(session, kind, {"worker": owner, "step": session.step, "retry_in": delay,
-                                                         "reason": reason[:500]})
+                                                         "reason": reason[:500], **({"folder": folder} if folder else {})})
                 dispatch.turn_send_on_commit(session_id, countdown=delay)
             return "given back"
         except (OperationalError, InterfaceError):

@@ -35,6 +35,7 @@ from agents.tools.paths import PathRefused, resolve_path
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from observations.gateway.messages import Request, ToolCall, serialize_request
+from observations.models import Observation
 from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read
 from rooms.repository.worktrees import (
@@ -102,6 +103,11 @@ class DjangoHost:
             return None
         return Approval(state=row.state, by=row.decided_by.get_username() if row.decided_by else "", always=row.always,
                         reason=row.reason)
+
+    def earlier_call_ids(self, before_seq: int) -> set[str]:
+        # Committed rows only: a unit replayed after a crash keeps its ids, and so its records.
+        return set(Observation.objects.filter(session=self.session, seq__lt=before_seq)
+                   .values_list("call_id", flat=True))
 
     def rule_arguments(self, call: ToolCall) -> dict[str, Any]:
         """The call's arguments with its path resolved in the worktree, as rules see it."""

@@ -147,6 +147,8 @@ class StepLoop:
         an id (within a turn or across the session) gets it re-minted, never a stale
         outcome or someone else's approval."""
         seen = {obs.call_id for obs in self.ctx.observations}
+        if self.ctx.obs_base:  # earlier segments' results are in the store only
+            seen |= self.host.earlier_call_ids(self.ctx.obs_base)
         unique = []
         for n, call in enumerate(calls):
             call_id, attempt = call.id or f"call-{self.ctx.step}-{n}", 0

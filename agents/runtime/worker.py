@@ -438,6 +438,9 @@ def _run_claimed(session_id: int, owner: str) -> str:
     keeper.start()
     runner = None
     try:
+        if (short := faults.space_still_short(session_id)) is not None:
+            # Not run again before its disk has room: each run would call the model anew.
+            return faults.wait_for_space(session_id, owner, short)
         session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
             pk=session_id)
         runner = SessionRunner(session, owner, keeper)

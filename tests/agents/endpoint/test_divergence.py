@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import anthropic
+import openai
 import pytest
 
 from agents.models import GatewayConversation, Session, SessionEvent
@@ -158,4 +159,38 @@ def test_claude_codes_session_header_names_its_conversation(setup, wire, hub):
     for sid in ("aaaa-1", "bbbb-2"):
         claude.messages.create(model="c", max_tokens=500, messages=[{"role": "user", "content": "Same task"}],
                                extra_headers={"X-Claude-Code-Session-Id": sid})
+    assert Session.objects.filter(origin=Session.Origin.ENDPOINT).count() == 2
+
+
+def test_claude_codes_side_requests_under_its_session_id_leave_the_main_conversation_alone(setup, wire, hub):
+    """Titles and subagents come with the same session id and a system prompt of their own."""
+    claude = anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key, max_retries=0,
+                                 default_headers={"X-Claude-Code-Session-Id": "0d9f-main"})
+    for n in range(1, 4):
+        wire.reply("/v1/messages", json_body=anthropic_message(text=f"reply {n}", n=n))
+    main = [{"role": "user", "content": "Fix the failing test"}]
+    first = claude.messages.create(model="c", max_tokens=500, system="You are Claude Code.", messages=main)
+    claude.messages.create(model="c", max_tokens=50, system="Write a 5-word title for this conversation.",
+                           messages=[{"role": "user", "content": "Fix the failing test"}])
+    main += [{"role": "assistant", "content": first.content[0].text}, {"role": "user", "content": "Go on."}]
+    claude.messages.create(model="c", max_tokens=500, system="You are Claude Code.", messages=main)
+    assert GatewayConversation.objects.count() == 2
+    assert SessionEvent.objects.filter(kind="segment.started").count() == 0
+
+
+def test_a_twins_first_request_retried_after_a_failure_is_one_session_not_one_per_try(setup, wire, hub):
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "a.py"}), n=1))
+    wire.reply(PATH, json_body=completion(call=("read_file", {"path": "b.py"}), n=2))
+    first = Agent(client(hub, setup.openai_key), "Fix the failing test")
+    first.result(first.step().tool_calls[0].id, "text of a.py\n")
+    first.step()
+    # Another run of the same task: its first request fails upstream, then is retried twice.
+    wire.reply(PATH, status=500, json_body={"error": {"message": "overloaded", "type": "server_error"}})
+    wire.reply(PATH, status=500, json_body={"error": {"message": "overloaded", "type": "server_error"}})
+    wire.reply(PATH, json_body=completion(text="hello", n=3))
+    twin = Agent(client(hub, setup.openai_key), "Fix the failing test")
+    for _ in range(2):
+        with pytest.raises(openai.APIStatusError):
+            twin.step()
+    assert twin.step().content == "hello"
     assert Session.objects.filter(origin=Session.Origin.ENDPOINT).count() == 2

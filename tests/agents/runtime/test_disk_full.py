@@ -15,8 +15,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from agents.events import session_event_append
 from agents.models import SessionEvent
-from agents.runtime.faults import disk_full
+from agents.runtime.faults import disk_full, space_still_short
 from agents.services import session_start, task_create
 from rooms.repository.git import GitError
 from tests.agents.runtime.test_database_faults import counting_agent, lines_of
@@ -96,3 +97,17 @@ def test_a_session_waits_out_a_full_disk_and_goes_on_where_it_was(hub_workers, p
 ])
 def test_a_full_disk_is_recognised_wherever_it_surfaces(error, full):
     assert disk_full(error) is full
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
+def test_a_session_waiting_for_space_is_not_run_again_before_its_disk_has_room(person, demo_room, small_jobs_disk):
+    """Each run would call the model anew, its call rolled back with the unit."""
+    task = task_create(room=demo_room, actor=person, title="Count", objective="Count")
+    session = session_start(task=task, agent=counting_agent(demo_room, 1), actor=person)
+    assert space_still_short(session.pk) is None  # it waits for nothing
+    session_event_append(session, "session.waiting", {"reason": "the disk is full", "step": 0})
+    filler = _fill(small_jobs_disk)
+    assert str(small_jobs_disk) in str(space_still_short(session.pk))
+    filler.unlink()
+    assert space_still_short(session.pk) is None

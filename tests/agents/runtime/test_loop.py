@@ -41,6 +41,7 @@ class FakeHost:
     intent: str | None = None
     yields: set[str] = field(default_factory=set)  # call ids that become jobs
     executed: list[str] = field(default_factory=list)
+    earlier_ids: set[str] = field(default_factory=set)  # call ids of earlier segments' stored results
     skipped: list[tuple[str, str]] = field(default_factory=list)
     requests: list = field(default_factory=list)
     events: list[tuple[str, dict]] = field(default_factory=list)
@@ -82,6 +83,9 @@ class FakeHost:
 
     def rule_arguments(self, call):
         return dict(call.arguments)
+
+    def earlier_call_ids(self, before_seq):
+        return set(self.earlier_ids)
 
     def execute(self, call):
         self.executed.append(call.id)
@@ -321,6 +325,16 @@ def test_a_provider_that_repeats_call_ids_gets_them_re_minted():
     ids = [o.call_id for o in loop.ctx.observations]
     assert len(set(ids)) == 3 and ids[0] == "c1"
     assert host.executed == ids
+
+
+def test_a_call_id_of_an_earlier_segment_is_re_minted_too():
+    """An earlier segment's results are in the store only: its ids would replay their
+    recorded outcomes for a new call."""
+    host = FakeHost(turns=[turn("a", ("c1", "read_file", {"path": "x"})), turn("done")], earlier_ids={"c1"})
+    ctx = make_context(window=60_000)
+    ctx.obs_base = 5  # the session is in its second segment
+    loop, result = run(host, ctx=ctx)
+    assert host.executed != ["c1"] and len(host.executed) == 1
 
 
 def test_an_await_on_a_running_job_parks_until_it_is_ready_or_its_time_is_up():
