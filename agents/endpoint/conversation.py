@@ -100,15 +100,19 @@ def route(digests: Sequence[str], roles: Sequence[str], answers: Sequence[Answer
 Placement = Literal["continue", "segment", "fork"]
 
 
-def placement(known: Sequence[str], last_answer: str, digests: Sequence[str], *, named: bool) -> Placement:
+def continues(known: Sequence[str], digests: Sequence[str]) -> bool:
+    """Whether a history of message ``digests`` holds ``known`` unchanged at its start."""
+    return len(digests) >= len(known) and all(h == d for h, d in zip(known, digests, strict=False))
+
+
+def placement(known: Sequence[str], last_answer: str, digests: Sequence[str], *, client_named: bool) -> Placement:
     """Where a request with message ``digests`` goes in a conversation that holds
     ``known`` and last answered ``last_answer``: it continues it; a diverged history
     of the same run starts a new segment (a client that names its conversation is
     always the same run); any other diverged history is another run's (a fork)."""
-    diverged = len(digests) < len(known) or any(h != d for h, d in zip(known, digests, strict=False))
-    if not diverged:
+    if continues(known, digests):
         return "continue"
-    return "segment" if named or (last_answer and last_answer in digests) else "fork"
+    return "segment" if client_named or (last_answer and last_answer in digests) else "fork"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from agents.endpoint.cache import BoundedCache
 from agents.endpoint.conversation import (
     Answered,
     answer_digest,
+    continues,
     message_digests,
     named,
     placement,
@@ -106,7 +107,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
         conversation = _routed(key, digests, request) or conversation
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
-        if placement(talk.digests, talk.last_answer, digests, named=named(conversation)) == "fork":
+        if placement(talk.digests, talk.last_answer, digests, client_named=named(conversation)) == "fork":
             talk = _conversation_forked(key, talk, request, digests)
         # Not locked: the conversation's lock already makes this request the session's
         # only writer of its state and counts, and a lock held while the request is
@@ -167,8 +168,7 @@ def _routed(key: GatewayKey, digests: list[str], request: Request) -> str | None
         return None
     rows = (GatewayAnswer.objects.filter(key=key, digest__in=assistant)
             .values_list("digest", "conversation__conversation", "conversation__digests"))
-    answers = [Answered(digest, talk, placement(held, "", digests, named=True) == "continue")
-               for digest, talk, held in rows]
+    answers = [Answered(digest, talk, continues(held, digests)) for digest, talk, held in rows]
     return route(digests, roles, answers)
 
 
@@ -181,7 +181,7 @@ def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Re
     forks = GatewayConversation.objects.select_for_update(no_key=True).filter(
         key=key, conversation__startswith=f"{base}~").order_by("-updated_at")[:FORKS_LOOKED_AT]
     for fork in forks:
-        if fork.pk != talk.pk and fork.digests and placement(fork.digests, "", digests, named=True) == "continue":
+        if fork.pk != talk.pk and fork.digests and continues(fork.digests, digests):
             return fork
     with transaction.atomic():
         return _conversation_open(key, f"{base}~{secrets.token_hex(6)}", request)

@@ -156,11 +156,11 @@ class AnthropicMessages(WireFormat):
         if not isinstance(user_id, str):
             return None
         try:
-            named = json.loads(user_id)
+            parsed = json.loads(user_id)
         except ValueError:
             legacy = _LEGACY_SESSION.search(user_id)
             return legacy.group(1) if legacy else None
-        session = named.get("session_id") if isinstance(named, dict) else None
+        session = parsed.get("session_id") if isinstance(parsed, dict) else None
         return session if isinstance(session, str) and session else None
 
     def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:

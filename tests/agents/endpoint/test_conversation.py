@@ -104,14 +104,14 @@ def test_a_diverged_history_is_a_new_segment_of_its_run_or_another_runs_conversa
     held = message_digests((ASK, ANSWER, RESULT))
     last = message_digests([OTHER_ANSWER])[0]
     grown = message_digests((ASK, ANSWER, RESULT, OTHER_ANSWER, RESULT))
-    assert placement(held, last, grown, named=False) == "continue"
-    assert placement(held, last, held, named=False) == "continue"  # the same request again
+    assert placement(held, last, grown, client_named=False) == "continue"
+    assert placement(held, last, held, client_named=False) == "continue"  # the same request again
     edited = message_digests((ASK, ANSWER, Message("tool", "[trimmed]", tool_call_id="c1"), OTHER_ANSWER))
-    assert placement(held, last, edited, named=False) == "segment"  # holds the last answer: the same run
+    assert placement(held, last, edited, client_named=False) == "segment"  # holds the last answer: the same run
     twin = message_digests((ASK, Message("assistant", "I will read stats.py first.")))
-    assert placement(held, last, twin, named=False) == "fork"
-    assert placement(held, last, message_digests([ASK]), named=False) == "fork"  # a run starting again
-    assert placement(held, last, twin, named=True) == "segment"  # the client says it is the same run
+    assert placement(held, last, twin, client_named=False) == "fork"
+    assert placement(held, last, message_digests([ASK]), client_named=False) == "fork"  # a run starting again
+    assert placement(held, last, twin, client_named=True) == "segment"  # the client says it is the same run
 
 
 @pytest.mark.parametrize(("user_id", "expected"), [
