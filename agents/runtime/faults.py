@@ -21,6 +21,7 @@ from agents.events import session_event_append
 from agents.models import Session, SessionEvent
 from agents.runtime import states
 from agents.tools.box import ToolBox
+from agents.tools.outcome import out_of_space
 from rooms.repository.git import GitError
 from rooms.repository.worktrees import Worktree, WorktreeError, worktree_remove
 
@@ -28,7 +29,6 @@ log = logging.getLogger(__name__)
 
 GIVE_BACK_ATTEMPTS = 5  # tries at writing the give-back itself
 GIVE_BACK_DELAY_MAX_SECONDS = 60.0
-DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 DISK_FREE_BYTES = 1 << 20  # a disk-full wait is over once the folder has this much free
 
 
@@ -53,7 +53,7 @@ def connection_lost(error: Exception, vendor: str) -> bool:
 def disk_full(error: BaseException) -> bool:
     """Whether ``error``, or what it was raised from, is a disk with no space left: a
     write of the hub's own, or of a git it ran."""
-    return any((isinstance(seen, OSError) and seen.errno in DISK_FULL_ERRNOS)
+    return any((isinstance(seen, OSError) and out_of_space(seen))
                or (isinstance(seen, GitError) and "No space left on device" in str(seen)) for seen in _chain(error))
 
 

@@ -15,6 +15,7 @@ Stdlib only: it must run without the project on ``sys.path``.
 """
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -30,6 +31,7 @@ DISK_CHECK_MAX_SECONDS = 15.0  # however large the tree, counted at least this o
 DU_TIMEOUT_SECONDS = 10.0  # the heartbeat waits while du counts
 UNCOUNTABLE = 1 << 62
 EXIT_OVER_DISK = 125
+EXIT_NO_SPACE = 75  # EX_TEMPFAIL: the disk was full before the command started, so it never ran
 
 
 class OverDisk(Exception):
@@ -138,10 +140,19 @@ def main(job_dir):
         spec = json.load(handle)
     pid = os.getpid()
     proc_tmp = os.path.join(job_dir, f"proc.json.tmp-{pid}")
-    with open(proc_tmp, "w") as handle:
-        json.dump({"pid": pid, "start_ticks": _start_ticks(pid), "host": socket.gethostname(),
-                   "started_at": time.time()}, handle)
-    os.replace(proc_tmp, os.path.join(job_dir, "proc.json"))
+    try:
+        with open(proc_tmp, "w") as handle:
+            json.dump({"pid": pid, "start_ticks": _start_ticks(pid), "host": socket.gethostname(),
+                       "started_at": time.time()}, handle)
+        os.replace(proc_tmp, os.path.join(job_dir, "proc.json"))
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(proc_tmp)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            sys.exit(EXIT_NO_SPACE)
+        raise
+    if os.path.exists(os.path.join(job_dir, "result.json")):
+        return  # declared dead while it was starting (agents.tools.jobs): the command never runs
 
     with open(os.path.join(job_dir, "output.log"), "ab", buffering=0) as log:
         try:

@@ -18,7 +18,7 @@ from observations.gateway.messages import ToolCall, ToolSchema
 from . import edits, files, memory, registry, room, search, shell
 from .disk import check_worktree
 from .jobs import JobRegistry, JobStatus
-from .outcome import Result, ToolError, ToolOutcome
+from .outcome import NotRun, Result, ToolError, ToolOutcome
 from .paths import PathRefused
 from .records import CallRecords
 from .sandbox import Confined, Place, SandboxPolicy, interpreter_policy
@@ -121,7 +121,8 @@ class ToolBox:
             return self._settle(call.id, call.name, arguments, Result(
                 text=f"Invalid arguments: {exc}.", is_error=True, purpose=call.name))
         values = checked.values
-        if self.records.started(call.id) and call.name not in registry.SIDE_EFFECT_FREE:
+        if (self.records.started(call.id) and call.name not in registry.SIDE_EFFECT_FREE
+                and not (call.name == "shell" and shell.never_ran(self.jobs, call.id))):
             return self._settle(call.id, call.name, values, self._unknown(call.id, call.name,
                                                                           values),
                                 unknown=True)
@@ -129,6 +130,9 @@ class ToolBox:
         started = time.monotonic()
         try:
             result = self._dispatch(call.id, call.name, values)
+        except NotRun as exc:
+            self.records.withdraw(call.id)  # it did nothing: it runs afresh once the fault is gone
+            raise exc.fault from None
         except (ToolError, PathRefused) as exc:
             result = Result(text=str(exc), is_error=True)
         except OSError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rooms.repository.beneath import Located, remove, write_atomically
 
-from .outcome import Result, ToolError
+from .outcome import NotRun, Result, ToolError, out_of_space
 from .paths import beneath
 from .snapshots import SNAPSHOT_MAX_BYTES, SnapshotStore
 from .text import human_bytes, looks_binary
@@ -17,6 +17,16 @@ from .text import human_bytes, looks_binary
 MAX_EDIT_BYTES = SNAPSHOT_MAX_BYTES
 EXCERPT_CONTEXT = 2
 EXCERPT_MAX_LINES = 30
+
+
+def _replace_file(where: Located, data: bytes, *, mode: int | None) -> None:
+    """The call's change; a full disk refusing it leaves the file as it was (NotRun)."""
+    try:
+        write_atomically(where, data, mode=mode)
+    except OSError as exc:
+        if out_of_space(exc):
+            raise NotRun(exc) from exc
+        raise
 
 
 def _line_count(text: str) -> int:
@@ -51,7 +61,7 @@ def write_file(root: Path, store: SnapshotStore, *, call_id: str, path: str,
     with beneath(root, path, for_write=True) as where:
         relative = where.relative
         before, info = _existing(where, relative, SNAPSHOT_MAX_BYTES)
-        write_atomically(where, data, mode=None if info is None else stat.S_IMODE(info.st_mode))
+        _replace_file(where, data, mode=None if info is None else stat.S_IMODE(info.st_mode))
     existed, size_before = info is not None, 0 if info is None else info.st_size
     stored = store.save(call_id=call_id, path=relative, existed=existed, before=before,
                         after=data)
@@ -122,7 +132,7 @@ def edit_file(root: Path, store: SnapshotStore, *, call_id: str, path: str, old:
         raw, text, mode = _read_text_for_edit(where, relative)
         updated, count, first_offset = _replaced(text, old, new, replace_all, relative)
         data = updated.encode()
-        write_atomically(where, data, mode=mode)
+        _replace_file(where, data, mode=mode)
     stored = store.save(call_id=call_id, path=relative, existed=True, before=raw, after=data)
     first_line = _line_of(updated, first_offset)
     last_line = first_line + max(new.count("\n") - (1 if new.endswith("\n") else 0), 0)
@@ -175,7 +185,7 @@ def undo_edit(root: Path, store: SnapshotStore, *, call_id: str, target_call_id:
                             "undo the later changes first (newest first), or write the content you "
                             "want with write_file")
         if snapshot.before is not None:
-            write_atomically(where, snapshot.before, mode=None if info is None else stat.S_IMODE(info.st_mode))
+            _replace_file(where, snapshot.before, mode=None if info is None else stat.S_IMODE(info.st_mode))
             done = f"restored {snapshot.path} to its content before {target_call_id!r}"
         else:
             remove(where)

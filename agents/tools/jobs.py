@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from ._jobwrapper import EXIT_NO_SPACE
 from .text import read_log_bounded
 
 WRAPPER = Path(__file__).with_name("_jobwrapper.py")
@@ -35,6 +37,7 @@ JobState = Literal["running", "finished", "dead", "cancelled"]
 # The wrapper beats every 5 s; a job on another machine whose beat is this old is dead.
 HEARTBEAT_STALE_SECONDS = 30.0
 LOOK_SECONDS_MAX = 1.0
+NEVER_STARTED = "its process never started"
 
 
 def look_interval(waited: float, *, least: float = 0.1) -> float:
@@ -105,8 +108,8 @@ def _mtime(path: Path) -> float | None:
 
 def _publish_once(path: Path, data: dict) -> None:
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
-    tmp.write_text(json.dumps(data))
     try:
+        tmp.write_text(json.dumps(data))
         os.link(tmp, path)
     except FileExistsError:
         pass  # another ending was recorded first; it stands
@@ -151,8 +154,10 @@ class JobRegistry:
         self.directory = Path(os.path.abspath(directory))
         self.silence_limit_seconds = silence_limit_seconds
         self.start_grace_seconds = start_grace_seconds
-        # Wrappers this process started, so they are reaped rather than left as zombies.
+        # Wrappers this process started, so they are reaped rather than left as zombies,
+        # and how those that ended did.
         self._children: dict[str, subprocess.Popen] = {}
+        self._exits: dict[str, int] = {}
 
     def _dir(self, handle: str) -> Path:
         if not handle or "/" in handle or handle.startswith("."):
@@ -188,8 +193,12 @@ class JobRegistry:
                 "cwd": os.path.abspath(cwd), "timeout": timeout, "created_at": time.time()}
         if disk_limit is not None:
             spec["disk"] = {"paths": [os.path.abspath(path) for path in disk_limit[0]], "max_bytes": disk_limit[1]}
-        (job_dir / "spec.json").write_text(json.dumps(spec))
-        (job_dir / "output.log").touch()
+        try:
+            (job_dir / "spec.json").write_text(json.dumps(spec))
+            (job_dir / "output.log").touch()
+        except OSError:
+            shutil.rmtree(job_dir, ignore_errors=True)  # half a job: none at all, the handle free again
+            raise
         # The wrapper's own complaints (if it cannot even start) go to wrapper.log.
         with (job_dir / "wrapper.log").open("wb") as wrapper_log:
             try:
@@ -215,14 +224,45 @@ class JobRegistry:
             start_new_session=True,  # own session: survives the worker and its signals
         )
 
+    def retract_unstarted(self, handle: str) -> bool:
+        """Remove the job if its command never ran (it was never spawned, or its wrapper
+        ended, or was declared dead, before it recorded its process: the wrapper then
+        never starts the command), so the call that made it can run afresh. False, and
+        the job kept, if the command may have run."""
+        job_dir = self._dir(handle)
+        if self._wrapper_running(handle):
+            return False
+        result = _read_json(job_dir / "result.json") or {}
+        unstarted = (not (job_dir / "spec.json").exists()
+                     or str(result.get("reason", "")).startswith(NEVER_STARTED)
+                     or (handle in self._exits and not (job_dir / "proc.json").exists()))
+        if unstarted:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            self._exits.pop(handle, None)
+        return unstarted
+
+    def wrapper_ran_out_of_space(self, handle: str) -> bool:
+        """Whether the job's wrapper, started by this process, found the disk full before
+        its command could start."""
+        return not self._wrapper_running(handle) and self._exits.get(handle) == EXIT_NO_SPACE
+
+    def _wrapper_running(self, handle: str) -> bool:
+        """Whether a wrapper this process started for ``handle`` still runs (one that
+        ended is reaped, and how it ended kept)."""
+        child = self._children.get(handle)
+        if child is None:
+            return False
+        if child.poll() is None:
+            return True
+        self._exits[handle] = self._children.pop(handle).returncode
+        return False
+
     def status(self, handle: str) -> JobStatus:
         job_dir = self._dir(handle)
         spec = _read_json(job_dir / "spec.json")
         if spec is None:
             raise KeyError(handle)
-        child = self._children.get(handle)
-        if child is not None and child.poll() is not None:
-            self._children.pop(handle, None)
+        self._wrapper_running(handle)  # reaped, and its exit kept, once it ends
         try:
             log_info = (job_dir / "output.log").stat()
             output_bytes, log_mtime = log_info.st_size, log_info.st_mtime
@@ -231,7 +271,7 @@ class JobRegistry:
         last_output = log_mtime if output_bytes else None
         result = _read_json(job_dir / "result.json")
         if result is None:
-            result = self._judge_unfinished(job_dir, spec, log_mtime)
+            result = self._judge_unfinished(job_dir, spec, log_mtime, wrapper_exit=self._exits.get(handle))
         if result is None:
             return JobStatus(handle=handle, call_id=spec["call_id"], command=spec["command"],
                              state="running", created_at=spec["created_at"],
@@ -244,14 +284,17 @@ class JobRegistry:
             last_output_at=last_output,
         )
 
-    def _judge_unfinished(self, job_dir: Path, spec: dict, last_activity: float) -> dict | None:
-        """Decide whether a job without a result is still running; record it dead if not."""
+    def _judge_unfinished(self, job_dir: Path, spec: dict, last_activity: float, *,
+                          wrapper_exit: int | None) -> dict | None:
+        """Decide whether a job without a result is still running; record it dead if not.
+        ``wrapper_exit``: how its wrapper ended, if this process started it."""
         now = time.time()
         proc = _read_json(job_dir / "proc.json")
         if proc is None:
-            if now - spec["created_at"] < self.start_grace_seconds:
+            if wrapper_exit is None and now - spec["created_at"] < self.start_grace_seconds:
                 return None  # the wrapper is still starting
-            return self._declare(job_dir, "dead", "its process never started")
+            full = " (the disk was full)" if wrapper_exit == EXIT_NO_SPACE else ""
+            return self._declare(job_dir, "dead", NEVER_STARTED + full)
         # A job on another machine cannot be probed from here: its heartbeat file and its
         # silence in the shared log tell instead.
         local = _on_this_host(proc)
@@ -310,8 +353,8 @@ class JobRegistry:
         marker = self._dir(handle) / "delivered"
         # Written aside and linked into place, so the marker never exists without its token.
         tmp = marker.with_name(f"delivered.tmp-{os.getpid()}-{time.monotonic_ns()}")
-        tmp.write_text(token)
         try:
+            tmp.write_text(token)
             os.link(tmp, marker)
         except FileExistsError:
             return marker.read_text() == token

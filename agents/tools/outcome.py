@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+NO_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 
 
 class ToolError(Exception):
     """A tool refused or failed in a way the model can act on; becomes an error result."""
+
+
+class NotRun(Exception):
+    """The call changed nothing: the hub's disk was full before it could (``fault``).
+    It is not settled: the fault goes up for the session to wait out, and the call runs
+    afresh once there is space, rather than being reported to the model as failed."""
+
+    def __init__(self, fault: OSError) -> None:
+        super().__init__(str(fault))
+        self.fault = fault
+
+
+def out_of_space(error: OSError) -> bool:
+    return error.errno in NO_SPACE_ERRNOS
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,10 @@ class CallRecords:
                            "pid": os.getpid()}).encode()
         write_atomically(marker, body)
 
+    def withdraw(self, call_id: str) -> None:
+        """Take back the start marker of a call that changed nothing (agents.tools.outcome.NotRun)."""
+        self._path(call_id, ".started").unlink(missing_ok=True)
+
     def finish(self, outcome: ToolOutcome) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         body = json.dumps(outcome.to_dict(), ensure_ascii=False).encode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import time
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .jobs import JobRegistry, JobStatus
-from .outcome import Result, ToolError
+from .outcome import NotRun, Result, ToolError, out_of_space
 from .sandbox import Confined, Place, SandboxPolicy, SandboxUnavailable, confine, prepare
 from .text import one_line
 
@@ -62,13 +63,19 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
     purpose = f"shell: {one_line(command)}"
     try:
         confined = config.confine(command)
+        registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
+                       cwd=Path(confined.cwd), env=confined.env, timeout=timeout,
+                       disk_limit=([config.place.worktree, config.place.tmp], config.sandbox.limits.worktree_bytes))
+        (status,), was_interrupted = registry.wait(
+            [handle], seconds=config.yield_seconds, interrupted=interrupted, pause=pause)
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from None
-    registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
-                   cwd=Path(confined.cwd), env=confined.env, timeout=timeout,
-                   disk_limit=([config.place.worktree, config.place.tmp], config.sandbox.limits.worktree_bytes))
-    (status,), was_interrupted = registry.wait(
-        [handle], seconds=config.yield_seconds, interrupted=interrupted, pause=pause)
+    except OSError as exc:  # the session's own files, on a full disk: nothing has run if it never started
+        if out_of_space(exc) and registry.retract_unstarted(handle):
+            raise NotRun(exc) from exc
+        raise
+    if registry.wrapper_ran_out_of_space(handle) and registry.retract_unstarted(handle):
+        raise NotRun(OSError(errno.ENOSPC, "No space left on device", str(registry.directory)))
     if status.done:
         registry.claim(handle, call_id)
         output = registry.output(handle, config.max_output_chars).rstrip("\n")
@@ -89,16 +96,19 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
                   modified_files=True, interrupted=was_interrupted)
 
 
+def never_ran(registry: JobRegistry, call_id: str) -> bool:
+    """Whether a shell call that started before a crash never started its command (then
+    its job, if any, is taken back, so the call can run afresh)."""
+    return registry.retract_unstarted(job_handle(call_id))
+
+
 def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id: str,
                           command: str) -> Result:
-    """Report, without re-running it, a shell call that started before a crash."""
+    """Report, without re-running it, a shell call that started its job before a crash."""
     handle = job_handle(call_id)
-    lead = ("The outcome of this call was not recorded (the worker stopped while it ran); "
-            "the command was not run again. ")
+    lead = ("The outcome of this call was not recorded (the worker stopped, or its disk was "
+            "full, while it ran); the command was not run again. ")
     purpose = f"shell: {one_line(command)}"
-    if not registry.exists(handle):
-        return Result(text=lead + "It may not have started; check before running it again.",
-                      is_error=True, purpose=purpose, modified_files=True)
     status = registry.status(handle)
     if status.done and registry.claim(handle, call_id):
         return Result(text=lead + "Its job had ended:\n" + finished_text(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,21 +21,16 @@ from agents.services import session_start, task_create
 from rooms.repository.git import GitError
 from tests.agents.runtime.test_database_faults import counting_agent, lines_of
 from tests.agents.runtime.test_workers import ended, wait_for
+from tests.agents.tools.test_full_disk import fill, tmpfs
 
 STEPS = 30
-
 
 
 @pytest.fixture
 def small_jobs_disk():
     """The jobs folder on a 4 MB tmpfs (what every shell call writes its output to)."""
-    folder = Path(settings.JOBS_DIR)
-    folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
-    try:
+    with tmpfs(Path(settings.JOBS_DIR), "4m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def _raised_from(cause: BaseException, error: Exception) -> Exception:
@@ -49,18 +43,6 @@ def _raised_from(cause: BaseException, error: Exception) -> Exception:
         return raised
 
 
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    with filler.open("wb") as out:
-        try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
-        except OSError:
-            pass
-    return filler
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.timeout(300)
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
@@ -71,7 +53,7 @@ def test_a_session_waits_out_a_full_disk_and_goes_on_where_it_was(hub_workers, p
     task = task_create(room=demo_room, actor=person, title="Count", objective="Count to 30")
     session = session_start(task=task, agent=agent, actor=person)
     wait_for(lambda: len(lines_of(session)) >= 3, 120, "the session to be under way", [worker])
-    filler = _fill(small_jobs_disk)
+    filler = fill(small_jobs_disk)
     waiting = wait_for(lambda: SessionEvent.objects.filter(session=session, kind="session.waiting").first(), 60,
                        "the session to wait for space", [worker])
     assert "disk" in waiting.payload["reason"] and not ended(session), (session.state, session.reason)
@@ -107,7 +89,7 @@ def test_a_session_waiting_for_space_is_not_run_again_before_its_disk_has_room(p
     session = session_start(task=task, agent=counting_agent(demo_room, 1), actor=person)
     assert space_still_short(session.pk) is None  # it waits for nothing
     session_event_append(session, "session.waiting", {"reason": "the disk is full", "step": 0})
-    filler = _fill(small_jobs_disk)
+    filler = fill(small_jobs_disk)
     assert str(small_jobs_disk) in str(space_still_short(session.pk))
     filler.unlink()
     assert space_still_short(session.pk) is None
