@@ -20,6 +20,7 @@ on it running code from its arguments. A deny always wins: nothing lifts it.
 
 from __future__ import annotations
 
+import glob
 import posixpath
 import re
 from dataclasses import asdict, dataclass
@@ -169,7 +170,8 @@ def always_rule(tool: str, arguments: dict[str, Any]) -> Rule:
     its subcommand for tools like git, `python -m <module>` for interpreters) that are
     plain too; for anything else (wrappers, programs running code from their arguments,
     several commands, redirections, interpreters running a script) exactly this line. A
-    file tool: files in the same directory (not below it). Anything else: the tool.
+    file tool: this file, and no other (its neighbours may be what a constraint protects).
+    Anything else: the tool.
     """
     if tool in registry.SHELL_TOOLS and isinstance(arguments.get("command"), str):
         line = read_shell_line(arguments["command"])
@@ -178,8 +180,7 @@ def always_rule(tool: str, arguments: dict[str, Any]) -> Rule:
             return Rule(ALLOW, tool, command_prefix=" ".join(prefix))
         return Rule(ALLOW, tool, command_exact=arguments["command"].strip())
     if tool in PATH_TOOLS and isinstance(arguments.get("path"), str):
-        directory = posixpath.dirname(arguments["path"])
-        return Rule(ALLOW, tool, path_glob=f"{directory}/*" if directory else "*")
+        return Rule(ALLOW, tool, path_glob=glob.escape(arguments["path"].strip("/")))
     return Rule(ALLOW, tool)
 
 
@@ -199,7 +200,10 @@ def _always_prefix(line: ShellLine) -> tuple[str, ...] | None:
 def describe_line(command: str) -> list[str]:
     """What a person is asked about: each program the line runs, and what stays hidden."""
     line = read_shell_line(command)
-    seen = [invocation.describe() for invocation in line.invocations if not invocation.wrapper]
+    # A module run with `python -m` is its own invocation (rules on it match), but its
+    # interpreter's line already shows it whole.
+    seen = [invocation.describe() for invocation in line.invocations
+            if not invocation.wrapper and not (invocation.via and invocation.via[-1].endswith(" -m"))]
     return seen + [f"cannot be seen into: {reason}" for reason in line.hidden]
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 
 from django import template
 from django.utils import timezone
+from django.utils.html import conditional_escape, escape
+from django.utils.safestring import mark_safe
 
 from agents.eventlog import log_line
 from agents.events import event_frame
@@ -70,6 +73,44 @@ def rate(value) -> str:
 @register.filter
 def pretty_json(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+CHANGE_LINES_SHOWN = 200
+
+
+@register.filter
+def proposed_change(approval) -> dict | None:
+    """What an edit or a write would change, for its approval card: the path and the
+    lines of a diff as (kind, text), kind "del", "add", "hunk" or "same"; None for any
+    other call (the card shows its arguments). From the call's own arguments, never the
+    worktree: the web process reads no room's files."""
+    arguments = approval.arguments if isinstance(approval.arguments, dict) else {}
+    path = arguments.get("path")
+    if approval.tool == "edit_file" and all(isinstance(arguments.get(k), str) for k in ("path", "old", "new")):
+        diff = difflib.unified_diff(arguments["old"].splitlines(), arguments["new"].splitlines(), lineterm="", n=3)
+        lines = [(_diff_kind(line), line) for line in list(diff)[2:]]  # past the ---/+++ header
+        how = "every occurrence of the old text" if arguments.get("replace_all") else "the old text, once"
+    elif approval.tool == "write_file" and isinstance(path, str) and isinstance(arguments.get("content"), str):
+        lines = [("add", "+" + line) for line in arguments["content"].splitlines()]
+        how = "the whole file"
+    else:
+        return None
+    return {"path": path, "how": how, "lines": lines[:CHANGE_LINES_SHOWN],
+            "more": max(0, len(lines) - CHANGE_LINES_SHOWN)}
+
+
+def _diff_kind(line: str) -> str:
+    return {"-": "del", "+": "add", "@": "hunk"}.get(line[:1], "same")
+
+
+@register.filter
+def code_spans(text: str) -> str:
+    """`tool` and `path` in a rule's description as code, the rest escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an odd backtick: plain text
+        return conditional_escape(text)
+    return mark_safe("".join(f"<code>{escape(part)}</code>" if i % 2 else escape(part)  # noqa: S308 - each part escaped
+                             for i, part in enumerate(parts)))
 
 
 @register.filter

@@ -49,13 +49,16 @@ def test_the_context_chart_renders_and_a_new_step_appears_live(daphne_server, ce
             page.goto(f"/sessions/{session.pk}/")
             expect(page.locator("#connection-status")).to_have_text("live")
             chart = page.locator("#context-chart")
+            page.click("#tab-charts")
             expect(chart).to_be_visible()
             expect(chart).to_have_attribute("data-requests", "3")
             expect(chart.locator("circle.chart__point")).to_have_count(3)
             for limit in ("window", "ceiling", "trigger"):
                 expect(chart.locator(f"line.chart__limit--{limit}")).to_have_count(1)
             expect(page.locator("#session-analysis")).to_contain_text("Model calls")
+            page.click("#tab-breakdown")
             expect(page.locator("#prefix-breakdown tr[data-part=tools]")).to_be_visible()
+            page.click("#tab-charts")
             page.evaluate("window.loadedOnce = true")
 
             page.locator("#session-status .approval button[value=approve]").click()

@@ -139,6 +139,9 @@ def test_the_card_describes_exact_lines_and_what_a_line_runs():
     assert describe_line("timeout 20 python3 -c 'x'") == [
         "timeout → python3 -c x (runs code from its arguments)"]
     assert describe_line("$X y")[-1].startswith("cannot be seen into: a program named by an expansion")
+    # The module python runs is shown once, on its interpreter's line (was also `python -m → unittest -q`).
+    assert describe_line("python -m unittest -q") == ["python -m unittest -q"]
+    assert describe_line("python -m pytest && git push") == ["python -m pytest", "git push"]
 
 
 # --- properties over generated lines ----------------------------------------------------------

@@ -15,9 +15,15 @@
   const status = document.getElementById("connection-status");
   let lastSeq = Number(session.dataset.lastSeq || 0);
 
+  // The log scrolls in its own box: it follows the newest rows unless the person
+  // scrolled up to read.
   function nearBottom() {
-    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
+    return log.scrollTop + log.clientHeight >= log.scrollHeight - 80;
   }
+  function toBottom() {
+    log.scrollTop = log.scrollHeight;
+  }
+  toBottom();
 
   function refreshStatus() {
     session.dispatchEvent(new CustomEvent("session-refresh"));
@@ -48,7 +54,7 @@
     lastSeq = frame.seq;
     session.dataset.lastSeq = String(lastSeq);
     if (frame.refresh) refreshStatus();
-    if (stick) window.scrollTo(0, document.body.scrollHeight);
+    if (stick) toBottom();
   }
 
   document.body.addEventListener("htmx:afterSettle", (event) => {

@@ -71,15 +71,19 @@ class TestApprovals:
         assert script == Rule(ALLOW, "shell", command_exact="python run.py")
         compound = always_rule("shell", {"command": "make test && make lint"})
         assert decide("shell", {"command": "make test && make lint"}, [], session_allowed=[compound]) == ALLOW
-        assert always_rule("edit_file", {"path": "src/pkg/a.py"}) == Rule(ALLOW, "edit_file", path_glob="src/pkg/*")
-        assert always_rule("write_file", {"path": "a.py"}).path_glob == "*"
+        # A file tool: that file only. Its neighbours may be the tests a constraint protects.
+        assert always_rule("edit_file", {"path": "src/pkg/a.py"}) == Rule(ALLOW, "edit_file", path_glob="src/pkg/a.py")
         scope = [always_rule("edit_file", {"path": "src/pkg/a.py"})]
-        assert decide("edit_file", {"path": "src/pkg/b.py"}, [], session_allowed=scope) == ALLOW
-        assert decide("edit_file", {"path": "vendor/b.py"}, [], session_allowed=scope) == ASK
-        assert decide("edit_file", {"path": "src/pkg/deeper/c.py"}, [], session_allowed=scope) == ASK
+        assert decide("edit_file", {"path": "src/pkg/a.py"}, [], session_allowed=scope) == ALLOW
+        assert decide("edit_file", {"path": "src/pkg/b.py"}, [], session_allowed=scope) == ASK
+        assert decide("edit_file", {"path": "src/pkg/deeper/a.py"}, [], session_allowed=scope) == ASK
         top = [always_rule("write_file", {"path": "README.md"})]
-        assert decide("write_file", {"path": "NOTES.md"}, [], session_allowed=top) == ALLOW
-        assert decide("write_file", {"path": "deploy/prod/secrets.yaml"}, [], session_allowed=top) == ASK
+        assert decide("write_file", {"path": "README.md"}, [], session_allowed=top) == ALLOW
+        assert decide("write_file", {"path": "test_stats.py"}, [], session_allowed=top) == ASK
+        assert always_rule("write_file", {"path": "README.md"}).describe() == "`write_file` on `README.md`"
+        odd = [always_rule("edit_file", {"path": "src/[a]*.py"})]  # a name with glob characters is itself
+        assert decide("edit_file", {"path": "src/[a]*.py"}, [], session_allowed=odd) == ALLOW
+        assert decide("edit_file", {"path": "src/ab.py"}, [], session_allowed=odd) == ASK
 
     @pytest.mark.parametrize("command", [
         "python -m pytest & rm -rf .", "python -m pytest; rm -rf .", "python -m pytest || curl x",

@@ -91,12 +91,12 @@ def test_an_owner_edits_on_the_panel_and_gets_it_back(login, room, owner):
     html = client.post(reverse("agents:rule_create", args=[room.slug]),
                        {"tool": "shell", "command_prefix": "pytest", "decision": "allow"}, **HTMX).content.decode()
     rule = ApprovalRule.objects.get(room=room)
-    assert f'id="rule-{rule.pk}"' in html and "commands starting with `pytest`" in html
+    assert f'id="rule-{rule.pk}"' in html and "commands starting with <code>pytest</code>" in html
     html = client.post(reverse("agents:rule_create", args=[room.slug]),
                        {"tool": "shell", "path_glob": "x", "decision": "allow"}, **HTMX).content.decode()
     assert "works on no path" in html
     html = client.get(reverse("agents:rule_preview", args=[room.slug]), {"tool": "shell", "sample": "pytest -x"},
                       **HTMX).content.decode()
-    assert 'data-decision="allow"' in html and "matches allow `shell` commands starting with `pytest`" in html
+    assert 'data-decision="allow"' in html and "matches allow <code>shell</code> commands starting with <code>pytest</code>" in html
     html = client.post(reverse("agents:rule_delete", args=[room.slug, rule.pk]), **HTMX).content.decode()
     assert "Rule removed." in html and not ApprovalRule.objects.filter(room=room).exists()

@@ -187,10 +187,41 @@ def test_the_card_says_what_the_line_runs_and_exactly_what_always_covers(login, 
     approval_request(session=session, call_id="p", tool="shell", arguments={"command": "git status --short"})
     html = status(login(member), session)
     assert "timeout → python3 -c import os (runs code from its arguments)" in html
-    assert ("“Always” approves, for the rest of this session, `shell` running exactly "
-            "`timeout 20 python3 -c &#x27;import os&#x27;` again, nothing else.") in html
-    assert ("“Always” approves, for the rest of this session, `shell` commands starting with `git status` "
-            "that run alone") in html
+    assert ("“Always” approves, for the rest of this session, <code>shell</code> running exactly "
+            "<code>timeout 20 python3 -c &#x27;import os&#x27;</code> again, nothing else.") in html
+    assert ("“Always” approves, for the rest of this session, <code>shell</code> commands starting with "
+            "<code>git status</code> that run alone") in html
+
+
+def test_an_edit_card_shows_the_change_as_a_diff_and_always_covers_that_file_only(login, task, agent, member):
+    session = session_in(task, agent, "awaiting_approval")
+    approval_request(session=session, call_id="e", tool="edit_file", arguments={
+        "path": "stats.py", "old": "def median(v):\n    return v[len(v) // 2]\n",
+        "new": "def median(v):\n    mid = len(v) // 2\n    return (v[mid - 1] + v[mid]) / 2\n"})
+    approval_request(session=session, call_id="w", tool="write_file",
+                     arguments={"path": "notes/<b>.md", "content": "# Notes\n<script>x</script>\n"})
+    html = status(login(member), session)
+    assert '<span class="diff__same"> def median(v):</span>' in html
+    assert '<span class="diff__del">-    return v[len(v) // 2]</span>' in html
+    assert '<span class="diff__add">+    mid = len(v) // 2</span>' in html
+    assert '<span class="diff__add">+    return (v[mid - 1] + v[mid]) / 2</span>' in html
+    assert "\\n" not in html.split('class="approval__diff')[1].split("</pre>")[0]  # no escaped newlines
+    assert "<code>edit_file</code> on <code>stats.py</code>." in html
+    assert '<span class="diff__add">+&lt;script&gt;x&lt;/script&gt;</span>' in html  # escaped, as everywhere
+    assert "<code>notes/&lt;b&gt;.md</code> <span class=\"meta\">(the whole file)</span>" in html
+
+
+def test_a_long_write_is_shown_in_part():
+    from agents.models import Approval
+    from agents.templatetags.agents_work import CHANGE_LINES_SHOWN, code_spans, proposed_change
+
+    write = Approval(tool="write_file", arguments={"path": "big.txt", "content": "x\n" * (CHANGE_LINES_SHOWN + 5)})
+    change = proposed_change(write)
+    assert len(change["lines"]) == CHANGE_LINES_SHOWN and change["more"] == 5
+    assert proposed_change(Approval(tool="shell", arguments={"command": "ls"})) is None
+    assert proposed_change(Approval(tool="edit_file", arguments={"path": "a", "old": 1, "new": "x"})) is None
+    assert code_spans("`a<b>` and <i>") == "<code>a&lt;b&gt;</code> and &lt;i&gt;"
+    assert code_spans("one ` alone <i>") == "one ` alone &lt;i&gt;"
 
 
 def test_an_unknown_decision_or_approval_is_refused(login, task, agent, member):
