@@ -36,11 +36,22 @@ def with_html(frame: dict[str, Any]) -> dict[str, Any]:
     return {**frame, "html": log_line(frame), "refresh": frame["kind"] in STATUS_KINDS}
 
 
+def plumbing(kind: str, payload: dict[str, Any]) -> bool:
+    """A row about the hub's own hand-offs (a worker taking the session's turn, the
+    session queued or running again) rather than what the agent or a person did: the
+    page folds these away unless asked."""
+    return kind == "session.claimed" or (kind == "session.state_changed" and payload.get("state") in PLUMBING_STATES)
+
+
+PLUMBING_STATES = frozenset({"queued", "running"})
+
+
 def log_line(frame: dict[str, Any]) -> str:
     payload = frame.get("payload") or {}
     context = {
         "seq": frame["seq"],
         "kind": frame["kind"],
+        "plumbing": plumbing(frame["kind"], payload),
         "p": payload,
         "at": _time_of_day(frame.get("at")),
         "calls": [_call_summary(c) for c in payload.get("tool_calls") or ()] if frame["kind"] == "model.reply" else (),

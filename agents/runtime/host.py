@@ -122,6 +122,9 @@ class DjangoHost:
     def execute(self, call: ToolCall) -> ToolOutcome:
         return self.toolbox.execute(call)
 
+    def cannot_apply(self, call: ToolCall) -> str | None:
+        return self.toolbox.cannot_apply(call)
+
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
         return self.toolbox.skip(call, reason)
 

@@ -245,6 +245,8 @@ class StepLoop:
         host = self.host
         approval = host.approval(call.id)
         if approval is None:
+            if refused := host.cannot_apply(call):  # nobody is asked about an edit that cannot apply
+                return call, host.skip(call, f"it cannot apply, so nobody was asked to approve it: {refused}"), ""
             # People judge the call as the rules did: with its path resolved.
             return UnitResult(Outcome.AWAIT_APPROVAL, approval_request=ToolCall(call.id, call.name, arguments))
         if approval.state == "approved":
@@ -285,7 +287,8 @@ class StepLoop:
         obs = self.ctx.add_tool_result(observation_input(outcome, text))
         self.host.emit("tool.result", {
             "step": self.ctx.step, "call_id": call.id, "tool": call.name, "purpose": outcome.purpose,
-            "is_error": outcome.is_error, "job": outcome.job_handle, "unknown": outcome.outcome_unknown,
+            "is_error": outcome.is_error, "exit_code": outcome.exit_code, "job": outcome.job_handle,
+            "unknown": outcome.outcome_unknown,
             "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
             "preview": text[:400], "duration_ms": outcome.duration_ms,
         })

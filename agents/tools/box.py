@@ -153,6 +153,18 @@ class ToolBox:
         """WorktreeFull if the worktree and the session's /tmp take more disk than their limit."""
         check_worktree([self.worktree, self.shell_config.place.tmp], self.shell_config.sandbox.limits.worktree_bytes)
 
+    def cannot_apply(self, call: ToolCall) -> str | None:
+        """Why ``call`` would fail as things stand, changing nothing, for a call worth no
+        person's approval (an edit whose old text is not in the file); None otherwise."""
+        if call.name != "edit_file" or self.records.outcome(call.id) is not None:
+            return None
+        try:
+            v = check_arguments(call.name, call.arguments).values
+        except ArgumentError:
+            return None  # execute says what is wrong with them
+        return edits.edit_refusal(self.worktree, path=v["path"], old=v["old"], new=v["new"],
+                                  replace_all=v["replace_all"])
+
     def skip(self, call: ToolCall, reason: str) -> ToolOutcome:
         """Settle ``call`` as not run (e.g. it came after a yielded shell in the same step)."""
         recorded = self.records.outcome(call.id)

@@ -10,7 +10,7 @@ from pathlib import Path
 from rooms.repository.beneath import Located, remove, write_atomically
 
 from .outcome import NotRun, Result, ToolError, out_of_space
-from .paths import beneath
+from .paths import PathRefused, beneath
 from .snapshots import SNAPSHOT_MAX_BYTES, SnapshotStore
 from .text import human_bytes, looks_binary
 
@@ -123,6 +123,18 @@ def _excerpt(text: str, first: int, last: int) -> str:
     hi = min(len(lines), last + EXCERPT_CONTEXT, lo + EXCERPT_MAX_LINES - 1)
     width = len(str(hi))
     return "\n".join(f"{n:>{width}}\t{lines[n - 1]}" for n in range(lo, hi + 1))
+
+
+def edit_refusal(root: Path, *, path: str, old: str, new: str, replace_all: bool) -> str | None:
+    """Why edit_file would refuse this edit as the worktree stands (no such file, the old
+    text not there, or there more than once), by the same checks; None if it applies."""
+    try:
+        with beneath(root, path, for_write=True) as where:
+            _, text, _ = _read_text_for_edit(where, where.relative)
+            _replaced(text, old, new, replace_all, where.relative)
+    except (ToolError, PathRefused) as exc:
+        return str(exc)
+    return None
 
 
 def edit_file(root: Path, store: SnapshotStore, *, call_id: str, path: str, old: str, new: str,

@@ -44,6 +44,8 @@ class Result:
     modified_files: bool = False
     # A shell or await that returned early because a message for the session arrived.
     interrupted: bool = False
+    # A shell command that ended: its exit code.
+    exit_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class ToolOutcome:
     shell command outlasted the wait bound and runs on as a job (the step ends there).
     ``pending_jobs`` lists jobs an ``await`` left unfinished. ``modified_files`` is True
     for successful writes, edits, undos and every shell command (which may write
-    anything). ``outcome_unknown`` marks a call that started before a crash and left no
+    anything). ``exit_code``: a shell command's, once it ended. ``outcome_unknown`` marks a call that started before a crash and left no
     record: it was not run again. ``replayed`` marks an outcome served from the record.
     """
 
@@ -75,6 +77,7 @@ class ToolOutcome:
     pending_jobs: tuple[str, ...] = ()
     modified_files: bool = False
     interrupted: bool = False
+    exit_code: int | None = None
     outcome_unknown: bool = False
     replayed: bool = False
     # Wall-clock duration of the execution that produced this outcome.

@@ -85,7 +85,7 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
                 f" (killed at its {timeout:g} s timeout)" if status.timed_out
                 else f" ({status.reason})" if status.reason else "")
         return Result(text=head + "\n" + (output or "(no output)"), purpose=purpose,
-                      modified_files=True)
+                      modified_files=True, exit_code=status.exit_code)
     why = ("a message for you arrived" if was_interrupted
            else f"it outlasted the {config.yield_seconds:g} s wait bound")
     so_far = registry.output(handle, config.max_output_chars).rstrip("\n")
@@ -112,7 +112,8 @@ def shell_outcome_unknown(registry: JobRegistry, config: ShellConfig, *, call_id
     status = registry.status(handle)
     if status.done and registry.claim(handle, call_id):
         return Result(text=lead + "Its job had ended:\n" + finished_text(
-            registry, status, config.max_output_chars), purpose=purpose, modified_files=True)
+            registry, status, config.max_output_chars), purpose=purpose, modified_files=True,
+            exit_code=status.exit_code)
     if status.done:
         return Result(text=lead + f"Its job {handle} {status.describe()}; that result was "
                       "already delivered.", purpose=purpose, modified_files=True)

@@ -1,7 +1,8 @@
 """Issue 30, point 2: the session page buried the live log and the approvals ~2,600 px
 down, under the figures. Now, in headless Chromium at 1280×800, a session 60 steps long
 that waits for an approval shows the approval (its edit as a diff) and the log's newest
-rows on the first screen; the log follows new events in its own box; the figures and the charts are
+rows on the first screen; the log follows new events in its own box and folds away the
+hub's own hand-offs unless asked; the figures and the charts are
 behind tabs (the request breakdown's tab: test_session_insights.py) that stay chosen when
 the region reloads; at a phone's
 390 px the approval comes first and nothing is wider than the screen."""
@@ -28,6 +29,7 @@ def a_long_session_waiting_for_an_edit():
     RoomAgent.objects.create(room=room, agent=agent)
     task = Task.objects.create(room=room, title="Fix median", objective="Make the failing test pass.")
     session = session_in(task, agent, "running", step=STEPS)
+    append(session, "session.claimed", {"worker": "vm:1:abc"})
     for step in range(1, STEPS + 1):
         append(session, "step.started", {"step": step, "projection": 1_000 + 300 * step, "anchored": True,
                                          "trigger": 25_600, "ceiling": 28_800, "window": 32_000})
@@ -91,6 +93,17 @@ def test_the_log_and_the_pending_approval_are_on_the_first_screen(daphne_server,
             assert on_first_screen(page, rows.last), "the newest event is off the first screen"
             assert wider_than_the_screen(page) == []
             page.screenshot(path=str(tmp_path / "session-1280.png"))
+
+            # The hub's own hand-offs are folded away unless asked for.
+            claimed = page.locator("#session-events > li[data-kind='session.claimed']")
+            expect(claimed).to_be_hidden()
+            page.check("#show-plumbing")
+            expect(claimed).to_have_count(1)
+            claimed.scroll_into_view_if_needed()
+            expect(claimed).to_be_visible()
+            page.uncheck("#show-plumbing")
+            expect(claimed).to_be_hidden()
+            page.locator("#session-events").evaluate("log => { log.scrollTop = log.scrollHeight; }")
 
             # A new event while the log shows its newest rows: the log follows it.
             in_thread(lambda: append(session, "intent.changed", {"step": STEPS + 1, "by": "ada"}))

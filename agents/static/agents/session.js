@@ -25,6 +25,15 @@
   }
   toBottom();
 
+  // Rows about the hub's own hand-offs (a worker took the turn, queued, running) are
+  // folded away unless the person asks for them.
+  const plumbing = document.getElementById("show-plumbing");
+  plumbing.addEventListener("change", () => {
+    const stick = nearBottom();
+    log.classList.toggle("events--plumbing", plumbing.checked);
+    if (stick) toBottom();
+  });
+
   function refreshStatus() {
     session.dispatchEvent(new CustomEvent("session-refresh"));
   }

@@ -36,6 +36,7 @@ class FakeHost:
     checks: list[int] = field(default_factory=list)  # exit codes, in order
     rules: list[Rule] = field(default_factory=lambda: [Rule("allow")])
     approvals: dict[str, Approval] = field(default_factory=dict)
+    inapplicable: dict[str, str] = field(default_factory=dict)  # call id: why it cannot apply
     inputs: list[Input] = field(default_factory=list)
     jobs_done: bool = False
     intent: str | None = None
@@ -91,6 +92,9 @@ class FakeHost:
         self.executed.append(call.id)
         handle = f"job-{call.id}" if call.id in self.yields else None
         return ToolOutcome(call.id, call.name, dict(call.arguments), f"ran {call.name}", job_handle=handle)
+
+    def cannot_apply(self, call):
+        return self.inapplicable.get(call.id)
 
     def skip(self, call, reason):
         self.skipped.append((call.id, reason))
@@ -314,8 +318,16 @@ def test_an_ask_parks_and_the_decision_decides():
     assert result.outcome is Outcome.SUCCEEDED and host.executed == ["a"]
     result_text = next(m.text for m in loop.ctx._rendered if m.tool_call_id == "a")
     assert result_text.endswith("[A person (ann) approved this call.]")
-    assert loop.state.session_allowed == [{"decision": "allow", "tool": "write_file", "path_glob": "*",
+    assert loop.state.session_allowed == [{"decision": "allow", "tool": "write_file", "path_glob": "x",
                                            "command_prefix": "", "command_exact": ""}]
+
+
+def test_nobody_is_asked_about_an_edit_that_cannot_apply():
+    host = FakeHost(turns=[turn("go", ("e", "edit_file", {"path": "x", "old": "gone", "new": "y"})), turn("done")],
+                    rules=[], inapplicable={"e": "x: old text not found"})
+    loop, result = run(host)
+    assert result.outcome is Outcome.SUCCEEDED and host.executed == []
+    assert host.skipped == [("e", "it cannot apply, so nobody was asked to approve it: x: old text not found")]
 
 
 def test_a_provider_that_repeats_call_ids_gets_them_re_minted():

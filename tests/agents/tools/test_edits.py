@@ -129,3 +129,16 @@ def test_undo_refuses_when_the_file_changed_since_and_leaves_it_alone(box, workt
 def test_undo_of_an_unknown_call_id_is_a_clear_error(run):
     outcome = run("undo_edit", call_id="never-issued")
     assert outcome.is_error and "no write_file/edit_file call with id 'never-issued'" in outcome.text
+
+
+def test_an_edit_that_cannot_apply_is_known_before_anyone_is_asked(box, worktree):
+    """The approval card is not shown for it (agents.runtime.loop); the checks are edit_file's own."""
+    src = worktree / "src" / "app.py"
+    assert box.cannot_apply(call("edit_file", path="src/app.py", old="return a - b", new="return a + b")) is None
+    assert "not found" in box.cannot_apply(call("edit_file", path="src/app.py", old="return a * b", new="x"))
+    assert "no such file" in box.cannot_apply(call("edit_file", path="src/none.py", old="a", new="b"))
+    src.write_text("x = 1\nx = 1\n")
+    assert "occurs 2 times" in box.cannot_apply(call("edit_file", path="src/app.py", old="x = 1", new="x = 2"))
+    assert box.cannot_apply(call("edit_file", path="src/app.py", old="x = 1", new="x = 2", replace_all=True)) is None
+    assert box.cannot_apply(call("write_file", path="src/app.py", content="")) is None  # a write always applies
+    assert src.read_text() == "x = 1\nx = 1\n"  # looking changed nothing

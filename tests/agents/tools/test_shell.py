@@ -54,9 +54,11 @@ def _await_until_done(box, handle: str) -> str:
     raise AssertionError("the job never finished")
 
 
-def test_a_quick_command_returns_exit_code_and_interleaved_output(run, worktree):
-    outcome = run("shell", command="pwd; echo err >&2; exit 3")
-    assert not outcome.is_error
+def test_a_quick_command_returns_exit_code_and_interleaved_output(box, worktree):
+    shell = call("shell", command="pwd; echo err >&2; exit 3")
+    outcome = box.execute(shell)
+    assert not outcome.is_error and outcome.exit_code == 3
+    assert box.execute(shell).exit_code == 3  # served from the record, the exit code with it
     assert outcome.job_handle is None and not outcome.yielded
     lines = outcome.text.splitlines()
     assert lines[0].startswith("exit 3 after ")

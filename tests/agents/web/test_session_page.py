@@ -102,6 +102,30 @@ def test_the_event_log_reads_like_what_happened(login, task, agent, member):
     assert f'data-last-seq="{SessionEvent.objects.filter(session=session).count()}"' in html
 
 
+def test_a_command_shows_its_exit_code_failures_are_marked_and_the_hubs_hand_offs_fold_away(
+        login, task, agent, member):
+    session = session_in(task, agent, "running")
+    append(session, "session.claimed", {"worker": "vm:1:abc"})
+    for call, code in (("ok", 0), ("bad", 2)):
+        append(session, "tool.result", {"step": 1, "call_id": call, "tool": "shell", "purpose": f"shell: {call}",
+                                        "is_error": False, "exit_code": code, "served": "text", "tokens": 9})
+    append(session, "tool.result", {"step": 1, "call_id": "old", "tool": "shell", "purpose": "shell: before",
+                                    "is_error": False, "served": "text", "tokens": 9})  # an event from before
+    append(session, "session.state_changed", {"state": "awaiting_approval"})
+    html = page(login(member), session)
+
+    def row(seq: int) -> str:
+        start = html.index(f'id="event-{seq}"')
+        return html[html.rindex("<li", 0, start):html.index("</li>", start)]
+
+    claimed, ran, failed, before, parked = range(2, 7)
+    assert "event--plumbing" in row(1) and "event--plumbing" in row(claimed)  # running, a worker took the turn
+    assert 'badge--ok">exit 0<' in row(ran) and "event--error" not in row(ran)
+    assert 'badge--danger">exit 2<' in row(failed) and "event--error" in row(failed)
+    assert ">exit " not in row(before)
+    assert "event--plumbing" not in row(parked) and 'id="show-plumbing"' in html
+
+
 def test_a_member_steers_a_running_session(login, task, agent, member):
     session = session_in(task, agent, "running")
     response = login(member).post(reverse("agents:session_steer", args=[session.pk]),
