@@ -95,17 +95,17 @@ class Rule:
         return NONE
 
     def describe(self) -> str:
-        what = "every tool" if self.tool == "*" else f"`{self.tool}`"
+        what = "every tool" if self.tool == "*" else code(self.tool)
         if self.command_exact:
-            what += f" running exactly `{self.command_exact}` again, nothing else"
+            what += f" running exactly {code(self.command_exact)} again, nothing else"
         elif self.command_prefix and self.decision == ALLOW:
-            what += (f" commands starting with `{self.command_prefix}` that run alone: no other command, "
+            what += (f" commands starting with {code(self.command_prefix)} that run alone: no other command, "
                      "pipe, redirection, variable, glob, wrapper or code in their arguments")
         elif self.command_prefix:
-            what += (f" commands running `{self.command_prefix}` in any way (through wrappers, bash -c, "
+            what += (f" commands running {code(self.command_prefix)} in any way (through wrappers, bash -c, "
                      "eval, a path)")
         if self.path_glob:
-            what += f" on `{self.path_glob}`"
+            what += f" on {code(self.path_glob)}"
         return what
 
     def to_dict(self) -> dict[str, str]:
@@ -147,6 +147,16 @@ def _mentions(line: ShellLine, key: tuple[str, ...]) -> bool:
     # `--rm`), but is after `${X:-`.
     pattern = r"(?:(?<=:-)|(?<![\w.-]))" + r"\s+".join(re.escape(word) for word in key) + r"(?![\w.-])"
     return re.search(pattern, line.text) is not None
+
+
+def code(text: str) -> str:
+    """``text`` as a Markdown code span: fenced by one backtick more than its longest run
+    of them (and a space inside where it starts or ends with one), so a command holding
+    backticks reads back whole (agents.templatetags: code_spans)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def glob_match(path: str, pattern: str) -> bool:
@@ -201,9 +211,9 @@ def describe_line(command: str) -> list[str]:
     """What a person is asked about: each program the line runs, and what stays hidden."""
     line = read_shell_line(command)
     # A module run with `python -m` is its own invocation (rules on it match), but its
-    # interpreter's line already shows it whole.
-    seen = [invocation.describe() for invocation in line.invocations
-            if not invocation.wrapper and not (invocation.via and invocation.via[-1].endswith(" -m"))]
+    # interpreter's line already shows it whole, unless the module runs code of its own.
+    seen = [invocation.describe() for invocation in line.invocations if not invocation.wrapper and not (
+            invocation.via and invocation.via[-1].endswith(" -m") and not invocation.runs_code)]
     return seen + [f"cannot be seen into: {reason}" for reason in line.hidden]
 
 

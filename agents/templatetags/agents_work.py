@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
 from django import template
 from django.utils import timezone
-from django.utils.html import conditional_escape, escape
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from agents.eventlog import log_line
@@ -103,14 +104,32 @@ def _diff_kind(line: str) -> str:
     return {"-": "del", "+": "add", "@": "hunk"}.get(line[:1], "same")
 
 
+# A Markdown code span: a fence of backticks, the code, the same fence (agents.runtime.approvals.code).
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+def _spans(text: str):
+    """(is code, part) for each part of ``text``, the code without its fence and padding."""
+    at = 0
+    for found in CODE_SPAN.finditer(text):
+        yield False, text[at:found.start()]
+        inner = found.group(2)
+        yield True, inner[1:-1] if len(inner) > 2 and inner.startswith(" ") and inner.endswith(" ") else inner
+        at = found.end()
+    yield False, text[at:]
+
+
 @register.filter
 def code_spans(text: str) -> str:
-    """`tool` and `path` in a rule's description as code, the rest escaped."""
-    parts = str(text).split("`")
-    if len(parts) % 2 == 0:  # an odd backtick: plain text
-        return conditional_escape(text)
-    return mark_safe("".join(f"<code>{escape(part)}</code>" if i % 2 else escape(part)  # noqa: S308 - each part escaped
-                             for i, part in enumerate(parts)))
+    """A rule's description with its code spans as <code>, every part escaped."""
+    return mark_safe("".join(f"<code>{escape(part)}</code>" if is_code else escape(part)  # noqa: S308 - each part escaped
+                             for is_code, part in _spans(str(text))))
+
+
+@register.filter
+def without_fences(text: str) -> str:
+    """A rule's description as plain text (a tooltip): its code spans unfenced."""
+    return "".join(part for _, part in _spans(str(text)))
 
 
 @register.filter

@@ -127,13 +127,17 @@ def _excerpt(text: str, first: int, last: int) -> str:
 
 def edit_refusal(root: Path, *, path: str, old: str, new: str, replace_all: bool) -> str | None:
     """Why edit_file would refuse this edit as the worktree stands (no such file, the old
-    text not there, or there more than once), by the same checks; None if it applies."""
+    text not there, or there more than once), by the same checks; None if it may apply.
+    A look only: the walk makes no folder (one that refuses the write itself is for the
+    call, once approved, to report)."""
     try:
-        with beneath(root, path, for_write=True) as where:
+        with beneath(root, path) as where:
             _, text, _ = _read_text_for_edit(where, where.relative)
             _replaced(text, old, new, replace_all, where.relative)
     except (ToolError, PathRefused) as exc:
         return str(exc)
+    except OSError as exc:  # e.g. a socket, or a file the command made unreadable
+        return f"edit_file failed: {exc.strerror or exc} ({path})"
     return None
 
 

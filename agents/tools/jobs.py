@@ -239,7 +239,7 @@ class JobRegistry:
         if unstarted:
             shutil.rmtree(job_dir, ignore_errors=True)
             self._exits.pop(handle, None)
-        return unstarted
+        return unstarted and not job_dir.exists()
 
     def wrapper_ran_out_of_space(self, handle: str) -> bool:
         """Whether the job's wrapper, started by this process, found the disk full before

@@ -142,6 +142,10 @@ def test_the_card_describes_exact_lines_and_what_a_line_runs():
     # The module python runs is shown once, on its interpreter's line (was also `python -m → unittest -q`).
     assert describe_line("python -m unittest -q") == ["python -m unittest -q"]
     assert describe_line("python -m pytest && git push") == ["python -m pytest", "git push"]
+    assert describe_line("python3 -m pip install ./pkg")[-1] == "python3 -m → pip install ./pkg (runs code from its arguments)"
+    # A command holding backticks reads back whole in what "always" covers.
+    assert always_rule("shell", {"command": "rm -rf `pwd`/build"}).describe() == (
+        "`shell` running exactly ``rm -rf `pwd`/build`` again, nothing else")
 
 
 # --- properties over generated lines ----------------------------------------------------------

@@ -28,11 +28,13 @@
   // Rows about the hub's own hand-offs (a worker took the turn, queued, running) are
   // folded away unless the person asks for them.
   const plumbing = document.getElementById("show-plumbing");
-  plumbing.addEventListener("change", () => {
+  function showPlumbing() {
     const stick = nearBottom();
     log.classList.toggle("events--plumbing", plumbing.checked);
     if (stick) toBottom();
-  });
+  }
+  plumbing.addEventListener("change", showPlumbing);
+  showPlumbing(); // a box the browser kept checked across a reload
 
   function refreshStatus() {
     session.dispatchEvent(new CustomEvent("session-refresh"));

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import stat
 
 from .conftest import call
@@ -142,3 +143,8 @@ def test_an_edit_that_cannot_apply_is_known_before_anyone_is_asked(box, worktree
     assert box.cannot_apply(call("edit_file", path="src/app.py", old="x = 1", new="x = 2", replace_all=True)) is None
     assert box.cannot_apply(call("write_file", path="src/app.py", content="")) is None  # a write always applies
     assert src.read_text() == "x = 1\nx = 1\n"  # looking changed nothing
+    assert "no such file" in box.cannot_apply(call("edit_file", path="new/deep/a.py", old="a", new="b"))
+    assert not (worktree / "new").exists()  # the look made no folder
+    with socket.socket(socket.AF_UNIX) as listener:  # what the agent may put where a file was
+        listener.bind(str(worktree / "src" / "sock"))
+        assert "edit_file failed" in box.cannot_apply(call("edit_file", path="src/sock", old="a", new="b"))

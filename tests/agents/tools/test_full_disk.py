@@ -22,7 +22,7 @@ from .conftest import call
 
 PAGE = 4096
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
+MOUNTS = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")
 
 
 @contextlib.contextmanager
@@ -56,6 +56,7 @@ def small_disk(tmp_path: Path):
         yield folder
 
 
+@MOUNTS
 @pytest.mark.parametrize("pages_left", range(12))
 def test_a_shell_call_the_disk_stopped_runs_once_when_there_is_space(make_box, worktree, small_disk, pages_left):
     box = make_box(state_dir=small_disk / "session", yield_seconds=10)
@@ -77,6 +78,7 @@ def test_a_shell_call_the_disk_stopped_runs_once_when_there_is_space(make_box, w
         assert again.text == first.text  # settled: served as recorded
 
 
+@MOUNTS
 def test_a_write_the_disk_refused_is_not_settled_and_goes_through_later(make_box, small_disk):
     """The worktree's own disk full: the file stays as it was and the call runs afresh."""
     (small_disk / "worktree").mkdir()
@@ -95,6 +97,7 @@ def test_a_write_the_disk_refused_is_not_settled_and_goes_through_later(make_box
     assert (small_disk / "worktree" / "notes.txt").read_text() == "after\n"
 
 
+@MOUNTS
 def test_a_wrapper_that_finds_the_disk_full_never_starts_the_command(small_disk, tmp_path):
     """Its spec fits, the record of its process does not: it exits at once, the job is
     known never to have run (no 30 s wait for a start), and it can be taken back."""
@@ -119,6 +122,7 @@ def test_a_wrapper_that_finds_the_disk_full_never_starts_the_command(small_disk,
     assert status.state == "finished" and status.exit_code == 0 and marker.exists()
 
 
+@MOUNTS
 def test_a_job_whose_command_may_have_run_is_never_taken_back(small_disk, tmp_path):
     registry = JobRegistry(small_disk / "jobs")
     handle = job_handle("call-ran")
@@ -129,3 +133,14 @@ def test_a_job_whose_command_may_have_run_is_never_taken_back(small_disk, tmp_pa
     assert not registry.retract_unstarted(handle)
     assert registry.exists(handle)
 
+
+
+def test_a_shell_call_marked_started_but_never_spawned_runs_after_a_crash(make_box, worktree):
+    """The worker died between the start marker and the job (a job is made before its
+    command can start): no job, so the command never ran, and the next try runs it."""
+    box = make_box()
+    shell = call("shell", command="echo ran >> count.txt")
+    box.records.begin(shell.id, "shell")
+    outcome = box.execute(shell)
+    assert not outcome.outcome_unknown and outcome.exit_code == 0, outcome.text
+    assert (worktree / "count.txt").read_text() == "ran\n"

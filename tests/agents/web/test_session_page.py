@@ -237,7 +237,13 @@ def test_an_edit_card_shows_the_change_as_a_diff_and_always_covers_that_file_onl
 
 def test_a_long_write_is_shown_in_part():
     from agents.models import Approval
-    from agents.templatetags.agents_work import CHANGE_LINES_SHOWN, code_spans, proposed_change
+    from agents.runtime.approvals import code
+    from agents.templatetags.agents_work import (
+        CHANGE_LINES_SHOWN,
+        code_spans,
+        proposed_change,
+        without_fences,
+    )
 
     write = Approval(tool="write_file", arguments={"path": "big.txt", "content": "x\n" * (CHANGE_LINES_SHOWN + 5)})
     change = proposed_change(write)
@@ -246,6 +252,9 @@ def test_a_long_write_is_shown_in_part():
     assert proposed_change(Approval(tool="edit_file", arguments={"path": "a", "old": 1, "new": "x"})) is None
     assert code_spans("`a<b>` and <i>") == "<code>a&lt;b&gt;</code> and &lt;i&gt;"
     assert code_spans("one ` alone <i>") == "one ` alone &lt;i&gt;"
+    assert code_spans("exactly ``rm -rf `pwd`/b`` and `` `id` ``") == (
+        "exactly <code>rm -rf `pwd`/b</code> and <code>`id`</code>")
+    assert without_fences(f"`shell` running exactly {code('rm `pwd`')} again") == "shell running exactly rm `pwd` again"
 
 
 def test_an_unknown_decision_or_approval_is_refused(login, task, agent, member):
