@@ -66,8 +66,9 @@ def test_clean_data_reaches_keys_and_nested_values():
     }
 
 
-def test_shell_output_with_nul_bytes_is_storable(run):
-    outcome = run("shell", command=r"printf 'a.py\0b.py\0'")
+def test_shell_output_with_nul_bytes_is_storable(make_box):
+    # A wait bound no loaded machine misses (the suite's default is 0.5 s, for tests of yielding).
+    outcome = make_box(yield_seconds=30).execute(call("shell", command=r"printf 'a.py\0b.py\0'"))
 
     assert outcome.text.endswith(f"a.py{NUL_MARKER}b.py{NUL_MARKER}")
     assert outcome_storable(outcome)

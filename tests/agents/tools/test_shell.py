@@ -54,7 +54,8 @@ def _await_until_done(box, handle: str) -> str:
     raise AssertionError("the job never finished")
 
 
-def test_a_quick_command_returns_exit_code_and_interleaved_output(box, worktree):
+def test_a_quick_command_returns_exit_code_and_interleaved_output(make_box, worktree):
+    box = make_box(yield_seconds=30)  # a bound no loaded machine misses
     shell = call("shell", command="pwd; echo err >&2; exit 3")
     outcome = box.execute(shell)
     assert not outcome.is_error and outcome.exit_code == 3
