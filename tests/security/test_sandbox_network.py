@@ -104,7 +104,7 @@ def machine_listener():
 
 def test_a_networked_command_reaches_the_internet_and_nothing_of_the_machine(make_box, test_host, machine_listener):
     public, private = test_host
-    box: ToolBox = make_box(network=True, yield_seconds=30)
+    box: ToolBox = make_box(network=True)
     port = machine_listener
     targets = [f"{public}:8080", f"{private}:8080", *_hub_services(), f"127.0.0.1:{port}", f"10.0.2.2:{port}",
                *(f"{address}:{port}" for address in _own_addresses())]
@@ -120,7 +120,7 @@ def test_a_networked_command_reaches_the_internet_and_nothing_of_the_machine(mak
 
 def test_a_command_without_the_network_reaches_not_even_the_internet(make_box, test_host):
     public, _private = test_host
-    outcome = make_box(yield_seconds=30).execute(call("shell", command=PROBE.format(targets=f"{public}:8080")))
+    outcome = make_box().execute(call("shell", command=PROBE.format(targets=f"{public}:8080")))
     assert "REACHED" not in outcome.text and f"refused {public}:8080" in outcome.text
 
 

@@ -11,6 +11,8 @@ import pytest
 from agents.tools import ToolBox, ToolOutcome
 from observations.gateway.messages import ToolCall
 
+YIELD_SOON = 0.5  # seconds: how soon a test of yielding gets its job handle
+
 _ids = itertools.count(1)
 
 
@@ -38,8 +40,11 @@ def state_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_box(worktree: Path, state_dir: Path) -> Callable[..., ToolBox]:
+    """A box that waits for a command up to 30 s, a bound no loaded machine misses for
+    one that ends at once; a test of yielding asks for ``yield_seconds=YIELD_SOON``."""
+
     def make(**overrides) -> ToolBox:
-        options = {"worktree": worktree, "state_dir": state_dir, "yield_seconds": 0.5}
+        options = {"worktree": worktree, "state_dir": state_dir, "yield_seconds": 30}
         options.update(overrides)
         return ToolBox(**options)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agents.tools import NUL_MARKER, ToolOutcome, clean_data, clean_text
 from observations.gateway.messages import ToolCall
 
-from .conftest import call
+from .conftest import YIELD_SOON, call
 
 
 def storable(text: str) -> bool:
@@ -68,7 +68,7 @@ def test_clean_data_reaches_keys_and_nested_values():
 
 def test_shell_output_with_nul_bytes_is_storable(make_box):
     # A wait bound no loaded machine misses (the suite's default is 0.5 s, for tests of yielding).
-    outcome = make_box(yield_seconds=30).execute(call("shell", command=r"printf 'a.py\0b.py\0'"))
+    outcome = make_box().execute(call("shell", command=r"printf 'a.py\0b.py\0'"))
 
     assert outcome.text.endswith(f"a.py{NUL_MARKER}b.py{NUL_MARKER}")
     assert outcome_storable(outcome)
@@ -102,7 +102,8 @@ def test_a_search_hit_in_a_file_whose_name_is_not_utf8_is_storable(run, worktree
     assert outcome_storable(outcome)
 
 
-def test_a_job_report_settled_at_a_step_boundary_is_storable(box):
+def test_a_job_report_settled_at_a_step_boundary_is_storable(make_box):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command=r"sleep 0.8; printf 'late\0done'"))
     handle = shell.job_handle
     assert handle is not None
@@ -117,7 +118,8 @@ def test_a_job_report_settled_at_a_step_boundary_is_storable(box):
     assert storable(report.text)
 
 
-def test_a_job_result_collected_by_await_is_storable(box):
+def test_a_job_result_collected_by_await_is_storable(make_box):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command=r"sleep 0.8; printf 'late\0done'"))
 
     for _ in range(40):

@@ -27,13 +27,6 @@ from tests.rooms.factories import make_git_repo
 from .conftest import call
 
 
-@pytest.fixture
-def box(make_box) -> ToolBox:
-    """Commands that end at once, waited for: a loaded machine starts a sandbox in more
-    than the default box's half second."""
-    return make_box(yield_seconds=30)
-
-
 def output(box: ToolBox, command: str) -> str:
     outcome = box.execute(call("shell", command=command))
     assert not outcome.is_error, outcome.text

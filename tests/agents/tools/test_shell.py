@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import call
+from .conftest import YIELD_SOON, call
 
 
 def _pid_alive(pid: int) -> bool:
@@ -55,7 +55,7 @@ def _await_until_done(box, handle: str) -> str:
 
 
 def test_a_quick_command_returns_exit_code_and_interleaved_output(make_box, worktree):
-    box = make_box(yield_seconds=30)  # a bound no loaded machine misses
+    box = make_box()
     shell = call("shell", command="pwd; echo err >&2; exit 3")
     outcome = box.execute(shell)
     assert not outcome.is_error and outcome.exit_code == 3
@@ -68,7 +68,8 @@ def test_a_quick_command_returns_exit_code_and_interleaved_output(make_box, work
     assert outcome.purpose == "shell: pwd; echo err >&2; exit 3"
 
 
-def test_a_long_command_yields_within_the_bound_and_its_result_arrives_once(box, worktree):
+def test_a_long_command_yields_within_the_bound_and_its_result_arrives_once(make_box, worktree):
+    box = make_box(yield_seconds=YIELD_SOON)
     started = time.monotonic()
     shell = box.execute(call("shell", command="echo started; sleep 1.5; echo finished"))
     assert time.monotonic() - started < 1.5
@@ -84,7 +85,8 @@ def test_a_long_command_yields_within_the_bound_and_its_result_arrives_once(box,
     assert box.settle_jobs("step-9") == ()
 
 
-def test_an_unawaited_job_is_settled_once_at_a_step_boundary(box):
+def test_an_unawaited_job_is_settled_once_at_a_step_boundary(make_box):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="sleep 0.8; echo late"))
     handle = shell.job_handle
     assert handle is not None
@@ -177,16 +179,17 @@ def test_shell_and_await_return_early_when_a_message_arrives(make_box):
     assert cancelled.state == "cancelled"
 
 
-def test_await_without_jobs_is_a_timer_bounded_by_the_yield_bound(run):
+def test_await_without_jobs_is_a_timer_bounded_by_the_yield_bound(make_box):
+    box = make_box(yield_seconds=YIELD_SOON)
     started = time.monotonic()
-    assert run("await", seconds=0.2).text == "Waited 0.2 s."
-    capped = run("await", seconds=3600)
+    assert box.execute(call("await", seconds=0.2)).text == "Waited 0.2 s."
+    capped = box.execute(call("await", seconds=3600))
     assert capped.text == "Waited 0.5 s (the most one call waits)."
     assert 0.65 <= time.monotonic() - started < 3
 
 
 def test_await_of_an_unknown_handle_lists_the_known_ones(make_box):
-    box = make_box(yield_seconds=30)  # `true` ends at once, however loaded the machine
+    box = make_box()
     shell = box.execute(call("shell", command="true"))
     assert shell.job_handle is None
     outcome = box.execute(call("await", handles=["job-nope"]))
@@ -195,7 +198,7 @@ def test_await_of_an_unknown_handle_lists_the_known_ones(make_box):
 
 
 def test_a_silent_job_is_reported_dead_and_its_processes_are_killed(make_box, worktree):
-    box = make_box(silence_limit_seconds=0.6)
+    box = make_box(silence_limit_seconds=0.6, yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="sleep 30.75"))
     handle = shell.job_handle
     assert handle is not None
@@ -209,7 +212,8 @@ def test_a_silent_job_is_reported_dead_and_its_processes_are_killed(make_box, wo
     assert f"job {handle}" in result.text and "dead after" in result.text
 
 
-def test_a_job_whose_process_vanished_is_reported_dead(box, state_dir):
+def test_a_job_whose_process_vanished_is_reported_dead(make_box, state_dir):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="sleep 30"))
     handle = shell.job_handle
     proc = json.loads((state_dir / "jobs" / handle / "proc.json").read_text())
@@ -235,7 +239,8 @@ def test_empty_commands_and_zero_timeouts_are_refused(run, bad):
     assert outcome.is_error and outcome.text.startswith("Invalid arguments: shell:")
 
 
-def test_cancelling_jobs_stops_their_processes_and_records_why(box, worktree):
+def test_cancelling_jobs_stops_their_processes_and_records_why(make_box, worktree):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="sleep 31.5"))
     _wait_for(lambda: _running("sleep 31.5"), 3)
     (cancelled,) = box.cancel_jobs("the person cancelled the session")
@@ -253,9 +258,10 @@ def test_a_command_that_cannot_start_is_an_error_now_and_never_settles_later(mak
     assert box.settle_jobs("step-1") == ()
 
 
-def test_a_job_declared_ended_elsewhere_is_stopped_by_its_own_wrapper(box, worktree):
+def test_a_job_declared_ended_elsewhere_is_stopped_by_its_own_wrapper(make_box, worktree):
     """A cancel or a silence verdict may be written by another machine, which cannot
     signal the job: the wrapper sees the recorded ending at its next heartbeat."""
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="echo started; exec sleep 600"))
     handle = shell.job_handle
     job_dir = box.jobs.directory / handle
@@ -268,7 +274,8 @@ def test_a_job_declared_ended_elsewhere_is_stopped_by_its_own_wrapper(box, workt
     assert box.jobs.status(handle).state == "cancelled"
 
 
-def test_await_with_stop_ends_the_jobs_and_hands_over_their_output_once(box):
+def test_await_with_stop_ends_the_jobs_and_hands_over_their_output_once(make_box):
+    box = make_box(yield_seconds=YIELD_SOON)
     shell = box.execute(call("shell", command="echo partial-output; exec sleep 600"))
     stopped = box.execute(call("await", handles=[shell.job_handle], stop=True))
     assert "partial-output" in stopped.text and "cancelled" in stopped.text and "stopped by the agent" in stopped.text
