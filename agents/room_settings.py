@@ -26,6 +26,8 @@ from rooms.forms import RoomSettingsForm
 from rooms.selectors import RoomAccess, access_room
 from rooms.services import room_settings_update
 
+REVIEWER_CHANGED = "room-reviewer-changed"  # an HX-Trigger event: the agents panel shows the reviewer
+
 
 @require_http_methods(["GET", "POST"])
 def room_settings(request: HttpRequest, slug: str) -> HttpResponse:
@@ -74,7 +76,10 @@ def reviewer_set(request: HttpRequest, slug: str) -> HttpResponse:
     error = attempt(reviews.room_reviewer_set, room=access.room, actor=request.user, agent_id=agent_id)
     notice = None if error else ("Review is on: finished work merges after the reviewer approves it." if agent_id
                                  else "Review is off: finished work merges after the check.")
-    return _panel(request, access, settings_notice=notice, settings_error=error)
+    response = _panel(request, access, settings_notice=notice, settings_error=error)
+    if request.htmx and not error:
+        response["HX-Trigger"] = REVIEWER_CHANGED
+    return response
 
 
 @require_GET

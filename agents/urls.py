@@ -17,6 +17,7 @@ urlpatterns = [
     path("evals/runs/<id:run_id>/", eval_views.eval_run, name="eval_run"),
     path("rooms/<slug:slug>/evals/", eval_views.room_evals, name="room_evals"),
     path("rooms/<slug:slug>/agents/", room_agents.agent_assign, name="agent_assign"),
+    path("rooms/<slug:slug>/assigned/", room_agents.agents_panel, name="agents_panel"),
     path("rooms/<slug:slug>/agents/<id:agent_id>/remove/", room_agents.agent_unassign, name="agent_unassign"),
     path("rooms/<slug:slug>/tasks/", views.room_tasks, name="room_tasks"),
     path("rooms/<slug:slug>/team/", views.room_team, name="room_team"),

@@ -22,7 +22,7 @@ def ledger(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access.session
     groups, folds, totals = session_ledger(session)
     savings = fold_savings(folds, session_request_steps(session), session.agent.price_for(session.agent.model))
-    receipted = [row for group in groups for row in group.rows if row.observation.state == Observation.State.RECEIPTED]
+    receipted = [row for group in groups for row in group.rows if row.saw_a_receipt]
     return render(
         request,
         "observations/ledger.html",

@@ -28,6 +28,13 @@ class LedgerRow:
         return f"{o.path}:{o.line_start or 1}-{o.line_end if o.line_end is not None else 'end'}"
 
     @property
+    def saw_a_receipt(self) -> bool:
+        """The model was shown this result's receipt at some point: it stands, or its
+        segment ended after the fold (archived, the receipt text kept)."""
+        o = self.observation
+        return o.state == Observation.State.RECEIPTED or bool(o.receipt_text)
+
+    @property
     def state_label(self) -> str:
         o = self.observation
         if o.state == Observation.State.ARCHIVED:

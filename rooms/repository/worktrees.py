@@ -254,7 +254,11 @@ def _admin_dir(worktree: Worktree) -> Path:
     the repository records (each folder's ``gitdir`` names its checkout)."""
     checkout = os.path.realpath(worktree.path / ".git")
     for gitdir_file in (Path(worktree.repo) / ".git" / "worktrees").glob("*/gitdir"):
-        if os.path.realpath(gitdir_file.read_text().strip()) == checkout:
+        try:
+            recorded = gitdir_file.read_text().strip()
+        except FileNotFoundError:  # another session's worktree, being made or removed meanwhile
+            continue
+        if os.path.realpath(recorded) == checkout:
             return gitdir_file.parent
     raise WorktreeError(f"{worktree.path} is not a registered worktree of {worktree.repo}")
 

@@ -119,6 +119,7 @@ def test_an_owner_changes_the_check_command_and_a_rule_on_the_room_page(daphne_s
         try:
             page = log_in(browser, daphne_server.url, "ada")
             page.goto(f"/rooms/{room.slug}/")
+            page.get_by_role("tab", name="Settings").click()  # the settings sit behind a tab
             settings = page.locator("#room-settings")
             expect(settings.locator("#room-settings-form")).to_be_visible()
             page.evaluate("window.loadedOnce = true")

@@ -225,9 +225,11 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     assert f'<option value="{agent.pk}">Steer fixer</option>' in html
     assert_no_template_leaks(html)
     assert room.room_agents.get().agent == agent
+    assert response["HX-Trigger"] == "room-agents-changed"  # the panels naming the room's agents reload
 
     response = client.post(reverse("agents:agent_unassign", args=[room.slug, agent.pk]), **HTMX)
     assert "No agent is assigned" in response.content.decode()
+    assert response["HX-Trigger"] == "room-agents-changed"
     assert not room.room_agents.exists()
     assert Message.objects.filter(room=room, text__endswith="unassigned fixer.").exists()
 
@@ -240,6 +242,7 @@ def test_assigning_an_agent_twice_is_a_form_error_not_a_crash(login):
     assert response.status_code == 200
     assert "Select a valid choice" in response.content.decode()
     assert room.room_agents.count() == 1
+    assert "HX-Trigger" not in response  # nothing changed, nothing reloads
 
 
 def test_help_texts_show_commands_as_code_not_backticks(client):

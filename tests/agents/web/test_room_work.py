@@ -157,7 +157,7 @@ def test_the_task_list_partial_is_what_the_room_page_reloads(login, room, task, 
     response = login(viewer).get(reverse("agents:room_tasks", args=[room.slug]))
     html = response.content.decode()
     assert html.lstrip().startswith("<div id=\"room-tasks\"")
-    assert 'hx-trigger="session-changed from:#room delay:200ms"' in html
+    assert 'hx-trigger="session-changed from:#room delay:200ms, room-agents-changed from:body"' in html
     assert 'data-state="awaiting_approval"' in html and str(session.pk) in html
     assert login(stranger).get(reverse("agents:room_tasks", args=[room.slug])).status_code == 404
 

@@ -1,0 +1,59 @@
+"""Issue 30, point 3: assigning an agent left the Gateway keys panel saying "assign an
+agent", and tasks got no *Start with* button until a reload. In headless Chromium, on
+one page load: assigning and unassigning an agent refreshes the keys panel, the tasks'
+start buttons and the settings' reviewer choice; naming a reviewer in the settings puts
+the reviewer badge in the agents panel; the room's figures and settings sit behind tabs."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from agents.models import Task
+from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
+from tests.rooms.factories import make_agent, make_room, make_user
+
+
+@pytest.mark.browser
+def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(daphne_server):
+    owner = make_user("ada", password=PASSWORD)
+    make_agent("Fixer", owner=owner)
+    room = make_room(owner, "Panels")
+    Task.objects.create(room=room, title="Fix median", objective="Make the failing test pass.")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = log_in(browser, daphne_server.url, "ada")
+            page.goto(f"/rooms/{room.slug}/")
+            keys, tasks, agents = page.locator("#gateway-keys"), page.locator("#room-tasks"), page.locator("#agents")
+            settings = page.locator("#room-settings")
+            expect(page.locator("#room-totals")).to_be_visible()
+            expect(keys).to_be_hidden()  # behind its tab
+            page.get_by_role("tab", name="Keys").click()
+            expect(keys).to_contain_text("Assign an agent to the room to make a key")
+            expect(tasks.get_by_role("button", name="Start with Fixer")).to_have_count(0)
+            page.evaluate("window.loadedOnce = true")
+
+            agents.get_by_role("button", name="Assign").click()
+            expect(agents).to_contain_text("Fixer")
+            expect(keys.locator("#gateway-key-new")).to_be_visible()
+            expect(keys).not_to_contain_text("Assign an agent")
+            expect(tasks.get_by_role("button", name="Start with Fixer")).to_be_visible()
+            page.get_by_role("tab", name="Settings").click()
+            expect(settings.locator("#reviewer-agent option", has_text="Fixer")).to_have_count(1)
+
+            settings.locator("#reviewer-agent").select_option(label="Fixer")
+            settings.get_by_role("button", name="Save reviewer").click()
+            expect(settings).to_contain_text("Review is on")
+            expect(agents.locator("#reviewer-badge")).to_be_visible()
+
+            agents.get_by_role("button", name="unassign").click()
+            expect(agents).to_contain_text("No agent is assigned")
+            expect(tasks.get_by_role("button", name="Start with Fixer")).to_have_count(0)
+            expect(settings.locator("#reviewer-agent option", has_text="Fixer")).to_have_count(0)
+            page.get_by_role("tab", name="Keys").click()
+            expect(keys).to_contain_text("Assign an agent to the room to make a key")
+            assert page.evaluate("window.loadedOnce") is True  # all of it without a reload
+        finally:
+            browser.close()
