@@ -326,6 +326,11 @@ CELERY_BEAT_SCHEDULE = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"client_errors_without_traceback": {"()": "hub.log_filters.ClientErrorsWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    # Django's own console handler repeats what the root's prints: one line per request it logs.
+    "loggers": {"django.request": {"filters": ["client_errors_without_traceback"], "propagate": False,
+                                   "handlers": ["console"]},
+                "django.security": {"filters": ["client_errors_without_traceback"]}},
 }

@@ -12,6 +12,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from io import StringIO
 
 from django.conf import settings
 from django.core.management import call_command
@@ -20,6 +25,8 @@ from django.core.management.base import BaseCommand, CommandError
 from agents.runtime.confinement import sandbox_notice
 from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, parent_death_prefix, redis_server_binary
 from hub.supervision import REPORT_NAME, Child, Supervisor
+
+ANNOUNCE_WAIT_SECONDS = 120
 
 
 class Command(BaseCommand):
@@ -75,18 +82,43 @@ class Command(BaseCommand):
                 # Without DEBUG, WhiteNoise serves only collected files.
                 call_command("collectstatic", interactive=False, verbosity=0)
                 self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
+            demo = StringIO()
             if not no_demo:
-                call_command("seed_demo", url=f"http://{host}:{port}/", stdout=self.stdout)
+                call_command("seed_demo", url=f"http://{host}:{port}/", stdout=demo)
             if not supervisor.stopping:
                 supervisor.start_all()
-                self.stdout.write(self.style.SUCCESS(
-                    f"Atrium is running at http://{host}:{port}/  (Ctrl-C stops it; data in {settings.DATA_DIR})"))
+                # Said last, once the hub answers: under the children's start-up banners it was lost.
+                banner = (f"Atrium is running at http://{host}:{port}/  (Ctrl-C stops it; data in "
+                          f"{settings.DATA_DIR})\n{demo.getvalue()}")
+                threading.Thread(target=self._announce, args=(host, port, banner), daemon=True).start()
                 supervisor.run()
             self.stdout.write("stopping…")
         finally:
             # Redis last: the workers finish their work and acknowledge it first.
             supervisor.stop_all(order=[c.name for c in children if c.name != "redis"]
                                 + (["redis"] if redis else []))
+
+    def _announce(self, host: str, port: int, banner: str) -> None:
+        """Print ``banner`` once /healthz says ok, or after ANNOUNCE_WAIT_SECONDS with what
+        it said instead."""
+        url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/healthz"
+        named = [name for name in settings.ALLOWED_HOSTS if name != "*" and not name.startswith(".")]
+        request = urllib.request.Request(url, headers={"Host": named[0]} if named else {})
+        deadline, said = time.monotonic() + ANNOUNCE_WAIT_SECONDS, "no answer yet"
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    if response.status == 200:
+                        said = ""
+                        break
+            except urllib.error.HTTPError as error:
+                said = error.read().decode(errors="replace")[:500]
+            except (OSError, ValueError) as error:
+                said = str(error)
+            time.sleep(0.5)
+        if said:
+            self.stderr.write(self.style.WARNING(f"/healthz is not ok after {ANNOUNCE_WAIT_SECONDS} s: {said}"))
+        self.stdout.write(self.style.SUCCESS("\n" + banner))
 
     def _check_port_free(self, host: str, port: int) -> None:
         """A port another program holds is said at once (Daphne would exit, be restarted
