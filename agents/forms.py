@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from agents.models import AgentProfile
+from agents.providers.replay import recordings
 from observations.gateway.model_spec import model_kind
 
 
@@ -61,6 +63,13 @@ class AgentProfileForm(forms.ModelForm):
             self.fields[name].required = False
         if not (self.instance.pk and self.instance.api_key):
             self.fields["clear_api_key"].widget = forms.HiddenInput()  # nothing stored to remove (a new profile)
+        # The hub's recorded agents, offered as the model (they need no key).
+        self.recordings = recordings(settings.REPLAYS_DIR)
+        if self.recordings:
+            model = self.fields["model"]
+            model.widget.attrs["list"] = "model-recordings"
+            model.help_text += " Recorded agents on this hub, which need no key: " + ", ".join(
+                f"`{spec}`" for spec in self.recordings) + "."
 
     def clean_new_api_key(self) -> str:
         key = self.cleaned_data.get("new_api_key") or ""

@@ -17,11 +17,11 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from agents.models import AgentProfile, GatewayKey, RoomAgent
+from agents.models import AgentProfile, GatewayConversation, GatewayKey, RoomAgent
 from agents.own_key import check_may_spend_here, may_spend_here
 from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
@@ -99,15 +99,20 @@ def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int, as_s
     return key
 
 
+CONVERSATIONS_SHOWN = 10  # a key's newest conversations, linked from its row
+
+
 def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
     """The room's keys, each with what it was used for: its conversations (sessions) and
-    their tokens, as the sessions recorded them."""
+    their tokens, as the sessions recorded them, and its newest conversations
+    (``recent_conversations``, with their sessions)."""
+    recent = GatewayConversation.objects.select_related("session").order_by("-updated_at", "-pk")
     return GatewayKey.objects.filter(room=room).select_related("agent", "created_by", "revoked_by").annotate(
         conversation_count=Count("conversations"),
         request_count=Coalesce(Sum("conversations__requests"), 0),
         tokens_in=Coalesce(Sum("conversations__session__tokens_input"), 0),
         tokens_out=Coalesce(Sum("conversations__session__tokens_output"), 0),
-    )
+    ).prefetch_related(Prefetch("conversations", queryset=recent[:CONVERSATIONS_SHOWN], to_attr="recent_conversations"))
 
 
 async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:

@@ -153,6 +153,21 @@ def resolve_replay_path(name: str, *, replay_dir: Path | str | None = None) -> P
     return path
 
 
+RECORDINGS_LISTED = 50
+
+
+def recordings(replay_dir: Path | None = None) -> list[str]:
+    """The model specs of the recordings in the hub's replay folder (its own files, not
+    its subfolders), sorted, at most RECORDINGS_LISTED: what a person may pick."""
+    base = Path(replay_dir or DEFAULT_REPLAY_DIR)
+    try:
+        names = sorted(entry.name for entry in base.iterdir()
+                       if entry.suffix in (".json", ".jsonl") and entry.is_file())
+    except OSError:
+        return []
+    return [f"replay:{name}" for name in names[:RECORDINGS_LISTED]]
+
+
 def load_recording(path: Path) -> tuple[str, tuple[RecordedTurn, ...], tuple[str, ...]]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))

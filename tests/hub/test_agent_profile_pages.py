@@ -151,3 +151,26 @@ def test_a_provider_without_a_key_is_saved_with_a_warning(client, monkeypatch):
     response = client.post(reverse("agents:create"), {**VALID, "name": "Keyed", "fallback_models": "",
                                                       "new_api_key": "sk-test"}, follow=True)
     assert not any("API key" in str(m) for m in response.context["messages"])
+
+
+def test_the_form_offers_the_hubs_recordings_as_models(client, settings, tmp_path):
+    """Issue 30: the agent form named no replay: file, so a newcomer without a key could
+    not find the recorded agents."""
+    page = client.get(reverse("agents:create")).content.decode()
+    assert 'list="model-recordings"' in page
+    assert '<option value="replay:demo-fix-median.json">' in page
+    assert "Recorded agents on this hub, which need no key: <code>replay:" in page
+    assert "<code>replay:demo-fix-median.json</code>" in page
+
+    (tmp_path / "b.jsonl").write_text("[]")
+    (tmp_path / "a.json").write_text("[]")
+    (tmp_path / "notes.txt").write_text("not a recording")
+    (tmp_path / "nested.json").mkdir()
+    settings.REPLAYS_DIR = tmp_path
+    page = client.get(reverse("agents:create")).content.decode()
+    datalist = page[page.index('<datalist id="model-recordings">'):page.index("</datalist>")]
+    assert datalist.count("<option") == 2 and datalist.index("replay:a.json") < datalist.index("replay:b.jsonl")
+
+    settings.REPLAYS_DIR = tmp_path / "missing"
+    page = client.get(reverse("agents:create")).content.decode()
+    assert "model-recordings" not in page  # no folder, nothing offered, no error

@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents.endpoint.keys import (
+    CONVERSATIONS_SHOWN,
     TOKEN_PREFIX,
     gateway_key_create,
     gateway_key_lookup,
@@ -172,5 +173,24 @@ def test_each_key_shows_what_its_conversations_used(room, people):
         GatewayConversation.objects.create(key=made.key, conversation=f"c{n}", session=session, requests=requests)
     html = login(people["vi"]).get(reverse("agents:gateway_keys", args=[room.slug]), **HTMX).content.decode()
     assert 'data-usage="2 5 1500 100"' in html and "2 conversations, 5 requests, 1500 tokens in, 100 out" in html
-    assert 'data-usage="0 0 0 0"' in html  # the unused key
+    assert 'data-usage="0 0 0 0"' in html and "no conversations yet" in html  # the unused key
     assert idle.key.name in html
+    # Issue 30: the counts linked nowhere; each conversation now links to its session and ledger.
+    for session in Session.objects.filter(gateway_conversation__key=made.key):
+        assert reverse("agents:session", args=[session.pk]) in html
+        assert reverse("agents:ledger", args=[session.pk]) in html
+    assert "The newest" not in html
+
+
+def test_a_key_links_its_newest_conversations_only(room, people):
+    agent = room.room_agents.get().agent
+    made = gateway_key_create(room=room, actor=people["mo"], agent_id=agent.pk, name="busy")
+    task = Task.objects.create(room=room, title="t", objective="o")
+    sessions = [Session.objects.create(task=task, agent=agent, attempt=n + 1, origin=Session.Origin.ENDPOINT)
+                for n in range(CONVERSATIONS_SHOWN + 2)]
+    for n, session in enumerate(sessions):
+        GatewayConversation.objects.create(key=made.key, conversation=f"c{n}", session=session, requests=1)
+    html = login(people["vi"]).get(reverse("agents:gateway_keys", args=[room.slug]), **HTMX).content.decode()
+    shown = [s for s in sessions if f'href="{reverse("agents:session", args=[s.pk])}"' in html]
+    assert shown == sessions[2:]  # the newest ones
+    assert f"The newest {CONVERSATIONS_SHOWN} shown." in html
