@@ -84,7 +84,9 @@ def check_celery(timeout: float = 2.0) -> Check:
 
     queue, sweep = settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_SWEEP_QUEUE
     try:
-        replies = app.control.inspect(timeout=timeout).active_queues() or {}
+        # Done once every worker bound to the control exchange answered, not at the timeout.
+        expected = _workers_listening(app.control.mailbox.namespace)
+        replies = app.control.inspect(timeout=timeout, limit=expected or None).active_queues() or {}
     except Exception as exc:
         return Check(False, f"{type(exc).__name__}: {exc}")
 
@@ -100,6 +102,17 @@ def check_celery(timeout: float = 2.0) -> Check:
         return Check(False, f"no sweeper answered for queue {sweep!r}: timers, approval expiry and the "
                             "sessions of dead workers wait")
     return Check(True, f"{len(workers)} worker(s)")
+
+
+def _workers_listening(namespace: str) -> int:
+    """How many workers' control queues are bound on the broker (kombu's Redis transport
+    keeps them in one set); 0 when unknown. A worker that died without unbinding keeps
+    the wait at its timeout, as before."""
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+        return client.scard(f"_kombu.binding.{namespace}.pidbox")
+    except Exception:
+        return 0
 
 
 def check_supervisor() -> Check | None:

@@ -28,6 +28,24 @@ def test_healthz_is_200_when_database_redis_and_a_worker_answer(celery_worker):
     assert body["checks"]["celery"]["detail"].endswith("worker(s)")
 
 
+def test_a_worker_that_died_bound_still_leaves_the_answer_right(celery_worker, settings):
+    """The check stops waiting once as many workers answered as are bound to the control
+    exchange; a dead worker's binding left behind only makes it wait its timeout."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    key = "_kombu.binding.celery.pidbox"
+    assert client.scard(key) >= 1  # the live worker's
+    stale = b"\x06\x16\x06\x16atrium-test-dead@nowhere.celery.pidbox"
+    client.sadd(key, stale)
+    try:
+        status, body = healthz(Client())
+    finally:
+        client.srem(key, stale)
+    assert status == 200, body
+    assert body["checks"]["celery"]["detail"].endswith("worker(s)")
+
+
 @pytest.mark.django_db
 def test_healthz_is_503_when_no_worker_answers():
     status, body = healthz(Client())
