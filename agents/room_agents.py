@@ -41,7 +41,8 @@ AGENTS_CHANGED = "room-agents-changed"  # an HX-Trigger event: who is assigned c
 
 @require_GET
 def agents_panel(request: HttpRequest, slug: str) -> HttpResponse:
-    return _panel_response(request, access_room(request.user, slug), None)
+    # A reload: the composer's target (out of band) stays as the person set it.
+    return _panel_response(request, access_room(request.user, slug), None, reload=True)
 
 
 @require_POST
@@ -63,12 +64,12 @@ def agent_unassign(request: HttpRequest, slug: str, agent_id: int) -> HttpRespon
 
 
 def _panel_response(request: HttpRequest, access: RoomAccess, error: str | None, *,
-                    changed: bool = False) -> HttpResponse:
+                    changed: bool = False, reload: bool = False) -> HttpResponse:
     if request.htmx:
         room = access.room
         response = render(request, "rooms/_agents.html", {
             "room": room, "access": access, "room_agents": selectors.room_agents(room),
-            "agent_form": AgentAssignForm(room=room), "agents_error": error,
+            "agent_form": AgentAssignForm(room=room), "agents_error": error, "reload": reload,
         })
         if changed:
             response["HX-Trigger"] = AGENTS_CHANGED

@@ -103,7 +103,7 @@ def room_work(room: Room) -> list[TaskWork]:
     """The room's tasks, newest first, each with every attempt at it."""
     tasks = list(Task.objects.filter(room=room).select_related("created_by").order_by("-created_at", "-pk"))
     by_task: dict[int, list[Session]] = {task.pk: [] for task in tasks}
-    sessions = (Session.objects.without_state().filter(task__room=room).select_related("agent")
+    sessions = (Session.objects.without_state().filter(task__room=room).select_related("agent", "gateway_conversation")
                 .annotate(loop_suspected=Exists(SessionEvent.objects.filter(session=OuterRef("pk"),
                                                                             kind=LOOP_SUSPECTED)))
                 .order_by("-created_at", "-pk"))

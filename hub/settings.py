@@ -326,11 +326,15 @@ CELERY_BEAT_SCHEDULE = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"client_errors_without_traceback": {"()": "hub.log_filters.ClientErrorsWithoutTraceback"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"client_errors_without_traceback": {"()": "hub.log_filters.ClientErrorsWithoutTraceback"},
+                "require_debug_false": {"()": "django.utils.log.RequireDebugFalse"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["client_errors_without_traceback"]},
+        "mail_admins": {"level": "ERROR", "filters": ["require_debug_false"],
+                        "class": "django.utils.log.AdminEmailHandler"},
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    # Django's own console handler repeats what the root's prints: one line per request it logs.
-    "loggers": {"django.request": {"filters": ["client_errors_without_traceback"], "propagate": False,
-                                   "handlers": ["console"]},
-                "django.security": {"filters": ["client_errors_without_traceback"]}},
+    # Django's own console handler repeated in DEBUG what the root's prints: its records
+    # reach the root's console only (once), and the admins' mail as Django sends it.
+    "loggers": {"django": {"handlers": ["mail_admins"], "level": "INFO"}},
 }

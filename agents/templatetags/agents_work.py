@@ -7,6 +7,7 @@ import json
 import re
 
 from django import template
+from django.core.exceptions import ObjectDoesNotExist
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
@@ -21,6 +22,7 @@ from rooms.models import Room
 from rooms.selectors import RoomAccess
 
 register = template.Library()
+CLIENT_IDLE_SECONDS = 300
 
 
 @register.simple_tag
@@ -134,11 +136,26 @@ def without_fences(text: str) -> str:
 
 @register.filter
 def session_duration(session: Session) -> str:
-    """How long the session has run: start to finish, or to now while it runs."""
+    """How long the session has run: start to finish, or to now while it runs (to its
+    last request, for a gateway conversation whose client went quiet)."""
     if session.started_at is None:
         return "not started"
-    end = session.finished_at or timezone.now()
+    end = session.finished_at or client_idle(session) or timezone.now()
     return human_seconds((end - session.started_at).total_seconds())
+
+
+@register.filter
+def client_idle(session: Session):
+    """When the client of a running gateway conversation last called, if that is longer
+    ago than CLIENT_IDLE_SECONDS: nothing runs it until the client calls again (no
+    worker does, and no time limit ends it), so "Running" alone would mislead."""
+    if session.origin != Session.Origin.ENDPOINT or session.state != Session.State.RUNNING:
+        return None
+    try:
+        last = session.gateway_conversation.updated_at
+    except ObjectDoesNotExist:
+        return None
+    return last if (timezone.now() - last).total_seconds() > CLIENT_IDLE_SECONDS else None
 
 
 def human_seconds(seconds: float) -> str:

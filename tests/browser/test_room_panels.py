@@ -2,7 +2,8 @@
 agent", and tasks got no *Start with* button until a reload. In headless Chromium, on
 one page load: assigning and unassigning an agent refreshes the keys panel, the tasks'
 start buttons and the settings' reviewer choice; naming a reviewer in the settings puts
-the reviewer badge in the agents panel; the room's figures and settings sit behind tabs."""
+the reviewer badge in the agents panel; a panel someone is typing in waits; the room's
+figures and settings sit behind tabs."""
 
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(da
             expect(settings.locator("#reviewer-agent option", has_text="Fixer")).to_have_count(0)
             page.get_by_role("tab", name="Keys").click()
             expect(keys).to_contain_text("Assign an agent to the room to make a key")
+
+            # Someone typing in the settings when an agent is assigned: that panel waits, the text stays.
+            page.get_by_role("tab", name="Settings").click()
+            check = settings.locator("#id_check_command")
+            check.fill("python -m pytest -q -x")
+            agents.get_by_role("button", name="Assign").click()
+            expect(tasks.get_by_role("button", name="Start with Fixer")).to_be_visible()  # the others reloaded
+            expect(check).to_have_value("python -m pytest -q -x")
             assert page.evaluate("window.loadedOnce") is True  # all of it without a reload
         finally:
             browser.close()

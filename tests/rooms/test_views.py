@@ -234,6 +234,19 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     assert Message.objects.filter(room=room, text__endswith="unassigned fixer.").exists()
 
 
+def test_the_agents_panel_reload_is_for_the_rooms_people_only(login):
+    owner, viewer, stranger = make_user(), make_user(), make_user()
+    agent = make_agent("fixer")
+    room = make_room(owner, viewers=[viewer], agents=[agent])
+    url = reverse("agents:agents_panel", args=[room.slug])
+    assert login(stranger).get(url, **HTMX).status_code == 404
+    html = login(viewer).get(url, **HTMX).content.decode()
+    assert "fixer" in html and "<form" not in html  # read-only: no assign, no unassign
+    owned = login(owner).get(url, **HTMX).content.decode()
+    assert "Assign" in owned or "unassign" in owned
+    assert 'id="composer-target"' not in owned  # a reload leaves the message box's target as it was
+
+
 def test_assigning_an_agent_twice_is_a_form_error_not_a_crash(login):
     owner = make_user()
     agent = make_agent()

@@ -90,7 +90,7 @@ class Command(BaseCommand):
                 # Said last, once the hub answers: under the children's start-up banners it was lost.
                 banner = (f"Atrium is running at http://{host}:{port}/  (Ctrl-C stops it; data in "
                           f"{settings.DATA_DIR})\n{demo.getvalue()}")
-                threading.Thread(target=self._announce, args=(host, port, banner), daemon=True).start()
+                threading.Thread(target=self._announce, args=(host, port, banner, supervisor), daemon=True).start()
                 supervisor.run()
             self.stdout.write("stopping…")
         finally:
@@ -98,14 +98,14 @@ class Command(BaseCommand):
             supervisor.stop_all(order=[c.name for c in children if c.name != "redis"]
                                 + (["redis"] if redis else []))
 
-    def _announce(self, host: str, port: int, banner: str) -> None:
+    def _announce(self, host: str, port: int, banner: str, supervisor: Supervisor) -> None:
         """Print ``banner`` once /healthz says ok, or after ANNOUNCE_WAIT_SECONDS with what
-        it said instead."""
+        it said instead; nothing once the hub is stopping."""
         url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/healthz"
         named = [name for name in settings.ALLOWED_HOSTS if name != "*" and not name.startswith(".")]
         request = urllib.request.Request(url, headers={"Host": named[0]} if named else {})
         deadline, said = time.monotonic() + ANNOUNCE_WAIT_SECONDS, "no answer yet"
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not supervisor.stopping:
             try:
                 with urllib.request.urlopen(request, timeout=10) as response:
                     if response.status == 200:
@@ -116,9 +116,11 @@ class Command(BaseCommand):
             except (OSError, ValueError) as error:
                 said = str(error)
             time.sleep(0.5)
+        if supervisor.stopping:
+            return
         if said:
             self.stderr.write(self.style.WARNING(f"/healthz is not ok after {ANNOUNCE_WAIT_SECONDS} s: {said}"))
-        self.stdout.write(self.style.SUCCESS("\n" + banner))
+        self.stdout.write((self.style.WARNING if said else self.style.SUCCESS)("\n" + banner))
 
     def _check_port_free(self, host: str, port: int) -> None:
         """A port another program holds is said at once (Daphne would exit, be restarted

@@ -3,7 +3,8 @@
 // Message frames carry the message as HTML; "message.updated" replaces one in place (a
 // steer delivered); "session.changed" tells the task list (agents/_room_tasks.html) to
 // reload itself. The composer sends chat or a steer over the same socket; a refused
-// message comes back as an error and its text returns to the box.
+// message comes back as an error and its text returns to the box. Panels that reload on
+// "room-agents-changed" (an assign) wait while a person is typing in them.
 (() => {
   "use strict";
 
@@ -160,6 +161,27 @@
         event.preventDefault();
         send();
       }
+    });
+  }
+
+  // A panel that reloads because the room's agents changed (an assign elsewhere on the
+  // page) keeps what a person is typing in it: its own submit brings it back fresh.
+  document.addEventListener("htmx:confirm", (event) => {
+    const cause = event.detail.triggeringEvent;
+    if (cause && cause.type === "room-agents-changed" && typedInto(event.detail.elt)) event.preventDefault();
+  });
+
+  function typedInto(panel) {
+    return [...panel.querySelectorAll("input, textarea, select")].some((field) => {
+      if (field.type === "hidden") return false;
+      if (field.type === "checkbox" || field.type === "radio") return field.checked !== field.defaultChecked;
+      if (field.tagName === "SELECT") {
+        const options = [...field.options];
+        // A single choice marked nowhere starts on its first option.
+        if (!field.multiple && !options.some((o) => o.defaultSelected)) return field.selectedIndex > 0;
+        return options.some((o) => o.selected !== o.defaultSelected);
+      }
+      return field.value !== field.defaultValue;
     });
   }
 

@@ -192,3 +192,32 @@ def test_the_room_totals_read_the_stored_analyses_of_all_sessions_at_once(login,
         return len(queries)
 
     assert queries_with(1) == queries_with(6)
+
+
+def test_a_gateway_conversation_whose_client_went_quiet_says_so(login, room, task, agent, owner):
+    """Issue 30: a gateway conversation showed "Running" until its time limit, and
+    nothing runs it but its client's next request."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents.endpoint.keys import gateway_key_create
+    from agents.models import GatewayConversation
+
+    key = gateway_key_create(room=room, actor=owner, agent_id=agent.pk, name="aider").key
+    quiet, busy = (session_in(task, agent, "running", origin=Session.Origin.ENDPOINT, attempt=n,
+                              started_at=timezone.now() - timedelta(hours=1)) for n in (1, 2))
+    hub_session = session_in(task, agent, "running", attempt=3)
+    for n, session in enumerate((quiet, busy)):
+        GatewayConversation.objects.create(key=key, conversation=f"c{n}", session=session, requests=2)
+    GatewayConversation.objects.filter(session=quiet).update(updated_at=timezone.now() - timedelta(minutes=20))
+    client = login(owner)
+
+    tasks = client.get(reverse("agents:room_tasks", args=[room.slug])).content.decode()
+    row = lambda session: tasks[tasks.index(f'id="session-row-{session.pk}"'):].split("</tr>")[0]  # noqa: E731
+    assert 'data-badge="client-idle"' in row(quiet) and "client idle 20" in row(quiet)
+    assert "40" in row(quiet)  # its duration ends at its last request (40 minutes), not now
+    assert 'data-badge="client-idle"' not in row(busy) and 'data-badge="client-idle"' not in row(hub_session)
+    status = client.get(reverse("agents:session_status", args=[quiet.pk])).content.decode()
+    assert 'id="session-client-idle"' in status
+    assert 'id="session-client-idle"' not in client.get(reverse("agents:session_status", args=[busy.pk])).content.decode()
