@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
 from platformdirs import user_data_dir
 
 
@@ -37,11 +38,12 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
 
-def envsecret(name: str, *, required: bool, dev_default: str = "") -> str:
+def envsecret(name: str, *, kept_in: Path | None = None) -> str:
     """Read a secret from NAME or from the file named by NAME_FILE.
 
-    In production (``required``) a missing secret stops the process with a clear
-    message instead of running with a guessable value.
+    Unset, it is generated once and kept in the file ``kept_in``, so it lasts across
+    restarts; with no such file (production) the process stops with a clear message
+    instead of running with a guessable value.
     """
     if file_path := os.environ.get(f"{name}_FILE"):
         with open(file_path, encoding="utf-8") as handle:
@@ -49,11 +51,36 @@ def envsecret(name: str, *, required: bool, dev_default: str = "") -> str:
     value = os.environ.get(name, "")
     if value:
         return value
-    if required:
+    if kept_in is None:
         raise ImproperlyConfigured(
-            f"{name} is not set. Production (DEBUG off) needs it: set {name} or {name}_FILE."
+            f"{name} is not set. Production (DATABASE_URL set, DEBUG off) needs it: set {name} or {name}_FILE."
         )
-    return dev_default
+    return kept_secret(kept_in)
+
+
+def kept_secret(path: Path) -> str:
+    """The secret in ``path``, generated there (readable by this user only) if it is not yet.
+
+    Written aside and linked into place, so processes starting together all read the
+    one that won, never a half-written file.
+    """
+    if not path.exists():
+        aside = path.with_name(f".{path.name}.{os.getpid()}")
+        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(get_random_secret_key())
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass
+        finally:
+            aside.unlink()
+    value = path.read_text(encoding="utf-8").strip()
+    if not value:
+        raise ImproperlyConfigured(f"{path} is empty: delete it and a new key is generated (everyone signs in again).")
+    return value
 
 
 def celery_url(redis_url: str) -> str:

@@ -4,10 +4,10 @@ Unset variables fall back to embedded defaults (SQLite under ATRIUM_DATA_DIR, by
 the user's data folder outside any checkout, and an embedded Redis the start command
 launches), so a checkout runs with no services.
 
-DEBUG defaults to on only on those embedded defaults (DATABASE_URL unset); with a
-DATABASE_URL it defaults to off, so a deployment that forgets DEBUG (say, the image
-run without compose) neither shows tracebacks nor runs on the public development
-SECRET_KEY. With DEBUG off, secrets have no default and the process refuses to start.
+DEBUG is off unless asked for. On the embedded defaults (DATABASE_URL unset: one machine)
+a missing SECRET_KEY is generated once and kept in the data folder, and the hub answers
+localhost over plain http. With a DATABASE_URL (a deployment, perhaps of many machines,
+which must all share one key) the process refuses to start without a SECRET_KEY.
 """
 
 from __future__ import annotations
@@ -25,9 +25,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env("ATRIUM_DATA_DIR") or default_data_dir()).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = envbool("DEBUG", "False" if env("DATABASE_URL") else "True")
-SECRET_KEY = envsecret("SECRET_KEY", required=not DEBUG, dev_default="atrium-dev-only-not-secret")
-ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+DEBUG = envbool("DEBUG", "False")
+# One machine answering localhost: the embedded defaults, or a developer's DEBUG.
+LOCAL = DEBUG or not env("DATABASE_URL")
+SECRET_KEY = envsecret("SECRET_KEY", kept_in=DATA_DIR / "secret_key" if LOCAL else None)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if LOCAL else "")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 
 INSTALLED_APPS = [
@@ -184,18 +186,19 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(env("STATIC_ROOT", str(DATA_DIR / "static")))
 # WhiteNoise warns on every request while the folder is missing (before collectstatic).
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-# WhiteNoise serves static files in every process shape; in DEBUG straight from the
+# WhiteNoise serves static files in every process shape; on one machine straight from the
 # apps (no collectstatic needed), in production from STATIC_ROOT (the image collects).
-WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_USE_FINDERS = LOCAL
 WHITENOISE_AUTOREFRESH = DEBUG
 
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
 # Behind a TLS proxy (ATRIUM_TLS_PROXY=true) the proxy's X-Forwarded-Proto says the request
 # was https, and HTTPS responses tell browsers to come back only over TLS (HSTS).
-if envbool("ATRIUM_TLS_PROXY", "False"):
+TLS_PROXY = envbool("ATRIUM_TLS_PROXY", "False")
+if TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if DEBUG else str(365 * 24 * 3600))
+# A local hub answers plain http, where a Secure cookie would never come back.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = TLS_PROXY or not LOCAL
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if LOCAL else str(365 * 24 * 3600))
 
 # --- atrium ------------------------------------------------------------------------------
 REPOS_DIR = DATA_DIR / "repos"

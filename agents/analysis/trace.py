@@ -26,7 +26,7 @@ ADDITIVE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_out", "tokens_reasoning", "cost_unknown_calls",
     "rereads", "reads_after_own_write", "shell_runs", "shell_failed", "repeated_commands", "test_runs",
     "test_failed", "tests_after_first_pass", "folds", "fold_tokens_freed", "segments", "model_ms",
-    "tools_ms", "people_ms", "loop_alarms", "verify_runs", "verify_passed",
+    "tools_ms", "people_ms", "waiting_ms", "loop_alarms", "verify_runs", "verify_passed",
 )
 
 
@@ -65,7 +65,8 @@ class Analysis:
     segments: int = 0
     model_ms: int = 0
     tools_ms: int = 0
-    people_ms: int = 0
+    people_ms: int = 0  # parked on an approval card
+    waiting_ms: int = 0  # parked on its own await (a job, a reply, a timer)
     loop_alarms: int = 0
     verify_runs: int = 0
     verify_passed: int = 0
@@ -103,7 +104,7 @@ class Analysis:
             ("Folds", f"{self.folds:,} ({self.fold_tokens_freed:,} tokens freed)"),
             ("Segments", f"{self.segments:,}"),
             ("Time", f"model calls {_seconds(self.model_ms)}, tools {_seconds(self.tools_ms)}, "
-                     f"waiting for people {_seconds(self.people_ms)}"),
+                     f"waiting for approvals {_seconds(self.people_ms)}, awaiting {_seconds(self.waiting_ms)}"),
             ("Verify", f"{self.verify_runs:,} run{'s' if self.verify_runs != 1 else ''}, {self.verify_passed:,} passed"),
             ("Loop alarms", f"{self.loop_alarms:,}"),
         ]
@@ -123,7 +124,8 @@ def analyze(facts: SessionFacts) -> Analysis:
     result.folds = len(facts.folds)
     result.fold_tokens_freed = sum(f.tokens_freed for f in facts.folds)
     result.segments = len(facts.segments)
-    result.people_ms = _people_ms(facts.events, facts.finished_at)
+    result.people_ms = _parked_ms(facts.events, facts.finished_at, "awaiting_approval")
+    result.waiting_ms = _parked_ms(facts.events, facts.finished_at, "waiting")
     result.loop_alarms = sum(1 for e in facts.events if e.kind == "loop.suspected")
     verifies = [e for e in facts.events if e.kind == "verify"]
     result.verify_runs = len(verifies)
@@ -219,8 +221,8 @@ def _phases(result: Analysis, facts: SessionFacts) -> None:
             result.phases["after_green"] += 1
 
 
-def _people_ms(events: tuple[Event, ...], finished_at: datetime | None) -> int:
-    """Time spent awaiting a person's approval: from entering that state to leaving it."""
+def _parked_ms(events: tuple[Event, ...], finished_at: datetime | None, state: str) -> int:
+    """Time spent in ``state``: from entering it to leaving it (or to the session's end)."""
     total, since = 0.0, None
     for event in events:
         if event.kind != "session.state_changed" or event.at is None:
@@ -228,7 +230,7 @@ def _people_ms(events: tuple[Event, ...], finished_at: datetime | None) -> int:
         if since is not None:
             total += (event.at - since).total_seconds()
             since = None
-        if event.payload.get("state") == "awaiting_approval":
+        if event.payload.get("state") == state:
             since = event.at
     if since is not None and finished_at is not None:
         total += (finished_at - since).total_seconds()

@@ -39,10 +39,12 @@ def replay_agent(demo_room):
 
 @pytest.fixture
 def allow_demo_tools(demo_room):
-    """The demo's own rules (its recording runs unittest), and pytest for the suite's recordings."""
+    """The demo's own rules (its recording runs unittest), edits of Python files (the demo
+    asks a person for those), and pytest for the suite's recordings."""
     for tool, path_glob, command_prefix in DEMO_RULES:
         ApprovalRule.objects.create(room=demo_room, tool=tool, path_glob=path_glob, command_prefix=command_prefix,
                                     decision="allow")
+    ApprovalRule.objects.create(room=demo_room, tool="edit_file", path_glob="*.py", decision="allow")
     ApprovalRule.objects.create(room=demo_room, tool="shell", command_prefix="python -m pytest", decision="allow")
 
 

@@ -26,7 +26,7 @@ LONG_RUNNING = {"postgres", "redis", "web", "worker", "sweeper", "beat"}
 
 
 def settings_env_reads() -> dict[str, dict[str, Any]]:
-    """{NAME: {"has_default", "default" (if literal), "depends_on_debug", "secret"}} per variable."""
+    """{NAME: {"has_default", "default" (if literal), "depends_on_the_setup", "secret"}} per variable."""
     reads: dict[str, dict[str, Any]] = {}
     for node in ast.walk(ast.parse(SETTINGS.read_text())):
         if not isinstance(node, ast.Call) or not node.args:
@@ -45,19 +45,20 @@ def settings_env_reads() -> dict[str, dict[str, Any]]:
         reads[first.value] = {
             "has_default": default_node is not None,
             "default": literal,
-            "depends_on_debug": default_node is not None and _mentions_debug(default_node),
+            "depends_on_the_setup": default_node is not None and _depends_on_the_setup(default_node),
             "secret": name == "envsecret",
         }
     return reads
 
 
-def _mentions_debug(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == "DEBUG" for n in ast.walk(node))
+def _depends_on_the_setup(node: ast.AST) -> bool:
+    """A default that differs between a local hub and a deployment (LOCAL, or DEBUG)."""
+    return any(isinstance(n, ast.Name) and n.id in {"DEBUG", "LOCAL"} for n in ast.walk(node))
 
 
 def needs_a_value_in_production(read: dict[str, Any]) -> bool:
-    """A secret, no default, an empty one, or one that depends on DEBUG (off in production)."""
-    return read["secret"] or not read["has_default"] or read["depends_on_debug"] or read["default"] == ""
+    """A secret, no default, an empty one, or one that differs on a local hub."""
+    return read["secret"] or not read["has_default"] or read["depends_on_the_setup"] or read["default"] == ""
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +191,7 @@ def dockerfile_env() -> dict[str, str]:
 
 
 def test_the_image_runs_with_debug_off_even_without_compose():
-    """A `docker run` without compose may forget DEBUG: the image itself turns it off,
-    so the settings then demand a SECRET_KEY instead of using the development one."""
+    """The image says DEBUG off in so many words, as every compose service does."""
     assert dockerfile_env()["DEBUG"].lower() == "false"
     assert dockerfile_env()["ATRIUM_DATA_DIR"] == "/data"  # the parser reads the block it should
 

@@ -11,13 +11,27 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth import authenticate as django_authenticate
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import RequestFactory
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent, Task
-from hub.management.commands.seed_demo import DEMO_CHECK_COMMAND, DEMO_TEST_COMMAND
+from agents.models import (
+    AgentProfile,
+    Approval,
+    ApprovalRule,
+    RoomAgent,
+    Session,
+    SessionEvent,
+    Task,
+)
+from agents.runtime.worker import run_session
+from agents.selectors import assignable_agents
+from agents.services import approval_decide, session_start, session_steer, task_create
+from hub.management.commands.seed_demo import DEMO_CHECK_COMMAND, DEMO_TEST_COMMAND, EXPLORER_NAME
 from rooms.models import Membership, Room
 from rooms.repository.git import git
+from rooms.repository.prepare import TemplateRepository
+from rooms.services import room_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,7 +65,7 @@ def test_seed_demo_creates_a_user_who_can_log_in_and_a_demo_room():
     assert f"/rooms/{room.slug}/" in output
     files = git("ls-files", cwd=room.repo_path).split()
     task = Task.objects.get(room=room)
-    assert files == [task.intent_path, "README.md", "test_textstats.py", "textstats.py"]
+    assert files == [task.intent_path, "README.md", "samples/middle.txt", "test_textstats.py", "textstats.py"]
 
 
 def test_the_demo_repository_has_a_real_failing_test(tmp_path):
@@ -83,17 +97,32 @@ def test_seed_demo_again_keeps_the_room_and_the_password_a_new_one_only_when_ask
     assert list(Room.objects.filter(name="Demo").values_list("pk", flat=True)) == [room.pk]
     assert Path(room.repo_path).is_dir()
     assert "http://example.test:9000/" in second_output
+    # Starting over in a fresh room keeps the password too.
+    assert printed_password(seed("--again")) == third
 
 
-def test_seed_demo_assigns_a_replay_fixer_with_rules_that_let_it_work():
+def test_seed_demo_assigns_a_replay_fixer_whose_tests_run_and_whose_edits_wait_for_a_person():
     seed()
     room = Room.objects.get(name="Demo")
     agent = AgentProfile.objects.get(name="Demo fixer")
     assert (agent.model, agent.context_window, agent.output_budget, agent.eviction_policy) == (
-        "replay:demo-fix-median.json", 32_000, 2_000, "on_demand")
+        "replay:demo-tour.json", 8_192, 2_400, "on_demand")
+    agent.full_clean()  # the window holds its fixed prompt, output budget and room to work
     assert RoomAgent.objects.filter(room=room, agent=agent).exists()
     rules = set(ApprovalRule.objects.filter(room=room).values_list("tool", "path_glob", "command_prefix", "decision"))
-    assert rules == {("edit_file", "*.py", "", "allow"), ("shell", "", DEMO_TEST_COMMAND, "allow")}
+    assert rules == {("shell", "", DEMO_TEST_COMMAND, "allow")}
+
+
+def test_a_hub_seeded_by_an_earlier_version_moves_its_demo_agent_to_the_tour_and_keeps_a_chosen_model():
+    seed()
+    AgentProfile.objects.filter(name="Demo fixer").update(
+        model="replay:demo-fix-median.json", context_window=32_000, output_budget=2_000)
+    seed("--again")
+    agent = AgentProfile.objects.get(name="Demo fixer")
+    assert (agent.model, agent.context_window, agent.output_budget) == ("replay:demo-tour.json", 8_192, 2_400)
+    AgentProfile.objects.filter(pk=agent.pk).update(model="openai:gpt-4.1", context_window=128_000)
+    seed()
+    assert AgentProfile.objects.values_list("model", "context_window").get(pk=agent.pk) == ("openai:gpt-4.1", 128_000)
 
 
 def test_seed_demo_starts_the_first_task_once_and_says_where_to_watch_it():
@@ -112,21 +141,48 @@ def test_seed_demo_starts_the_first_task_once_and_says_where_to_watch_it():
     again = seed()
     assert Task.objects.filter(room=room).count() == 1 and Session.objects.count() == 1
     assert AgentProfile.objects.filter(name="Demo fixer").count() == 1
-    assert ApprovalRule.objects.filter(room=room).count() == 2
+    assert ApprovalRule.objects.filter(room=room).count() == 1
     assert f"/sessions/{session.pk}/" in again and "kept task" in again
 
 
-def test_the_demo_session_runs_to_a_verified_merge_on_a_worker(celery_worker):
-    seed()
-    session = Session.objects.get(task__room__name="Demo")
+def wait_for_state(session: Session, states: set[str], worker) -> None:
     deadline = time.monotonic() + 120
-    while session.state not in {"succeeded", "failed", "cancelled", "timed_out", "needs_merge"}:
-        assert time.monotonic() < deadline, celery_worker.hub_process.log_tail()
+    session.refresh_from_db()
+    while session.state not in states:
+        assert session.state not in ENDED, (session.state, session.reason)
+        assert time.monotonic() < deadline, worker.hub_process.log_tail()
         time.sleep(0.3)
         session.refresh_from_db()
+
+
+ENDED = {"succeeded", "failed", "cancelled", "timed_out", "needs_merge"}
+
+
+def test_the_demo_session_folds_asks_waits_for_its_approval_and_merges_on_a_worker(celery_worker):
+    """Issue 30, point 4: the demo finished in 3 s with no approval, no fold and one segment."""
+    seed()
+    demo = get_user_model().objects.get(username="demo")
+    session = Session.objects.get(task__room__name="Demo")
+    wait_for_state(session, {"waiting"}, celery_worker)
+    # The sample text it read first is folded away at the ceiling of its small window.
+    (fold,) = SessionEvent.objects.filter(session=session, kind="fold")
+    assert fold.payload["reason"] == "ceiling" and fold.payload["tokens_freed"] > 2_000
+    assert not SessionEvent.objects.filter(session=session, kind="segment.started").exists()
+    question = session.task.room.messages.filter(text__startswith="Found it:").get()
+    assert "Reply here or steer me" in question.text
+    time.sleep(2)  # it waits for the person, not for a timer
+    session.refresh_from_db()
+    assert session.state == "waiting" and not Approval.objects.filter(session=session).exists()
+
+    session_steer(session=session, actor=demo, text="Go ahead, and keep the tests as they are.")
+    wait_for_state(session, {"awaiting_approval"}, celery_worker)
+    approval = Approval.objects.get(session=session, state="pending")
+    assert (approval.tool, approval.arguments["path"]) == ("edit_file", "textstats.py")
+    assert "return ordered[middle]\n" in git("show", "main:textstats.py", cwd=session.task.room.repo_path)
+
+    approval_decide(approval=approval, actor=demo, decision="approve")
+    wait_for_state(session, ENDED, celery_worker)
     assert session.state == "succeeded", session.reason
-    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
-    assert {"tool.result", "verify", "merge"} <= set(kinds)
     verify = SessionEvent.objects.get(session=session, kind="verify")
     assert verify.payload["line"].startswith(f"verify #1: {DEMO_CHECK_COMMAND} → exit 0")
     room = session.task.room
@@ -145,3 +201,42 @@ def test_seed_demo_again_starts_over_in_a_fresh_room_with_the_original_bug():
     assert "return ordered[middle]\n" in (Path(fresh.repo_path) / "textstats.py").read_text()
     assert Session.objects.filter(task__room=fresh, state="queued").count() == 1
     assert f"/rooms/{fresh.slug}/" in out.getvalue()
+
+
+CALC = {
+    "calc.py": "def add(a, b):\n    return a + b\n\n\nclass Counter:\n    def __init__(self):\n        self.n = 0\n",
+    "test_calc.py": "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+}
+
+
+def test_the_recorded_explorer_works_in_a_newcomers_room_on_their_own_python_repository(tmp_path):
+    """Issue 30, point 4: the only recording fitted only the demo's repository."""
+    output = seed()
+    assert f"Assign {EXPLORER_NAME} in a room of your own" in output
+    newcomer = get_user_model().objects.create_user("newcomer", password="pw-newcomer-1")
+    source = tmp_path / "calc"
+    source.mkdir()
+    for name, text in CALC.items():
+        (source / name).write_text(text)
+    room = room_create(owner=newcomer, name="Mine", source=TemplateRepository(source))
+    explorer = AgentProfile.objects.get(name=EXPLORER_NAME)
+    assert explorer in assignable_agents(room)
+    RoomAgent.objects.create(room=room, agent=explorer, added_by=newcomer)
+    task = task_create(room=room, actor=newcomer, title="Look around", objective="Tell me what is here.")
+    session = session_start(task=task, agent=explorer, actor=newcomer)
+
+    assert run_session(session.pk) == "ran"
+    approval = Approval.objects.get(session=session, state="pending")  # its test run waits for the newcomer
+    assert approval.arguments == {"command": "python -m unittest -q"}
+    approval_decide(approval=approval, actor=newcomer, decision="approve")
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    results = {e.payload["tool"]: e.payload for e in SessionEvent.objects.filter(session=session, kind="tool.result")}
+    assert not any(r["is_error"] for r in results.values())
+    assert "calc.py" in results["list_files"]["preview"] and "def add" in results["search"]["preview"]
+    assert results["shell"]["exit_code"] == 0
+    said = room.messages.get(kind="agent").text
+    assert said.startswith("I've looked around") and "change nothing" in said
+    assert git("status", "--porcelain", cwd=room.repo_path) == ""

@@ -50,8 +50,8 @@ def test_without_debug_and_allowed_hosts_start_refuses_before_starting_anything(
     assert steps == []
 
 
-def test_without_debug_start_collects_static_files_before_launching(settings, steps, tmp_path):
-    settings.DEBUG, settings.ALLOWED_HOSTS = False, ["127.0.0.1"]
+def test_a_deployment_start_collects_static_files_before_launching(settings, steps, tmp_path):
+    settings.WHITENOISE_USE_FINDERS, settings.ALLOWED_HOSTS = False, ["127.0.0.1"]
     settings.STATIC_ROOT = tmp_path / "static"
     with pytest.raises(Launched):
         call_command("start", "--no-demo")
@@ -59,8 +59,8 @@ def test_without_debug_start_collects_static_files_before_launching(settings, st
     assert (tmp_path / "static" / "admin" / "css" / "base.css").is_file()
 
 
-def test_with_debug_static_files_come_straight_from_the_apps(settings, steps, tmp_path):
-    settings.DEBUG, settings.ALLOWED_HOSTS = True, []
+def test_on_one_machine_static_files_come_straight_from_the_apps(settings, steps, tmp_path):
+    settings.WHITENOISE_USE_FINDERS, settings.ALLOWED_HOSTS = True, ["127.0.0.1"]
     settings.STATIC_ROOT = tmp_path / "static"
     with pytest.raises(Launched):
         call_command("start", "--no-demo")

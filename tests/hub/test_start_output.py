@@ -73,6 +73,9 @@ def test_a_newcomers_start_says_where_and_who_last_and_then_stays_quiet(tmp_path
         with pytest.raises(urllib.error.HTTPError) as missing:
             browser.open(f"{base}/rooms/no-such-room/", timeout=30)
         assert missing.value.code == 404
+        # DEBUG is off unless asked: the hub's own page, even for its own machine.
+        page = missing.value.read().decode()
+        assert 'id="error-page"' in page and "URLconf" not in page
         lines_before_quiet = len(text().splitlines())
         time.sleep(QUIET_SECONDS)
         output = text()

@@ -115,6 +115,9 @@ def test_a_bad_upload_is_a_form_error_and_creates_nothing(client, content, messa
     said = " ".join(response.context["form"].errors["bundle"])
     assert message in said
     assert str(settings.DATA_DIR) not in said and "/tmp" not in said  # issue 30: no server path
+    if "`" in said:  # a command it names is shown as code, not between literal backticks
+        assert "<code>git bundle create repo.bundle --all</code>" in response.content.decode()
+        assert "`" not in response.content.decode().split('id="field-bundle"')[1].split("</div>")[0]
     assert not Room.objects.filter(name="Bad bundle").exists()
     uploads = settings.DATA_DIR / "uploads"
     assert not uploads.exists() or not os.listdir(uploads)

@@ -1,9 +1,12 @@
 """Create or refresh the demo: a user ``demo`` with a password of its own and a room "Demo"
 whose repository starts from hub/demo_repo (a small library with one real bug), an
-agent "Demo fixer" on the built-in replay model (no API key needed), the approval
-rules that let it edit Python files and run the tests, and, the first time only, a
-task "Fix median for even-length input" with a session started for it: the first
-worker that comes up runs it (reads, runs the tests, edits, verify passes, merged).
+agent "Demo fixer" on the built-in replay model (no API key needed), a rule that lets it
+run the tests, and, the first time only, a task "Fix median for even-length input" with
+a session started for it. The first worker that comes up runs it through the loop a
+person takes part in: it reads a sample text too large to keep (its small window folds
+it away), runs the tests, asks in the chat and waits for an answer (a steer point), then
+waits on the approval card of its edit, verifies and merges. A second recorded agent,
+"Repo explorer (recorded)", is offered to every room: it works on any Python repository.
 
 Idempotent: running it again keeps the room, its tasks and history, and the password
 (kept in the data folder; ``--new-password`` sets a new one). ``--again`` instead starts over in a fresh Demo room (the original bug
@@ -48,10 +51,19 @@ DEMO_REPO_TEMPLATE = Path(__file__).resolve().parents[2] / "demo_repo"
 DEMO_TEST_COMMAND = "python -m unittest"
 DEMO_CHECK_COMMAND = f"{DEMO_TEST_COMMAND} -q"
 DEMO_AGENT_NAME = "Demo fixer"
-DEMO_AGENT_MODEL = "replay:demo-fix-median.json"
+DEMO_AGENT_MODEL = "replay:demo-tour.json"
+# A window small enough that the sample text the tour reads is folded away a step later.
+DEMO_AGENT_LIMITS = {"context_window": 8_192, "output_budget": 2_400}
+# What hubs seeded by an earlier version gave the demo agent: moved to the tour (a model
+# someone chose since is theirs to keep).
+EARLIER_DEMO_MODELS = {"replay:demo-fix-median.json"}
 DEMO_PRICED_AS = "anthropic:claude-sonnet-4-5"
-DEMO_RULES = (  # (tool, path glob, command prefix); every other tool keeps the read-only default
-    ("edit_file", "*.py", ""),
+# A keyless agent for a newcomer's own room: its recording fits any Python repository.
+EXPLORER_NAME = "Repo explorer (recorded)"
+EXPLORER_MODEL = "replay:explore-python-repo.json"
+# (tool, path glob, command prefix); every other tool keeps the read-only default, so the
+# fixer's edit waits on a person's approval card.
+DEMO_RULES = (
     ("shell", "", DEMO_TEST_COMMAND),
 )
 DEMO_TASK = {
@@ -148,17 +160,39 @@ def ensure_agent(demo: Demo) -> None:
     agent, created = AgentProfile.objects.get_or_create(
         name=DEMO_AGENT_NAME,
         defaults={
-            "model": DEMO_AGENT_MODEL, "context_window": 32_000, "output_budget": 2_000,
+            "model": DEMO_AGENT_MODEL, **DEMO_AGENT_LIMITS,
             "eviction_policy": EvictionPolicy.ON_DEMAND,
             "role_prompt": "You fix small bugs: read the code and its tests, run them, make the smallest fix.",
             "created_by": demo.user,
             **demo_prices(),
         },
     )
+    if agent.model in EARLIER_DEMO_MODELS:
+        AgentProfile.objects.filter(pk=agent.pk).update(model=DEMO_AGENT_MODEL, **DEMO_AGENT_LIMITS)
+        agent.refresh_from_db()
+        demo.notes.append(f"moved agent {agent.name} to {DEMO_AGENT_MODEL}")
     _, assigned = RoomAgent.objects.get_or_create(room=demo.room, agent=agent, defaults={"added_by": demo.user})
     demo.agent = agent
     if created or assigned:
         demo.notes.append(f"assigned agent {agent.name} ({agent.model}) to room {demo.room.name}")
+
+
+def ensure_explorer(demo: Demo) -> None:
+    """Offered to every room (it is not assigned to the demo's): it lists the files,
+    searches the definitions, runs the tests (on an approval card, unless a rule allows
+    it) and says so in the chat, whatever the repository."""
+    _, created = AgentProfile.objects.get_or_create(
+        name=EXPLORER_NAME,
+        defaults={
+            "model": EXPLORER_MODEL, "context_window": 32_000, "output_budget": 2_000,
+            "eviction_policy": EvictionPolicy.ON_DEMAND,
+            "role_prompt": "You look around a repository and run its tests; you change nothing.",
+            "created_by": demo.user,
+            **demo_prices(),
+        },
+    )
+    if created:
+        demo.notes.append(f"created agent {EXPLORER_NAME} ({EXPLORER_MODEL}) for any room")
 
 
 def ensure_rules(demo: Demo) -> None:
@@ -181,7 +215,8 @@ def ensure_first_task(demo: Demo) -> None:
         demo.notes.append(f"kept task “{task.title}”")
 
 
-STEPS: list[Callable[[Demo], None]] = [ensure_user, ensure_room, ensure_agent, ensure_rules, ensure_first_task]
+STEPS: list[Callable[[Demo], None]] = [
+    ensure_user, ensure_room, ensure_agent, ensure_explorer, ensure_rules, ensure_first_task]
 
 
 class Command(BaseCommand):
@@ -212,4 +247,5 @@ class Command(BaseCommand):
                 f"  Watch {demo.agent.name} fix the bug: {base}/sessions/{demo.session.pk}/",
                 f"  Its observation ledger: {base}/sessions/{demo.session.pk}/ledger/",
             ]
+        lines.append(f"  No API key? Assign {EXPLORER_NAME} in a room of your own: it works on any Python repository.")
         self.stdout.write(self.style.SUCCESS("\n" + "\n".join(lines) + "\n"))

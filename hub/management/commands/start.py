@@ -78,8 +78,8 @@ class Command(BaseCommand):
                 self.stderr.write(self.style.WARNING(notice))
             else:
                 self.stdout.write("sandbox: bubblewrap")
-            if not settings.DEBUG:
-                # Without DEBUG, WhiteNoise serves only collected files.
+            if not settings.WHITENOISE_USE_FINDERS:
+                # A deployment's WhiteNoise serves only collected files.
                 call_command("collectstatic", interactive=False, verbosity=0)
                 self.stdout.write(f"static files collected in {settings.STATIC_ROOT}")
             demo = StringIO()
@@ -136,13 +136,12 @@ class Command(BaseCommand):
                                    "or start the hub with --port on another.") from None
 
     def _check_production_settings(self) -> None:
-        """DEBUG is off by default once DATABASE_URL is set; then Django answers only
-        the host names in ALLOWED_HOSTS, and with none every page would be a 400."""
+        """Without DEBUG Django answers only the host names in ALLOWED_HOSTS (which has no
+        default once DATABASE_URL is set), and with none every page would be a 400."""
         if not settings.DEBUG and not settings.ALLOWED_HOSTS:
             raise CommandError(
-                "DEBUG is off (the default when DATABASE_URL is set) and ALLOWED_HOSTS is empty, "
-                "so every request would be refused. Set ALLOWED_HOSTS to the hub's host names "
-                "(e.g. ALLOWED_HOSTS=127.0.0.1,localhost), or DEBUG=true on a development machine."
+                "ALLOWED_HOSTS is empty (it has no default once DATABASE_URL is set), so every request "
+                "would be refused. Set ALLOWED_HOSTS to the hub's host names (e.g. ALLOWED_HOSTS=127.0.0.1,localhost)."
             )
 
     def _check_data_dir(self) -> None:

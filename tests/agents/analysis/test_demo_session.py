@@ -13,8 +13,9 @@ from django.urls import reverse
 from agents.analysis.prefix import latest_breakdown
 from agents.analysis.selectors import session_facts
 from agents.analysis.trace import analyze
-from agents.models import ProviderCall, Session, SessionEvent
+from agents.models import Approval, ProviderCall, Session, SessionEvent
 from agents.runtime.worker import run_session
+from agents.services import approval_decide, session_steer
 from observations.gateway.breakdown import breakdown_total
 from observations.gateway.prices import format_usd
 from tests.hub.test_seed_demo import seed
@@ -27,9 +28,18 @@ ESTIMATOR_ERROR = 0.05
 
 @pytest.fixture
 def demo_session():
+    """The demo played as a person plays it: its question answered, its edit approved."""
     seed()
+    demo = get_user_model().objects.get(username="demo")
     session = Session.objects.get(task__room__name="Demo")
-    assert run_session(session.pk) == "ran"
+    for answer in (lambda: session_steer(session=session, actor=demo, text="Go ahead."),
+                   lambda: approval_decide(approval=Approval.objects.get(session=session, state="pending"),
+                                           actor=demo, decision="approve"),
+                   None):
+        assert run_session(session.pk) == "ran"
+        session.refresh_from_db()
+        if answer:
+            answer()
     session.refresh_from_db()
     assert session.state == "succeeded", session.reason
     return session
@@ -37,7 +47,7 @@ def demo_session():
 
 def test_every_request_of_the_demo_adds_up_to_its_size_and_the_page_shows_the_latest(client, demo_session):
     calls = list(ProviderCall.objects.filter(session=demo_session))
-    assert len(calls) == 5
+    assert len(calls) == 6
     for call in calls:
         parts = call.prefix
         assert set(parts) == {"system", "tools", "intent", "conversation"}
@@ -61,7 +71,7 @@ def test_the_demo_is_priced_raises_no_loop_alarm_and_draws_its_chart(client, dem
     client.force_login(get_user_model().objects.get(username="demo"))
     html = client.get(reverse("agents:session", args=[demo_session.pk])).content.decode()
     assert f'<span id="session-cost">{format_usd(analysis.cost)}</span>' in html
-    assert 'data-requests="5"' in html and len(re.findall(r'<circle class="chart__point" data-step', html)) == 5
+    assert 'data-requests="6"' in html and len(re.findall(r'<circle class="chart__point" data-step', html)) == 6
     assert "chart__limit--trigger" in html and "chart__limit--ceiling" in html and "chart__limit--window" in html
     assert 'id="session-loop-badge"' not in html
 
