@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -42,8 +43,8 @@ def envsecret(name: str, *, kept_in: Path | None = None) -> str:
     """Read a secret from NAME or from the file named by NAME_FILE.
 
     Unset, it is generated once and kept in the file ``kept_in``, so it lasts across
-    restarts; with no such file (production) the process stops with a clear message
-    instead of running with a guessable value.
+    restarts; when ``kept_in`` is None (production) the process stops with a clear
+    message instead of running with a guessable value.
     """
     if file_path := os.environ.get(f"{name}_FILE"):
         with open(file_path, encoding="utf-8") as handle:
@@ -65,22 +66,34 @@ def kept_secret(path: Path) -> str:
     one that won, never a half-written file.
     """
     if not path.exists():
-        aside = path.with_name(f".{path.name}.{os.getpid()}")
-        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(get_random_secret_key())
-            handle.flush()
-            os.fsync(handle.fileno())
+        descriptor, aside = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
         try:
-            os.link(aside, path)
-        except FileExistsError:
-            pass
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                handle.write(get_random_secret_key())
+                handle.flush()
+                os.fsync(handle.fileno())
+            _link_unless_there(aside, path)
         finally:
-            aside.unlink()
+            os.unlink(aside)
     value = path.read_text(encoding="utf-8").strip()
     if not value:
         raise ImproperlyConfigured(f"{path} is empty: delete it and a new key is generated (everyone signs in again).")
     return value
+
+
+def _link_unless_there(source: str, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        pass
+    except OSError:
+        # A file system without hard links: created exclusively, written in place.
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(Path(source).read_text(encoding="utf-8"))
 
 
 def celery_url(redis_url: str) -> str:

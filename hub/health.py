@@ -91,7 +91,7 @@ def check_celery(timeout: float = 2.0) -> Check:
         return Check(False, f"{type(exc).__name__}: {exc}")
 
     def serving(name: str) -> list[str]:
-        # Workers of another hub on the same Redis answer too: only ours count.
+        # Only workers serving our queues count (any other one bound to our namespace answers too).
         return [node for node, queues in replies.items() if any(q.get("name") == name for q in queues or ())]
 
     workers = serving(queue)
@@ -106,8 +106,8 @@ def check_celery(timeout: float = 2.0) -> Check:
 
 def _workers_listening(namespace: str) -> int:
     """How many workers' control queues are bound on the broker (kombu's Redis transport
-    keeps them in one set); 0 when unknown. A worker that died without unbinding keeps
-    the wait at its timeout, as before."""
+    keeps them in one set); 0 when unknown. A worker of this hub that died without
+    unbinding keeps the wait at its timeout."""
     try:
         client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
         return client.scard(f"_kombu.binding.{namespace}.pidbox")

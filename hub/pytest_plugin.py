@@ -42,10 +42,9 @@ def pytest_load_initial_conftests(early_config, parser, args) -> None:
     _remove_left_behind()
     run_dir = _run_dir = Path(tempfile.mkdtemp(prefix=f"atrium-test-{os.getpid()}-{worker}-"))
     os.environ.setdefault("ATRIUM_DATA_DIR", str(run_dir / "data"))
-    # With DATABASE_URL set (CI) DEBUG defaults to off, and the settings then demand a
-    # SECRET_KEY and list no hosts. The run's own key and the hosts its clients use
-    # (test client, websocket tests, Daphne subprocesses) fill in what CI leaves unset;
-    # hub subprocesses inherit both.
+    # With DATABASE_URL set (CI) the settings demand a SECRET_KEY and list no hosts. The
+    # run's own key and the hosts its clients use (test client, websocket tests, Daphne
+    # subprocesses) fill in what CI leaves unset; hub subprocesses inherit both.
     if not os.environ.get("SECRET_KEY") and not os.environ.get("SECRET_KEY_FILE"):
         os.environ["SECRET_KEY"] = f"atrium-test-run-{secrets.token_urlsafe(32)}"
     os.environ.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")

@@ -165,6 +165,10 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", "atrium")
+# Remote control (pings, /healthz's inspect) in a namespace of this hub's own: workers of
+# another hub on the same Redis neither answer it nor, once dead, leave bindings behind
+# that its checks would wait for.
+CELERY_CONTROL_EXCHANGE = f"{CELERY_TASK_DEFAULT_QUEUE}-control"
 # A redelivered message must not wait an hour: unacked work comes back after this.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", "3600")}
 
@@ -198,7 +202,7 @@ if TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # A local hub answers plain http, where a Secure cookie would never come back.
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = TLS_PROXY or not LOCAL
-SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if LOCAL else str(365 * 24 * 3600))
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "0" if LOCAL and not TLS_PROXY else str(365 * 24 * 3600))
 
 # --- atrium ------------------------------------------------------------------------------
 REPOS_DIR = DATA_DIR / "repos"

@@ -26,8 +26,11 @@ ADDITIVE = (
     "tokens_cache_read", "tokens_cache_write", "tokens_out", "tokens_reasoning", "cost_unknown_calls",
     "rereads", "reads_after_own_write", "shell_runs", "shell_failed", "repeated_commands", "test_runs",
     "test_failed", "tests_after_first_pass", "folds", "fold_tokens_freed", "segments", "model_ms",
-    "tools_ms", "people_ms", "waiting_ms", "loop_alarms", "verify_runs", "verify_passed",
+    "tools_ms", "approvals_ms", "waiting_ms", "loop_alarms", "verify_runs", "verify_passed",
 )
+
+# Figures stored under another name by earlier versions (analyses are kept as JSON).
+EARLIER_NAMES = {"approvals_ms": "people_ms"}
 
 
 @dataclass
@@ -65,7 +68,7 @@ class Analysis:
     segments: int = 0
     model_ms: int = 0
     tools_ms: int = 0
-    people_ms: int = 0  # parked on an approval card
+    approvals_ms: int = 0  # parked on an approval card
     waiting_ms: int = 0  # parked on its own await (a job, a reply, a timer)
     loop_alarms: int = 0
     verify_runs: int = 0
@@ -104,7 +107,7 @@ class Analysis:
             ("Folds", f"{self.folds:,} ({self.fold_tokens_freed:,} tokens freed)"),
             ("Segments", f"{self.segments:,}"),
             ("Time", f"model calls {_seconds(self.model_ms)}, tools {_seconds(self.tools_ms)}, "
-                     f"waiting for approvals {_seconds(self.people_ms)}, awaiting {_seconds(self.waiting_ms)}"),
+                     f"waiting for approvals {_seconds(self.approvals_ms)}, awaiting {_seconds(self.waiting_ms)}"),
             ("Verify", f"{self.verify_runs:,} run{'s' if self.verify_runs != 1 else ''}, {self.verify_passed:,} passed"),
             ("Loop alarms", f"{self.loop_alarms:,}"),
         ]
@@ -124,7 +127,7 @@ def analyze(facts: SessionFacts) -> Analysis:
     result.folds = len(facts.folds)
     result.fold_tokens_freed = sum(f.tokens_freed for f in facts.folds)
     result.segments = len(facts.segments)
-    result.people_ms = _parked_ms(facts.events, facts.finished_at, "awaiting_approval")
+    result.approvals_ms = _parked_ms(facts.events, facts.finished_at, "awaiting_approval")
     result.waiting_ms = _parked_ms(facts.events, facts.finished_at, "waiting")
     result.loop_alarms = sum(1 for e in facts.events if e.kind == "loop.suspected")
     verifies = [e for e in facts.events if e.kind == "verify"]
@@ -239,7 +242,10 @@ def _parked_ms(events: tuple[Event, ...], finished_at: datetime | None, state: s
 
 def add_up(analyses: list[dict[str, Any]]) -> dict[str, Any]:
     """Room or agent totals of stored analyses (`Analysis.to_dict()` each)."""
-    totals: dict[str, Any] = {name: sum(int(a.get(name) or 0) for a in analyses) for name in ADDITIVE}
+    totals: dict[str, Any] = {
+        name: sum(int(a.get(name) or a.get(EARLIER_NAMES.get(name, ""), 0) or 0) for a in analyses)
+        for name in ADDITIVE
+    }
     totals["sessions"] = len(analyses)
     priced = [Decimal(a["cost"]) for a in analyses if a.get("cost") is not None]
     totals["cost"] = sum(priced, Decimal(0)) if priced or not analyses else None

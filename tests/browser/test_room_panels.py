@@ -66,3 +66,41 @@ def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(da
             assert page.evaluate("window.loadedOnce") is True  # all of it without a reload
         finally:
             browser.close()
+
+
+def outside_their_panel(page) -> list[str]:
+    """Elements whose right edge passes the panel or card they sit in (what the screen's
+    edge alone misses: a button spilling out of its card while the card still fits)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.panel *, .card *')]
+        .filter(e => e.getClientRects().length && !e.closest('[hidden]'))
+        .filter(e => { for (let p = e.parentElement; p; p = p.parentElement) {
+                         if (p.matches('.panel, .card')) return e.getBoundingClientRect().right > p.getBoundingClientRect().right + 1;
+                         const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return false; }
+                       return false; })
+        .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + '.' + [...e.classList].join('.'))""")
+
+
+@pytest.mark.browser
+def test_on_a_phone_a_new_key_and_the_agents_buttons_stay_inside_their_panels(daphne_server):
+    """Issue 30: at 390 px "unassign" and a new key's token overflowed their cards."""
+    owner = make_user("ada", password=PASSWORD)
+    make_agent("A fixer with a rather long name for a phone", owner=owner)
+    room = make_room(owner, "Phone")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = log_in(browser, daphne_server.url, "ada")
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"/rooms/{room.slug}/")
+            agents, keys = page.locator("#agents"), page.locator("#gateway-keys")
+            agents.get_by_role("button", name="Assign").click()
+            expect(agents.get_by_role("button", name="unassign")).to_be_visible()
+            page.get_by_role("tab", name="Keys").click()
+            keys.locator("#gateway-key-new summary").click()
+            keys.locator("#id_name").fill("laptop aider on the train")
+            keys.get_by_role("button", name="Make key").click()
+            expect(keys.locator("#gateway-key-token code").first).to_contain_text("atr-gw-")
+            expect(agents.get_by_role("button", name="unassign")).to_be_visible()
+            assert outside_their_panel(page) == []
+        finally:
+            browser.close()

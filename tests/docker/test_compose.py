@@ -190,7 +190,7 @@ def dockerfile_env() -> dict[str, str]:
     return values
 
 
-def test_the_image_runs_with_debug_off_even_without_compose():
+def test_the_image_says_debug_off_in_so_many_words():
     """The image says DEBUG off in so many words, as every compose service does."""
     assert dockerfile_env()["DEBUG"].lower() == "false"
     assert dockerfile_env()["ATRIUM_DATA_DIR"] == "/data"  # the parser reads the block it should

@@ -4,13 +4,17 @@ Celery worker answer (and, under `manage.py start`, every supervised process run
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+import uuid
 
 import pytest
 from channels.layers import channel_layers
 from django.test import Client
 
 from hub.supervision import REPORT_NAME
+from tests.conftest import PROJECT_ROOT, hub_process_env, start_hub_process
 
 
 def healthz(client: Client):
@@ -33,10 +37,14 @@ def test_a_worker_that_died_bound_still_leaves_the_answer_right(celery_worker, s
     exchange; a dead worker's binding left behind only makes it wait its timeout."""
     import redis
 
+    from hub.celery import app
+
+    namespace = app.control.mailbox.namespace
+    assert namespace == f"{settings.CELERY_TASK_DEFAULT_QUEUE}-control"
     client = redis.Redis.from_url(settings.REDIS_URL)
-    key = "_kombu.binding.celery.pidbox"
+    key = f"_kombu.binding.{namespace}.pidbox"
     assert client.scard(key) >= 1  # the live worker's
-    stale = b"\x06\x16\x06\x16atrium-test-dead@nowhere.celery.pidbox"
+    stale = f"\x06\x16\x06\x16atrium-test-dead@nowhere.{namespace}.pidbox".encode()
     client.sadd(key, stale)
     try:
         status, body = healthz(Client())
@@ -44,6 +52,42 @@ def test_a_worker_that_died_bound_still_leaves_the_answer_right(celery_worker, s
         client.srem(key, stale)
     assert status == 200, body
     assert body["checks"]["celery"]["detail"].endswith("worker(s)")
+
+
+def test_the_celery_check_ends_when_its_workers_replied_not_at_its_timeout(transactional_db, tmp_path):
+    """Issue 30: /healthz took over 2 s, the check waiting out its timeout. Asked to wait
+    up to 30 s in a hub of its own (a fresh queue, so a control namespace nobody else
+    is bound to), the check ends with its one worker's reply."""
+    queue = f"atrium-healthz-{uuid.uuid4().hex[:8]}"
+    worker = start_hub_process(
+        "celery worker", [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", f"{queue}@%h",
+                          "--queues", f"{queue},{queue}-sweep", "--pool", "solo", "--without-gossip",
+                          "--without-mingle", "--without-heartbeat"],
+        tmp_path / "worker.log", CELERY_QUEUE=queue, CELERY_SWEEP_QUEUE=f"{queue}-sweep")
+    try:
+        checked = subprocess.run([sys.executable, "-c", TIMED_CHECK], cwd=PROJECT_ROOT, capture_output=True,
+                                 text=True, timeout=300, env=hub_process_env(CELERY_QUEUE=queue, CELERY_SWEEP_QUEUE=f"{queue}-sweep"))
+        worker.check_alive()
+    finally:
+        worker.stop()
+    assert checked.returncode == 0, checked.stderr
+    said = json.loads(checked.stdout)
+    assert said["ok"], said
+    assert said["seconds"] < 15, said
+
+
+# Waits until the worker answers at all, then times one check given 30 s to wait.
+TIMED_CHECK = """
+import json, time, django
+django.setup()
+from hub.health import check_celery
+deadline = time.monotonic() + 120
+while not check_celery(timeout=1).ok and time.monotonic() < deadline:
+    time.sleep(0.2)
+started = time.monotonic()
+check = check_celery(timeout=30)
+print(json.dumps({"ok": check.ok, "detail": check.detail, "seconds": time.monotonic() - started}))
+"""
 
 
 @pytest.mark.django_db

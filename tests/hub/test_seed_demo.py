@@ -115,11 +115,19 @@ def test_seed_demo_assigns_a_replay_fixer_whose_tests_run_and_whose_edits_wait_f
 
 def test_a_hub_seeded_by_an_earlier_version_moves_its_demo_agent_to_the_tour_and_keeps_a_chosen_model():
     seed()
-    AgentProfile.objects.filter(name="Demo fixer").update(
-        model="replay:demo-fix-median.json", context_window=32_000, output_budget=2_000)
-    seed("--again")
+    room = Room.objects.get(name="Demo")
     agent = AgentProfile.objects.get(name="Demo fixer")
+    # As an earlier version left it: the old recording, a large window, edits allowed unasked.
+    AgentProfile.objects.filter(pk=agent.pk).update(
+        model="replay:demo-fix-median.json", context_window=32_000, output_budget=2_000)
+    ApprovalRule.objects.create(room=room, tool="edit_file", path_glob="*.py", decision="allow", created_by=room.owner)
+    seed()  # its first session is still queued: a replay plays by turn, so it keeps the old one
+    assert AgentProfile.objects.get(pk=agent.pk).model == "replay:demo-fix-median.json"
+    Session.objects.filter(agent=agent).update(state="succeeded")
+    seed()
+    agent.refresh_from_db()
     assert (agent.model, agent.context_window, agent.output_budget) == ("replay:demo-tour.json", 8_192, 2_400)
+    assert not ApprovalRule.objects.filter(room=room, tool="edit_file").exists()
     AgentProfile.objects.filter(pk=agent.pk).update(model="openai:gpt-4.1", context_window=128_000)
     seed()
     assert AgentProfile.objects.values_list("model", "context_window").get(pk=agent.pk) == ("openai:gpt-4.1", 128_000)

@@ -25,7 +25,9 @@ import pytest
 from tests.conftest import PROJECT_ROOT, _free_port
 
 QUIET_SECONDS = 30  # ten of the sweep's rounds
-NEWCOMER_ENV_DROPPED = {"DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "CHANNELS_PREFIX", "DEBUG"}
+# What a newcomer's shell does not set (the test run sets a key and hosts of its own).
+NEWCOMER_ENV_DROPPED = {"DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "CHANNELS_PREFIX", "DEBUG", "SECRET_KEY",
+                        "SECRET_KEY_FILE", "ALLOWED_HOSTS"}
 
 
 def wait_for(predicate, timeout: float, what: str, log: Path):
@@ -76,6 +78,9 @@ def test_a_newcomers_start_says_where_and_who_last_and_then_stays_quiet(tmp_path
         # DEBUG is off unless asked: the hub's own page, even for its own machine.
         page = missing.value.read().decode()
         assert 'id="error-page"' in page and "URLconf" not in page
+        # Every process of it signed in and spoke through the channel layer with the key it
+        # generated (the sign-in above and /healthz's round trip).
+        assert len((tmp_path / "data" / "secret_key").read_text()) >= 50
         lines_before_quiet = len(text().splitlines())
         time.sleep(QUIET_SECONDS)
         output = text()

@@ -37,6 +37,7 @@ from agents.models import (
     Session,
     Task,
 )
+from agents.runtime import states
 from agents.services import session_start, task_create
 from observations.gateway.prices import price_for
 from rooms.models import Membership, Room
@@ -167,9 +168,13 @@ def ensure_agent(demo: Demo) -> None:
             **demo_prices(),
         },
     )
-    if agent.model in EARLIER_DEMO_MODELS:
+    # A replay plays by turn number: a session still running the earlier one keeps it.
+    if agent.model in EARLIER_DEMO_MODELS and not agent.sessions.filter(state__in=states.ACTIVE).exists():
         AgentProfile.objects.filter(pk=agent.pk).update(model=DEMO_AGENT_MODEL, **DEMO_AGENT_LIMITS)
         agent.refresh_from_db()
+        # The earlier demo let it edit Python files unasked; the tour's edit waits on a card.
+        ApprovalRule.objects.filter(room__owner=demo.user, tool="edit_file", path_glob="*.py", command_prefix="",
+                                    decision=Decision.ALLOW, created_by=demo.user).delete()
         demo.notes.append(f"moved agent {agent.name} to {DEMO_AGENT_MODEL}")
     _, assigned = RoomAgent.objects.get_or_create(room=demo.room, agent=agent, defaults={"added_by": demo.user})
     demo.agent = agent

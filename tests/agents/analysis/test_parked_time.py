@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from agents.analysis.facts import Event, SessionFacts
-from agents.analysis.trace import analyze
+from agents.analysis.trace import add_up, analyze
 
 START = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 
@@ -27,8 +27,12 @@ def test_approvals_and_awaits_are_counted_apart_and_an_open_one_runs_to_the_end(
         (10, "waiting"), (40, "queued"), (41, "running"), (50, "awaiting_approval"),
         finished_after=52,
     ))
-    assert (analysis.people_ms, analysis.waiting_ms) == (5_000, 30_000)
+    assert (analysis.approvals_ms, analysis.waiting_ms) == (5_000, 30_000)
     assert dict(analysis.rows())["Time"].endswith("waiting for approvals 5.0 s, awaiting 30.0 s")
+
+
+def test_totals_read_the_approval_time_an_earlier_version_stored_as_people_ms():
+    assert add_up([{"people_ms": 1_500}, {"approvals_ms": 500}])["approvals_ms"] == 2_000
 
 
 def test_a_session_still_parked_counts_only_what_has_ended():
