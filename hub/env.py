@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -72,28 +73,14 @@ def kept_secret(path: Path) -> str:
                 handle.write(get_random_secret_key())
                 handle.flush()
                 os.fsync(handle.fileno())
-            _link_unless_there(aside, path)
+            with contextlib.suppress(FileExistsError):  # another process won
+                os.link(aside, path)
         finally:
             os.unlink(aside)
     value = path.read_text(encoding="utf-8").strip()
     if not value:
         raise ImproperlyConfigured(f"{path} is empty: delete it and a new key is generated (everyone signs in again).")
     return value
-
-
-def _link_unless_there(source: str, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except FileExistsError:
-        pass
-    except OSError:
-        # A file system without hard links: created exclusively, written in place.
-        try:
-            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(Path(source).read_text(encoding="utf-8"))
 
 
 def celery_url(redis_url: str) -> str:

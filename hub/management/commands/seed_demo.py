@@ -157,21 +157,24 @@ def ensure_room(demo: Demo) -> None:
     demo.room = room
 
 
+def recorded_agent(demo: Demo, name: str, model: str, role_prompt: str, **limits: int) -> tuple[AgentProfile, bool]:
+    """The agent profile ``name`` on a recording, created with these defaults the first time."""
+    return AgentProfile.objects.get_or_create(name=name, defaults={
+        "model": model, **limits, "eviction_policy": EvictionPolicy.ON_DEMAND, "role_prompt": role_prompt,
+        "created_by": demo.user, **demo_prices(),
+    })
+
+
 def ensure_agent(demo: Demo) -> None:
-    agent, created = AgentProfile.objects.get_or_create(
-        name=DEMO_AGENT_NAME,
-        defaults={
-            "model": DEMO_AGENT_MODEL, **DEMO_AGENT_LIMITS,
-            "eviction_policy": EvictionPolicy.ON_DEMAND,
-            "role_prompt": "You fix small bugs: read the code and its tests, run them, make the smallest fix.",
-            "created_by": demo.user,
-            **demo_prices(),
-        },
-    )
+    agent, created = recorded_agent(
+        demo, DEMO_AGENT_NAME, DEMO_AGENT_MODEL,
+        "You fix small bugs: read the code and its tests, run them, make the smallest fix.", **DEMO_AGENT_LIMITS)
     # A replay plays by turn number: a session still running the earlier one keeps it.
     if agent.model in EARLIER_DEMO_MODELS and not agent.sessions.filter(state__in=states.ACTIVE).exists():
-        AgentProfile.objects.filter(pk=agent.pk).update(model=DEMO_AGENT_MODEL, **DEMO_AGENT_LIMITS)
-        agent.refresh_from_db()
+        agent.model = DEMO_AGENT_MODEL
+        for limit, value in DEMO_AGENT_LIMITS.items():
+            setattr(agent, limit, value)
+        agent.save(update_fields=["model", *DEMO_AGENT_LIMITS])
         # The earlier demo let it edit Python files unasked; the tour's edit waits on a card.
         ApprovalRule.objects.filter(room__owner=demo.user, tool="edit_file", path_glob="*.py", command_prefix="",
                                     decision=Decision.ALLOW, created_by=demo.user).delete()
@@ -186,16 +189,9 @@ def ensure_explorer(demo: Demo) -> None:
     """Offered to every room (it is not assigned to the demo's): it lists the files,
     searches the definitions, runs the tests (on an approval card, unless a rule allows
     it) and says so in the chat, whatever the repository."""
-    _, created = AgentProfile.objects.get_or_create(
-        name=EXPLORER_NAME,
-        defaults={
-            "model": EXPLORER_MODEL, "context_window": 32_000, "output_budget": 2_000,
-            "eviction_policy": EvictionPolicy.ON_DEMAND,
-            "role_prompt": "You look around a repository and run its tests; you change nothing.",
-            "created_by": demo.user,
-            **demo_prices(),
-        },
-    )
+    _, created = recorded_agent(
+        demo, EXPLORER_NAME, EXPLORER_MODEL, "You look around a repository and run its tests; you change nothing.",
+        context_window=32_000, output_budget=2_000)
     if created:
         demo.notes.append(f"created agent {EXPLORER_NAME} ({EXPLORER_MODEL}) for any room")
 
