@@ -93,9 +93,11 @@ def test_on_a_phone_a_new_key_and_the_agents_buttons_stay_inside_their_panels(da
             page.set_viewport_size({"width": 390, "height": 844})
             page.goto(f"/rooms/{room.slug}/")
             agents, keys = page.locator("#agents"), page.locator("#gateway-keys")
+            page.get_by_role("tab", name="Keys").click()
+            # The panel loads itself after the page: assigned before that, it would miss the news.
+            expect(keys).to_contain_text("Assign an agent to the room to make a key")
             agents.get_by_role("button", name="Assign").click()
             expect(agents.get_by_role("button", name="unassign")).to_be_visible()
-            page.get_by_role("tab", name="Keys").click()
             keys.locator("#gateway-key-new summary").click()
             keys.locator("#id_name").fill("laptop aider on the train")
             keys.get_by_role("button", name="Make key").click()
