@@ -47,6 +47,7 @@ class Child:
     last_exit: str = ""
     last_recovery_seconds: float | None = None  # exit seen → running again
     exited_at: float | None = None
+    process_start: int | None = None  # with the pid, names this process (hub.leftovers)
 
     @property
     def running(self) -> bool:
@@ -55,6 +56,7 @@ class Child:
     def as_dict(self) -> dict:
         return {
             "name": self.name, "pid": self.process.pid if self.running else None, "running": self.running,
+            "start": self.process_start if self.running else None,
             "restarts": self.restarts, "last_exit": self.last_exit,
             "last_recovery_seconds": self.last_recovery_seconds,
             "restart_in_seconds": None if self.restart_at is None else max(0.0, self.restart_at - time.time()),
@@ -136,6 +138,7 @@ class Supervisor:
             child.backoff = min(child.backoff * 2, self.max_backoff)
             return
         child.started_at = self.clock()
+        child.process_start = process_start(child.process.pid)
         child.restart_at = None
         if restarting or child.exited_at is not None:
             child.restarts += 1
@@ -148,7 +151,7 @@ class Supervisor:
         if not force and now - self._reported_at < REPORT_EVERY_SECONDS:
             return
         self._reported_at = now
-        data = {"pid": os.getpid(), "updated_at": now, "children": [c.as_dict() for c in self.children]}
+        data = {"pid": os.getpid(), "start": process_start(os.getpid()), "updated_at": now, "children": [c.as_dict() for c in self.children]}
         tmp = self.report_path.with_name(f"{self.report_path.name}.tmp-{os.getpid()}")
         # Best effort: a full disk (or any failed write) must not stop the supervisor, and
         # with it the hub. /healthz reads a stale report as such; the next tick tries again.
@@ -188,6 +191,16 @@ class Supervisor:
                         os.killpg(child.process.pid, signal.SIGKILL)
                     child.process.wait()
         self.report_path.unlink(missing_ok=True)
+
+
+def process_start(pid: int) -> int | None:
+    """When the kernel started ``pid`` (clock ticks since boot), None if it is not running:
+    with the pid it names one process, never a later one that was given the same pid."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
 
 
 def _waves(children: list[Child]) -> list[list[Child]]:

@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, Task
 from agents.services import approval_request, session_transition
 from tests.agents.web.conftest import session_in
-from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
+from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
 from tests.rooms.factories import make_room, make_user
 
 
@@ -119,7 +119,7 @@ def test_an_owner_changes_the_check_command_and_a_rule_on_the_room_page(daphne_s
         try:
             page = log_in(browser, daphne_server.url, "ada")
             page.goto(f"/rooms/{room.slug}/")
-            page.get_by_role("tab", name="Settings").click()  # the settings sit behind a tab
+            open_room_tab(page, "Settings")  # the settings sit behind a tab
             settings = page.locator("#room-settings")
             expect(settings.locator("#room-settings-form")).to_be_visible()
             page.evaluate("window.loadedOnce = true")

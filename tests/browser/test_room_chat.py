@@ -26,6 +26,15 @@ def log_in(browser: Browser, base_url: str, username: str) -> Page:
     return page
 
 
+def open_room_tab(page: Page, name: str) -> None:
+    """Open one of the room page's tabs once the Team panel above them has loaded itself:
+    a click while that panel grows lands where the tab was a moment before."""
+    expect(page.locator("#room-team")).not_to_contain_text("Loading who works")
+    tab = page.get_by_role("tab", name=name)
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")
+
+
 @pytest.mark.browser
 def test_a_message_sent_in_one_browser_appears_in_the_other_without_reload(daphne_server):
     make_user("alice", password=PASSWORD)

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from agents.models import Task
-from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
+from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
 from tests.rooms.factories import make_agent, make_room, make_user
 
 
@@ -31,7 +31,7 @@ def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(da
             settings = page.locator("#room-settings")
             expect(page.locator("#room-totals")).to_be_visible()
             expect(keys).to_be_hidden()  # behind its tab
-            page.get_by_role("tab", name="Keys").click()
+            open_room_tab(page, "Keys")
             expect(keys).to_contain_text("Assign an agent to the room to make a key")
             expect(tasks.get_by_role("button", name="Start with Fixer")).to_have_count(0)
             page.evaluate("window.loadedOnce = true")
@@ -41,7 +41,7 @@ def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(da
             expect(keys.locator("#gateway-key-new")).to_be_visible()
             expect(keys).not_to_contain_text("Assign an agent")
             expect(tasks.get_by_role("button", name="Start with Fixer")).to_be_visible()
-            page.get_by_role("tab", name="Settings").click()
+            open_room_tab(page, "Settings")
             expect(settings.locator("#reviewer-agent option", has_text="Fixer")).to_have_count(1)
 
             settings.locator("#reviewer-agent").select_option(label="Fixer")
@@ -53,11 +53,11 @@ def test_assigning_an_agent_refreshes_every_panel_that_names_the_rooms_agents(da
             expect(agents).to_contain_text("No agent is assigned")
             expect(tasks.get_by_role("button", name="Start with Fixer")).to_have_count(0)
             expect(settings.locator("#reviewer-agent option", has_text="Fixer")).to_have_count(0)
-            page.get_by_role("tab", name="Keys").click()
+            open_room_tab(page, "Keys")
             expect(keys).to_contain_text("Assign an agent to the room to make a key")
 
             # Someone typing in the settings when an agent is assigned: that panel waits, the text stays.
-            page.get_by_role("tab", name="Settings").click()
+            open_room_tab(page, "Settings")
             check = settings.locator("#id_check_command")
             check.fill("python -m pytest -q -x")
             agents.get_by_role("button", name="Assign").click()
@@ -93,7 +93,7 @@ def test_on_a_phone_a_new_key_and_the_agents_buttons_stay_inside_their_panels(da
             page.set_viewport_size({"width": 390, "height": 844})
             page.goto(f"/rooms/{room.slug}/")
             agents, keys = page.locator("#agents"), page.locator("#gateway-keys")
-            page.get_by_role("tab", name="Keys").click()
+            open_room_tab(page, "Keys")
             # The panel loads itself after the page: assigned before that, it would miss the news.
             expect(keys).to_contain_text("Assign an agent to the room to make a key")
             agents.get_by_role("button", name="Assign").click()

@@ -61,17 +61,44 @@ print("RESULT" + json.dumps({{"state": s.state, "reason": s.reason, "last_seq": 
                               "steps": steps.read_text() if steps.exists() else ""}}))
 """
 
+# A counting session (tests.agents.runtime.test_database_faults.counting_agent) in a hub
+# of `start`, and where it stands.
+COUNTING = """
+import json
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from agents.services import session_start, task_create
+from rooms.repository.prepare import TemplateRepository
+from rooms.services import room_create
+from tests.agents.runtime.test_database_faults import counting_agent
+user = get_user_model().objects.create_user("counter")
+room = room_create(owner=user, name="Counting", source=TemplateRepository(Path("hub/demo_repo")), check_command="")
+agent = counting_agent(room, {steps})
+task = task_create(room=room, actor=user, title="Count", objective="Count")
+print("COUNTING" + json.dumps({{"session": session_start(task=task, agent=agent, actor=user).pk}}))
+"""
+
+COUNTED = """
+import json
+from pathlib import Path
+from agents.models import Session
+s = Session.objects.get(pk={session})
+runs = Path(s.worktree_path or "/nonexistent", "runs.txt")
+print("COUNTED" + json.dumps({{"state": s.state, "reason": s.reason, "lines": runs.read_text().split() if runs.exists() else [],
+                             "waited": s.events.filter(kind="session.waiting").exists()}}))
+"""
+
 
 class Hub:
     """`manage.py start` in a subprocess, with its own data folder."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, **env: str) -> None:
         self.port = _free_port()
         self.data = tmp_path / "data"
         self.env = {k: v for k, v in os.environ.items()
                     if k not in {"DATABASE_URL", "REDIS_URL", "CELERY_QUEUE", "CHANNELS_PREFIX"}}
         self.env.update(ATRIUM_DATA_DIR=str(self.data), DEBUG="true", ALLOWED_HOSTS="127.0.0.1",
-                        PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="hub.settings")
+                        PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="hub.settings", **env)
         self.log_path = tmp_path / "start.log"
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
@@ -88,6 +115,12 @@ class Hub:
         line = next((line for line in done.stdout.splitlines() if line.startswith(marker)), None)
         assert line, done.stdout + done.stderr
         return json.loads(line.removeprefix(marker))
+
+    def start_counting(self, steps: int) -> int:
+        return self.manage(COUNTING.format(steps=steps), "COUNTING")["session"]
+
+    def counted(self, session: int) -> dict:
+        return self.manage(COUNTED.format(session=session), "COUNTED")
 
     def health(self) -> dict | None:
         try:

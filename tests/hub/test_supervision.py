@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -10,7 +11,8 @@ import time
 
 import pytest
 
-from hub.supervision import Child, Supervisor, read_report
+from hub.leftovers import EarlierRun, earlier_run, stop_left
+from hub.supervision import Child, Supervisor, process_start, read_report
 
 
 def sleeper() -> subprocess.Popen:
@@ -122,3 +124,29 @@ def test_a_full_disk_does_not_stop_the_supervisor_and_its_report_comes_back_with
         assert not child.running
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+def test_the_next_start_tells_a_running_supervisor_from_what_a_dead_one_left_by_pid_and_start_time(tmp_path):
+    left, stranger = sleeper(), sleeper()
+    try:
+        report = {"pid": os.getpid(), "start": process_start(os.getpid()), "updated_at": time.time(), "children": [
+            {"name": "worker", "pid": left.pid, "start": process_start(left.pid)},
+            # A pid given to another process since: same number, another start time.
+            {"name": "beat", "pid": stranger.pid, "start": process_start(stranger.pid) - 1},
+            {"name": "daphne", "pid": None, "start": None},
+        ]}
+        (tmp_path / "supervisor.json").write_text(json.dumps(report))
+        assert earlier_run(tmp_path) == EarlierRun(supervisor=os.getpid())  # it runs: nothing is left
+
+        report["start"] -= 1  # the supervisor's pid, now someone else's
+        (tmp_path / "supervisor.json").write_text(json.dumps(report))
+        earlier = earlier_run(tmp_path)
+        assert earlier.supervisor is None and [(p.name, p.pid) for p in earlier.left] == [("worker", left.pid)]
+        stop_left(earlier.left, grace_seconds=5)
+        assert left.wait(timeout=5) == -signal.SIGTERM
+        assert stranger.poll() is None  # never signalled
+    finally:
+        for process in (left, stranger):
+            process.kill()
+            process.wait()
+    assert earlier_run(tmp_path / "nowhere") == EarlierRun()

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.runtime.confinement import sandbox_notice
 from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, parent_death_prefix, redis_server_binary
+from hub.leftovers import earlier_run, stop_left
 from hub.supervision import REPORT_NAME, Child, Supervisor
 
 ANNOUNCE_WAIT_SECONDS = 120
@@ -41,6 +42,7 @@ class Command(BaseCommand):
         self._check_production_settings()
         self._check_data_dir()
         _log_to_console()
+        self._stop_earlier_run()
         redis = self._embedded_redis()
         self._check_port_free(host, port)
         children = [Child("redis", lambda: redis.start().process)] if redis else []
@@ -156,6 +158,20 @@ class Command(BaseCommand):
             self.stderr.write(self.style.WARNING(
                 f"Rooms from an earlier version are in {earlier}; the data folder is now {data}. To keep "
                 f"them, stop the hub and move that folder's contents there (mv {earlier}/* {data}/)."))
+
+    def _stop_earlier_run(self) -> None:
+        """Refuse while another supervisor runs on this data folder; stop what a killed one
+        left running (where its children could not be made to die with it)."""
+        earlier = earlier_run(settings.DATA_DIR)
+        if earlier.supervisor is not None:
+            raise CommandError(
+                f"A hub already runs on this data folder ({settings.DATA_DIR}): its supervisor is pid "
+                f"{earlier.supervisor}. Stop it first (Ctrl-C where it runs, or kill {earlier.supervisor}) "
+                "or set ATRIUM_DATA_DIR to another folder.")
+        if earlier.left:
+            named = ", ".join(f"{p.name} (pid {p.pid})" for p in earlier.left)
+            self.stderr.write(self.style.WARNING(f"An earlier run's supervisor is gone; stopping what it left: {named}"))
+            stop_left(earlier.left)
 
     def _embedded_redis(self) -> EmbeddedRedis | None:
         if os.environ.get("REDIS_URL"):

@@ -62,9 +62,13 @@ def start(person, demo_room, wire, fast_retries):
     return start
 
 
-def test_a_429_is_retried_and_the_session_goes_on(start, wire):
-    wire.reply(CHAT, status=429, json_body={"error": {"message": "Rate limit", "type": "rate_limit_exceeded"}},
-               headers={"Retry-After": "0"})
+@pytest.mark.parametrize("first_answer", [
+    {"status": 429, "json_body": {"error": {"message": "Rate limit", "type": "rate_limit_exceeded"}},
+     "headers": {"Retry-After": "0"}},
+    {"text": json.dumps(chat_reply("Nothing to change."))[:60]},  # a 200 cut off mid-body
+], ids=["429", "cut-off-200"])
+def test_a_transient_answer_is_retried_and_the_session_goes_on(start, wire, first_answer):
+    wire.reply(CHAT, **first_answer)
     wire.reply(CHAT, json_body=chat_reply("Nothing to change."))
     session = start()
     run_session(session.pk)
@@ -114,3 +118,44 @@ def test_an_overflow_with_nothing_to_evict_fails_instead_of_looping(start, wire)
     assert session.state == "failed"
     assert "nothing is left to evict" in session.reason
     assert len(wire.requests_to(CHAT)) == 1  # never sent again unchanged
+
+
+# The rest of issue 28's provider fault matrix (transient answers, 5xx and overflows are
+# above; a hung provider in tests/browser/test_waiting_for_the_model.py), each through a
+# whole session: what it ends as, and what a person reads (its reason, or the model's).
+
+def test_cut_off_bodies_until_the_attempts_run_out_fail_the_session_saying_so(start, wire):
+    for _ in range(3):
+        wire.reply(CHAT, text='{"id": "chatcmpl-test", "choices": [{"index": 0, "mess')
+    session = start()
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.state == "failed"
+    assert session.reason.startswith("model call failed:") and "cut off" in session.reason, session.reason
+    assert "JSONDecodeError" not in session.reason and "internal error" not in session.reason
+    assert ProviderCall.objects.get(session=session).error
+
+
+def test_empty_answers_get_one_nudge_and_then_fail_the_session_never_succeed(start, wire):
+    wire.reply(CHAT, json_body=chat_reply(""))
+    wire.reply(CHAT, json_body=chat_reply(""))
+    session = start()
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.state == "failed"
+    assert "answered with nothing" in session.reason and "after it was told" in session.reason
+    nudged = wire.requests_to(CHAT)[1].json["messages"][-1]
+    assert nudged["role"] == "user" and nudged["content"]  # the model was told, once
+
+
+def test_tool_call_json_that_does_not_parse_is_named_as_such_to_the_model(start, wire):
+    broken = chat_reply("reading", [("call_0", "read_file", {})])
+    broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"path": "textstats.py"'
+    wire.reply(CHAT, json_body=broken)
+    wire.reply(CHAT, json_body=chat_reply("Nothing to change."))
+    session = start()
+    run_session(session.pk)
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    told = next(m for m in wire.requests_to(CHAT)[1].json["messages"] if m["role"] == "tool")
+    assert "JSON" in told["content"] and "__malformed_arguments__" not in told["content"], told["content"]

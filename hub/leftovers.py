@@ -1,0 +1,71 @@
+"""What an earlier `manage.py start` on this data folder left running.
+
+Its children die with the supervisor where setpriv can set the parent-death signal; where
+it cannot (util-linux before 2.33), a supervisor killed outright leaves them running: a
+worker still running its session, a Redis holding the socket. The supervisor's report
+names each process by pid and start time, so the next `start` can tell a supervisor that
+still runs (refuse: a hub runs here) from children it left behind (stop them, then come
+up), and never signals a stranger that was given a recorded pid since."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hub.supervision import REPORT_NAME, STOP_GRACE_SECONDS, process_start
+
+
+@dataclass(frozen=True)
+class Left:
+    name: str
+    pid: int
+    start: int
+
+    @property
+    def running(self) -> bool:
+        return process_start(self.pid) == self.start
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    supervisor: int | None = None  # pid of a supervisor that still runs on this folder
+    left: list[Left] = field(default_factory=list)  # children it left running
+
+
+def earlier_run(data_dir: Path) -> EarlierRun:
+    try:
+        report = json.loads((Path(data_dir) / REPORT_NAME).read_text())
+    except (FileNotFoundError, ValueError):
+        return EarlierRun()
+    if _still_runs(report):
+        return EarlierRun(supervisor=report["pid"])
+    return EarlierRun(left=[Left(child["name"], child["pid"], child["start"]) for child in report.get("children", [])
+                            if _still_runs(child)])
+
+
+def stop_left(left: list[Left], grace_seconds: float = STOP_GRACE_SECONDS) -> None:
+    """Stop them as a stop does: SIGTERM to each (Redis after the rest), then SIGKILL to
+    the process group of what outlasts ``grace_seconds`` (each was started in a session
+    of its own, so a worker's pool goes with it)."""
+    for wave in ([p for p in left if p.name != "redis"], [p for p in left if p.name == "redis"]):
+        for process in wave:
+            if process.running:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_seconds
+        while any(p.running for p in wave) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for process in wave:  # what is left of its group too (a worker's pool outliving it)
+            if process.running or process_start(process.pid) is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+
+
+def _still_runs(entry: dict) -> bool:
+    pid, start = entry.get("pid"), entry.get("start")
+    return isinstance(pid, int) and isinstance(start, int) and process_start(pid) == start
