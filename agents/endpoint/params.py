@@ -51,16 +51,37 @@ class Decision:
     ignored: tuple[str, ...] = ()  # fields not sent upstream, named in IGNORED_HEADER
 
 
-def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str) -> Decision:
-    """The client's (checked) ``body`` as the settings of an upstream call to an
-    ``upstream`` provider; raises WireError naming the first field that cannot be honoured.
-    Each format's own tables (``WireFormat.rules``) say what its fields are."""
+def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str, headers: Mapping[str, str] | None = None) -> Decision:
+    """The client's (checked) ``body`` and request ``headers`` as the settings of an
+    upstream call to an ``upstream`` provider; raises WireError naming the first field
+    that cannot be honoured. Each format's own tables (``WireFormat.rules``) say what its
+    fields are, and which of its headers go along (``WireFormat.forwarded_headers``)."""
     client, provider = FORMATS[fmt], of_provider(upstream)
     rules = client.rules
     same = client is provider
     for name, (default, why) in rules.unserved.items():
         if body.get(name) is not None and not default(body[name]):
             raise WireError(f"{name}: not served through this gateway endpoint: {why}.", param=name)
+    native, ignored = _as_they_are(body, client, provider)
+    ignored += client.dropped(body)
+    params = client.params(body)
+    if not same:
+        params = client.converted(params, body, provider)
+    _check_ranges(params, provider, same=same)
+    _check_tool_choice(params, client, body)
+    if native:
+        params = dataclasses.replace(params, native={upstream: native})
+    forwarded = {name: headers[name] for name in client.forwarded_headers if name in (headers or {})}
+    if same and forwarded:
+        params = dataclasses.replace(params, headers=forwarded)
+    return Decision(params, tuple(sorted(ignored)))
+
+
+def _as_they_are(body: Mapping[str, Any], client: WireFormat, provider: WireFormat) -> tuple[dict[str, Any], list[str]]:
+    """The fields no rule reads: sent as they are (to an upstream of the client's own
+    format), or ignored and named, or refused (to the other provider, what changes the
+    answer)."""
+    rules, same = client.rules, client is provider
     read = rules.handled | rules.translated | rules.unserved.keys()
     native: dict[str, Any] = {}
     ignored: list[str] = []
@@ -82,15 +103,7 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str) -> Decision:
                 f"`{name}`; leave it out.",
                 param=name,
             )
-    ignored += client.dropped(body)
-    params = client.params(body)
-    if not same:
-        params = client.converted(params, body, provider)
-    _check_ranges(params, provider, same=same)
-    _check_tool_choice(params, client, body)
-    if native:
-        params = dataclasses.replace(params, native={upstream: native})
-    return Decision(params, tuple(sorted(ignored)))
+    return native, ignored
 
 
 def _check_ranges(params: Params, provider: WireFormat, *, same: bool) -> None:

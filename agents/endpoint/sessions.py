@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -187,11 +188,16 @@ def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Re
         return _conversation_open(key, f"{base}~{secrets.token_hex(6)}", request)
 
 
+# Claude Code's notes of its own in a user's turn (and the gateway's for a system message).
+HARNESS_NOTE = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+
+
 def _conversation_open(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
     agent = key.agent
     # The last thing the person asked: clients put their own notes (Codex's environment
-    # context) or worked examples (aider's) before it in the first request.
-    asked = next((m.text for m in reversed(request.messages) if m.role == "user" and m.text.strip()), "")
+    # context, Claude Code's reminders around it) or worked examples (aider's) before it.
+    asked = next((text for m in reversed(request.messages)
+                  if m.role == "user" and (text := HARNESS_NOTE.sub("", m.text).strip())), "")
     objective = (asked.strip() or "(a conversation through the gateway endpoint)")[:OBJECTIVE_MAX]
     title = " ".join(objective.split())
     title = title if len(title) <= TITLE_MAX else title[:TITLE_MAX - 1] + "…"

@@ -38,6 +38,7 @@ from agents.endpoint.sessions import proxied_turn
 from agents.endpoint.wire import Format, WireError
 from agents.models import GatewayKey
 from observations.gateway.messages import Params
+from observations.gateway.tokens import estimate_request
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,15 @@ async def messages(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpRe
     return await _relay(request, key, "anthropic", _checked_body(request, "anthropic"))
 
 
+@_endpoint("anthropic", ("POST",))
+async def count_tokens(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
+    """Anthropic's ``/v1/messages/count_tokens``: the request's tokens by the gateway's
+    own estimate (what the session sends upstream is its own, folded, and no larger)."""
+    body = {"max_tokens": 1, **wire.parse_body(_body(request))}  # a count takes no max_tokens
+    FORMATS["anthropic"].check(body)
+    return JsonResponse({"input_tokens": estimate_request(FORMATS["anthropic"].request(body, body["model"]))})
+
+
 @_endpoint("responses", ("POST",))
 async def responses(request: HttpRequest, key: GatewayKey, fmt: Format) -> HttpResponse:
     return await _relay(request, key, "responses", _checked_body(request, "responses"))
@@ -183,7 +193,7 @@ async def _answer(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict
     else:
         # The gateway makes the upstream call itself: each parameter is carried or refused
         # before anything is fed to a session or sent.
-        decision = params.decide(fmt, body, upstream=endpoint.kind)
+        decision = params.decide(fmt, body, upstream=endpoint.kind, headers=request.headers)
         if settings.ATRIUM_GATEWAY_SESSIONS:
             answer = await _session_turn(request, key, fmt, body, decision.params)
         else:
@@ -218,5 +228,5 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
 async def not_found(request: HttpRequest, slug: str | None = None) -> HttpResponse:
     return error_response(_format_of(request), WireError(
         f"No such endpoint: {request.method} {request.path}. The gateway serves /v1/models, "
-        "/v1/chat/completions, /v1/responses and /v1/messages.", status=404, kind="not_found_error"))
+        "/v1/chat/completions, /v1/responses, /v1/messages and /v1/messages/count_tokens.", status=404, kind="not_found_error"))
 

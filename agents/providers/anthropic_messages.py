@@ -133,6 +133,8 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
     extra = {k: v for k, v in {**request.params.sampling(), **native}.items() if k not in params}
     if extra:
         params["extra_body"] = extra
+    if request.params.headers:
+        params["extra_headers"] = dict(request.params.headers)
     return params
 
 

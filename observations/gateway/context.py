@@ -34,6 +34,7 @@ from observations.gateway.payloads import (
 )
 from observations.gateway.policies import MIN_GAIN_TOKENS, FoldReason, Plan, Policy, policy_named
 from observations.gateway.tokens import (
+    estimate_header,
     estimate_message_tokens,
     estimate_request_message,
     estimate_tokens,
@@ -148,9 +149,7 @@ class SessionContext:
         self._reuse_prefix_end = -1  # see Request.reuse_prefix_end
         self._last_sent_len = 0  # messages in the request sent last
 
-        self._header_tokens = estimate_tokens(system_prompt) + sum(
-            estimate_tokens(t.name + t.description + str(t.parameters)) for t in tools
-        )
+        self._header_tokens = estimate_header(system_prompt, tools)
         self._rendered: list[Message] = []
         self._tokens: list[int] = []
         self._payloads_by_entry: dict[int, list[Payload]] = {}

@@ -83,6 +83,9 @@ class Params:
     # Fields in one provider's own words, sent as they are to that provider only (a
     # client of the upstream's own format: ``seed``, ``top_k``, ...), keyed by format.
     native: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Request headers of a client of the upstream's own format, sent as they are with the
+    # call (Anthropic's ``anthropic-beta``: Claude Code's betas, its effort setting's).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def sampling(self) -> dict[str, float]:
         """``temperature`` and ``top_p`` where set, as both providers name them."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from observations.gateway.messages import Message
+from observations.gateway.messages import Message, Request
 
 
 def _class_table() -> bytes:
@@ -79,6 +79,16 @@ def estimate_tokens(text: str) -> int:
 
 def estimate_message_tokens(text: str) -> int:
     return estimate_tokens(text) + MESSAGE_OVERHEAD
+
+
+def estimate_header(system: str, tools) -> int:
+    """A request's system prompt and tool schemas."""
+    return estimate_tokens(system) + sum(estimate_tokens(t.name + t.description + str(t.parameters)) for t in tools)
+
+
+def estimate_request(request: Request) -> int:
+    """The whole of ``request`` as sent (a client's ``count_tokens``)."""
+    return estimate_header(request.system, request.tools) + sum(estimate_request_message(m) for m in request.messages)
 
 
 def estimate_request_message(message: Message) -> int:

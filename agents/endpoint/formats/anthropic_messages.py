@@ -34,8 +34,10 @@ from observations.gateway.messages import (
     ToolSchema,
 )
 
-ROLES = frozenset({"user", "assistant"})
+# "system" inside ``messages``: Claude Code's (the mid-conversation-system beta).
+ROLES = frozenset({"user", "assistant", "system"})
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens", "refusal": "refusal"}
 _CHOICES = {"auto": "auto", "none": "none", "any": "required", "tool": "tool"}
 
@@ -43,15 +45,16 @@ RULES = ParamRules(
     handled=frozenset({"model", "messages", "system", "tools", "max_tokens", "stream"}),
     translated=frozenset({"temperature", "top_p", "stop_sequences", "tool_choice", "metadata"}),
     unserved={
-        "thinking": (lambda v: isinstance(v, dict) and v.get("type") == "disabled",
-                     "the gateway does not return thinking blocks"),
         "mcp_servers": (never, "the gateway does not return a server tool's blocks"),
         "container": (never, "the gateway does not return a server tool's blocks"),
     },
     untranslatable={"top_k": never},
-    # Its cache breakpoints (``agents.providers.anthropic_messages``), and a diagnosis
-    # against a message id of the upstream's, which the client never saw.
-    gateways_own=frozenset({"cache_control", "diagnostics"}),
+    # Its cache breakpoints (``agents.providers.anthropic_messages``), a diagnosis
+    # against a message id of the upstream's, which the client never saw, what is kept
+    # of the context (the gateway folds it itself), and thinking: the turn the gateway
+    # records holds no thinking blocks to carry back, and a thinking upstream wants them
+    # back with their signatures (the client goes on without them).
+    gateways_own=frozenset({"cache_control", "diagnostics", "context_management", "thinking"}),
     converted=frozenset({"output_config"}),
     temperature_max=1.0,
 )
@@ -94,33 +97,7 @@ class AnthropicMessages(WireFormat):
             check_number(body, field)
 
     def request(self, body: dict[str, Any], model: str, params: Params = NO_PARAMS) -> Request:
-        messages: list[Message] = []
-        names: dict[str, str] = {}
-        for i, wire in enumerate(body["messages"]):
-            where = f"messages.{i}"
-            content = wire["content"]
-            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-            texts: list[str] = []
-            calls: list[ToolCall] = []
-            for j, block in enumerate(blocks):
-                kind = block["type"]
-                if kind == "text" and isinstance(block.get("text"), str):
-                    texts.append(block["text"])
-                elif kind == "tool_use" and wire["role"] == "assistant":
-                    calls.append(ToolCall(str(block.get("id")), str(block.get("name")),
-                                          parse_arguments(block.get("input"))))
-                    names[calls[-1].id] = calls[-1].name
-                elif kind == "tool_result" and wire["role"] == "user":
-                    call_id = str(block.get("tool_use_id"))
-                    text = _text(block.get("content"), f"{where}.content.{j}.content")
-                    if block.get("is_error"):
-                        text = f"Error: {text}"
-                    messages.append(Message("tool", text, tool_call_id=call_id, tool_name=names.get(call_id)))
-                else:
-                    raise WireError(f"{where}.content.{j}: a `{kind}` block cannot be translated to this key's "
-                                    "agent", param=f"{where}.content.{j}")
-            if texts or calls:
-                messages.append(Message(wire["role"], "".join(texts), tool_calls=tuple(calls)))
+        messages = _messages(body["messages"])
         system = body.get("system") or ""
         if isinstance(system, list):
             system = _text(system, "system")
@@ -184,6 +161,19 @@ class AnthropicMessages(WireFormat):
         if effort is not None and not isinstance(effort, str):
             raise WireError("output_config.effort: must be a string.", param="output_config.effort")
         return dataclasses.replace(params, json_schema=output["schema"] if output else None, effort=effort)
+
+    def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+        system = body.get("system")
+        blocks = [b for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"]]
+        blocks += [inner for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"
+                   and isinstance(b.get("content"), list) for inner in b["content"]]
+        marked = {"system": system if isinstance(system, list) else [], "tools": body.get("tools") or [],
+                  "messages": blocks}
+        out = [f"{where}.cache_control" for where, items in marked.items()
+               if any(isinstance(item, dict) and "cache_control" in item for item in items)]
+        if any(b.get("type") in THINKING_BLOCKS for b in blocks if isinstance(b, dict)):
+            out.append("messages.thinking")
+        return tuple(out)
 
     def tool_names(self, tools: list[dict[str, Any]]) -> set[str | None]:
         return {t.get("name") for t in tools}
@@ -258,7 +248,7 @@ def _check_message(i: int, message: Any) -> None:
     if not isinstance(message, dict):
         raise WireError(f"{where}: must be an object", param=where)
     if message.get("role") not in ROLES:
-        raise WireError(f"{where}.role: must be `user` or `assistant`", param=f"{where}.role")
+        raise WireError(f"{where}.role: must be `user`, `assistant` or `system`", param=f"{where}.role")
     content = message.get("content")
     if isinstance(content, list):
         for j, block in enumerate(content):
@@ -271,6 +261,57 @@ def _check_message(i: int, message: Any) -> None:
     elif not isinstance(content, str):
         raise WireError(f"{where}.content: must be a string or a list of content blocks",
                         param=f"{where}.content")
+
+
+def _messages(wires: list[dict[str, Any]]) -> list[Message]:
+    messages: list[Message] = []
+    names: dict[str, str] = {}  # tool names by call id
+    held: list[Message] = []  # a system message, until the tool results it came among
+    for i, wire in enumerate(wires):
+        if wire["role"] == "system":
+            held.append(Message("user", _as_reminder(_text(wire["content"], f"messages.{i}.content"))))
+            continue
+        results, texts, calls = _blocks(wire, f"messages.{i}", names)
+        messages += results
+        if held and not (messages and messages[-1].tool_calls):
+            messages += held
+            held.clear()
+        if texts or calls:
+            messages.append(Message(wire["role"], "\n\n".join(texts), tool_calls=tuple(calls)))
+    return messages + held
+
+
+def _blocks(wire: dict[str, Any], where: str, names: dict[str, str]) -> tuple[list[Message], list[str], list[ToolCall]]:
+    """One wire message's tool results (as tool messages), texts and tool calls."""
+    content = wire["content"]
+    results: list[Message] = []
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for j, block in enumerate([{"type": "text", "text": content}] if isinstance(content, str) else content):
+        kind = block["type"]
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use" and wire["role"] == "assistant":
+            calls.append(ToolCall(str(block.get("id")), str(block.get("name")), parse_arguments(block.get("input"))))
+            names[calls[-1].id] = calls[-1].name
+        elif kind in THINKING_BLOCKS and wire["role"] == "assistant":
+            continue  # thinking is the gateway's to leave out (RULES.gateways_own), named as dropped
+        elif kind == "tool_result" and wire["role"] == "user":
+            call_id = str(block.get("tool_use_id"))
+            text = _text(block.get("content"), f"{where}.content.{j}.content")
+            if block.get("is_error"):
+                text = f"Error: {text}"
+            results.append(Message("tool", text, tool_call_id=call_id, tool_name=names.get(call_id)))
+        else:
+            raise WireError(f"{where}.content.{j}: a `{kind}` block cannot be translated to this key's agent",
+                            param=f"{where}.content.{j}")
+    return results, texts, calls
+
+
+def _as_reminder(text: str) -> str:
+    """A system message from inside ``messages``, as a user's text any upstream takes
+    where it stood (Claude Code marks its own harness notes this way in user turns)."""
+    return f"<system-reminder>\n{text}\n</system-reminder>"
 
 
 def _text(content: Any, where: str) -> str:

@@ -111,7 +111,7 @@ ANTHROPIC_BAD = [
     (json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}), "max_tokens"),
     (json.dumps({"model": "m", "max_tokens": 0, "messages": []}), "max_tokens"),
     (json.dumps({"model": "m", "max_tokens": 5}), "messages"),
-    (json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "hi"}]}),
+    (json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "robot", "content": "hi"}]}),
      "messages.0.role"),
     (json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"text": "x"}]}]}),
      "messages.0.content.0"),

@@ -66,6 +66,31 @@ def test_hints_and_unknown_fields_are_ignored_for_the_other_provider_and_named()
     assert decide("anthropic", {**MESSAGES, "service_tier": "auto"}, upstream="openai").ignored == ("service_tier",)
 
 
+def test_the_clients_own_headers_go_to_an_upstream_of_its_format_only():
+    headers = {"anthropic-beta": "effort-2025-11-24,context-1m-2025-08-07", "x-api-key": "atr-gw-key"}
+    assert decide("anthropic", MESSAGES, upstream="anthropic", headers=headers).params.headers == {
+        "anthropic-beta": "effort-2025-11-24,context-1m-2025-08-07"}
+    assert decide("anthropic", MESSAGES, upstream="openai", headers=headers).params.headers == {}
+    assert decide("openai", CHAT, upstream="openai", headers=headers).params.headers == {}
+
+
+@pytest.mark.parametrize("upstream", ["anthropic", "openai"])
+def test_claude_codes_thinking_context_management_and_cache_marks_are_the_gateways_own_and_named(upstream):
+    """Claude Code's defaults: the gateway folds the context itself and records turns
+    without thinking blocks, so these are left out, and said, on either upstream."""
+    body = {**MESSAGES, "thinking": {"type": "adaptive"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "system": [{"type": "text", "text": "You are", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
+                         {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                                                           {"type": "text", "text": "Hello."}]},
+                         {"role": "user", "content": "go on"}]}
+    decided = decide("anthropic", body, upstream=upstream)
+    assert decided.ignored == ("context_management", "messages.cache_control", "messages.thinking",
+                               "system.cache_control", "thinking")
+    assert decided.params.native == {}
+
+
 @pytest.mark.parametrize(("fmt", "upstream", "extra", "param"), [
     ("openai", "openai", {"n": 2}, "n"),
     ("openai", "anthropic", {"n": 3}, "n"),
@@ -95,7 +120,6 @@ def test_hints_and_unknown_fields_are_ignored_for_the_other_provider_and_named()
     ("openai", "openai", {"tool_choice": "any"}, "tool_choice"),
     ("openai", "openai", {"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
     ("openai", "anthropic", {"tool_choice": {"type": "allowed_tools", "allowed_tools": {}}}, "tool_choice"),
-    ("anthropic", "anthropic", {"thinking": {"type": "enabled", "budget_tokens": 2000}}, "thinking"),
     ("anthropic", "openai", {"mcp_servers": [{"type": "url"}]}, "mcp_servers"),
     ("anthropic", "openai", {"top_k": 5}, "top_k"),
     ("anthropic", "openai", {"stop_sequences": "END"}, "stop_sequences"),

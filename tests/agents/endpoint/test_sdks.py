@@ -233,3 +233,20 @@ def test_a_long_history_passes_beyond_djangos_form_data_limit(setup, wire, relay
     client = openai.OpenAI(base_url=relay_hub.url + "/v1", api_key=setup.openai_key, max_retries=0)
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
     assert wire.requests_to("/v1/chat/completions")[-1].json["messages"][0]["content"] == text
+
+
+def test_the_anthropic_sdk_counts_a_requests_tokens_by_the_gateways_estimate(setup, wire, relay_hub):
+    """Claude Code asks /v1/messages/count_tokens (it was a 404); nothing goes upstream."""
+    client = anthropic.Anthropic(base_url=relay_hub.url, api_key=setup.anthropic_key, max_retries=0)
+    short = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+    longer = client.messages.count_tokens(
+        model="m", system="You fix code.", messages=[{"role": "user", "content": "read calc.py " * 200}],
+        tools=[{"name": "read", "description": "Read a file.", "input_schema": {"type": "object"}}],
+        thinking={"type": "adaptive"})
+    assert 0 < short.input_tokens < longer.input_tokens
+    assert not wire.requests_to("/v1/messages") and not wire.requests_to("/v1/messages/count_tokens")
+    with pytest.raises(anthropic.BadRequestError, match="messages.0.role"):
+        client.messages.count_tokens(model="m", messages=[{"role": "robot", "content": "hi"}])
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic.Anthropic(base_url=relay_hub.url, api_key="atr-gw-nope", max_retries=0).messages.count_tokens(
+            model="m", messages=[{"role": "user", "content": "hi"}])

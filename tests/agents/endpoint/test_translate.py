@@ -57,12 +57,30 @@ def test_an_anthropic_history_becomes_neutral_messages_tool_results_first():
     )
 
 
+def test_claude_codes_history_system_messages_inside_text_blocks_apart_and_thinking_left_out():
+    request = FORMATS["anthropic"].request({"model": "x", "max_tokens": 64_000, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>date</system-reminder>"},
+                                     {"type": "text", "text": "Fix calc.py"}]},
+        {"role": "system", "content": "Agent types: Explore."},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "sig"},
+                                          {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]},
+        # Among a call and its result, it waits for the result: tool results follow their call.
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "calc.py"}]},
+    ]}, model="gpt")
+    assert request.messages == (
+        Message("user", "<system-reminder>date</system-reminder>\n\nFix calc.py"),
+        Message("user", "<system-reminder>\nAgent types: Explore.\n</system-reminder>"),
+        Message("assistant", "", tool_calls=(ToolCall("t1", "Bash", {"command": "ls"}),)),
+        Message("tool", "calc.py", tool_call_id="t1", tool_name="Bash"),
+        Message("user", "<system-reminder>\nBe brief.\n</system-reminder>"),
+    )
+
+
 @pytest.mark.parametrize(("fmt", "body", "param"), [
     ("openai", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
      "messages[0].content[0]"),
     ("anthropic", {"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "document"}]}]},
-     "messages.0.content.0"),
-    ("anthropic", {"max_tokens": 5, "messages": [{"role": "assistant", "content": [{"type": "thinking"}]}]},
      "messages.0.content.0"),
     ("anthropic", {"max_tokens": 5, "messages": [{"role": "user", "content": "x"}],
                    "tools": [{"type": "web_search_20250305", "name": "web"}]}, "tools.0"),
