@@ -1,4 +1,8 @@
-"""What an earlier `manage.py start` on this data folder left running.
+"""One `manage.py start` per data folder, and what an earlier one left running.
+
+The supervisor holds an flock on the data folder for its life (the kernel frees it
+however the supervisor dies), so a second `start` is refused even while the first is
+still migrating, before it has written any report.
 
 Its children die with the supervisor where setpriv can set the parent-death signal; where
 it cannot (util-linux before 2.33), a supervisor killed outright leaves them running: a
@@ -10,14 +14,30 @@ up), and never signals a stranger that was given a recorded pid since."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from hub.supervision import REPORT_NAME, STOP_GRACE_SECONDS, process_start
+
+LOCK_NAME = "supervisor.lock"
+
+
+def claim_data_folder(data_dir: Path) -> IO[str] | None:
+    """The data folder's supervisor lock, to keep open while the hub runs; None while
+    another `start` holds it."""
+    lock = (Path(data_dir) / LOCK_NAME).open("a")  # not inherited: children never hold it
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
 
 
 @dataclass(frozen=True)
@@ -40,12 +60,16 @@ class EarlierRun:
 def earlier_run(data_dir: Path) -> EarlierRun:
     try:
         report = json.loads((Path(data_dir) / REPORT_NAME).read_text())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
+        return EarlierRun()
+    if not isinstance(report, dict):
         return EarlierRun()
     if _still_runs(report):
         return EarlierRun(supervisor=report["pid"])
-    return EarlierRun(left=[Left(child["name"], child["pid"], child["start"]) for child in report.get("children", [])
-                            if _still_runs(child)])
+    children = report.get("children")
+    return EarlierRun(left=[Left(str(child.get("name")), child["pid"], child["start"])
+                            for child in children if isinstance(child, dict) and _still_runs(child)]
+                      if isinstance(children, list) else [])
 
 
 def stop_left(left: list[Left], grace_seconds: float = STOP_GRACE_SECONDS) -> None:

@@ -71,9 +71,10 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str, headers: Mapp
     _check_tool_choice(params, client, body)
     if native:
         params = dataclasses.replace(params, native={upstream: native})
-    forwarded = {name: headers[name] for name in client.forwarded_headers if name in (headers or {})}
-    if same and forwarded:
+    if same:
+        forwarded, left_out = client.forwarded(headers or {})
         params = dataclasses.replace(params, headers=forwarded)
+        ignored += left_out
     return Decision(params, tuple(sorted(ignored)))
 
 

@@ -84,8 +84,8 @@ from pathlib import Path
 from agents.models import Session
 s = Session.objects.get(pk={session})
 runs = Path(s.worktree_path or "/nonexistent", "runs.txt")
-print("COUNTED" + json.dumps({{"state": s.state, "reason": s.reason, "lines": runs.read_text().split() if runs.exists() else [],
-                             "waited": s.events.filter(kind="session.waiting").exists()}}))
+print("COUNTED" + json.dumps({{"state": s.state, "reason": s.reason,
+                              "lines": runs.read_text().split() if runs.exists() else []}}))
 """
 
 

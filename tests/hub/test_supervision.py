@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hub.leftovers import EarlierRun, earlier_run, stop_left
+from hub.leftovers import EarlierRun, claim_data_folder, earlier_run, stop_left
 from hub.supervision import Child, Supervisor, process_start, read_report
 
 
@@ -150,3 +150,16 @@ def test_the_next_start_tells_a_running_supervisor_from_what_a_dead_one_left_by_
             process.kill()
             process.wait()
     assert earlier_run(tmp_path / "nowhere") == EarlierRun()
+    for broken in ("null", "[1, 2]", '{"pid": "x", "children": {"a": 1}}', '{"children": [null, {"pid": 1}]}'):
+        (tmp_path / "supervisor.json").write_text(broken)
+        assert earlier_run(tmp_path) == EarlierRun()  # a report not of ours names nothing
+
+
+def test_one_start_holds_the_data_folder_until_it_is_gone(tmp_path):
+    first = claim_data_folder(tmp_path)
+    assert first is not None
+    assert claim_data_folder(tmp_path) is None  # a second start, even before any report
+    first.close()  # as the kernel does when the supervisor dies, however it dies
+    again = claim_data_folder(tmp_path)
+    assert again is not None
+    again.close()

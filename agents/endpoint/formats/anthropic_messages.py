@@ -61,6 +61,10 @@ RULES = ParamRules(
 
 
 CLAUDE_CODE_SESSION_HEADER = "X-Claude-Code-Session-Id"
+BETA_HEADER = "anthropic-beta"
+# Betas of what the gateway leaves out of the request it makes (RULES.gateways_own, and a
+# system message inside ``messages``, which it turns into a user's text).
+LEFT_OUT_BETAS = ("interleaved-thinking", "thinking-token-count", "context-management", "mid-conversation-system")
 _LEGACY_SESSION = re.compile(r"_session_([A-Za-z0-9-]+)$")
 
 
@@ -68,13 +72,22 @@ class AnthropicMessages(WireFormat):
     name = "anthropic"
     provider_words = "an Anthropic"
     rules = RULES
-    forwarded_headers = ("anthropic-beta",)
+    forwarded_headers = (BETA_HEADER,)
     bearer_first = False
     claiming_headers = ("x-api-key", "anthropic-version")
     efforts = EFFORTS
     sdk = anthropic
 
     # --- the request -------------------------------------------------------------------
+    def forwarded(self, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        betas = [beta.strip() for beta in headers.get(BETA_HEADER, "").split(",") if beta.strip()]
+        left_out = [beta for beta in betas if beta.startswith(LEFT_OUT_BETAS)]
+        kept = [beta for beta in betas if beta not in left_out]
+        # Named by the feature, not as the client wrote it: a response header takes no such text.
+        named = sorted({f"{BETA_HEADER}.{prefix}" for prefix in LEFT_OUT_BETAS
+                        for beta in left_out if beta.startswith(prefix)})
+        return ({BETA_HEADER: ",".join(kept)} if kept else {}), tuple(named)
+
     def check(self, body: Mapping[str, Any]) -> None:
         check_type(body, "model", str, required=True)
         if "max_tokens" not in body:
@@ -92,6 +105,8 @@ class AnthropicMessages(WireFormat):
                 raise WireError(f"tools.{i}.name: Field required", param=f"tools.{i}.name")
             if "type" not in tool and not isinstance(tool.get("input_schema"), dict):
                 raise WireError(f"tools.{i}.input_schema: Field required", param=f"tools.{i}.input_schema")
+            if not isinstance(tool.get("description", ""), str):
+                raise WireError(f"tools.{i}.description: must be a string", param=f"tools.{i}.description")
         check_type(body, "stream", bool)
         for field in ("temperature", "top_p"):
             check_number(body, field)
@@ -269,7 +284,8 @@ def _messages(wires: list[dict[str, Any]]) -> list[Message]:
     held: list[Message] = []  # a system message, until the tool results it came among
     for i, wire in enumerate(wires):
         if wire["role"] == "system":
-            held.append(Message("user", _as_reminder(_text(wire["content"], f"messages.{i}.content"))))
+            if text := _text(wire["content"], f"messages.{i}.content").strip():
+                held.append(Message("user", _as_reminder(text)))
             continue
         results, texts, calls = _blocks(wire, f"messages.{i}", names)
         messages += results

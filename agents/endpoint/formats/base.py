@@ -55,6 +55,11 @@ class WireFormat(ABC):
     efforts: tuple[str, ...] | None = None  # the reasoning efforts an upstream takes; None: it checks them
 
     # --- the request -------------------------------------------------------------------
+    def forwarded(self, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The client's request headers that go to an upstream of its own format when the
+        gateway makes the call, and what of them it leaves out (named as ignored)."""
+        return {name: headers[name] for name in self.forwarded_headers if name in headers}, ()
+
     @abstractmethod
     def check(self, body: Mapping[str, Any]) -> None:
         """Raise WireError naming the first field the endpoint or the upstream cannot take."""

@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.runtime.confinement import sandbox_notice
 from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, parent_death_prefix, redis_server_binary
-from hub.leftovers import earlier_run, stop_left
+from hub.leftovers import claim_data_folder, earlier_run, stop_left
 from hub.supervision import REPORT_NAME, Child, Supervisor
 
 ANNOUNCE_WAIT_SECONDS = 120
@@ -160,14 +160,18 @@ class Command(BaseCommand):
                 f"them, stop the hub and move that folder's contents there (mv {earlier}/* {data}/)."))
 
     def _stop_earlier_run(self) -> None:
-        """Refuse while another supervisor runs on this data folder; stop what a killed one
+        """Refuse while another `start` holds this data folder; stop what a killed one
         left running (where its children could not be made to die with it)."""
+        try:
+            self._data_folder_lock = claim_data_folder(settings.DATA_DIR)
+        except OSError as exc:
+            raise CommandError(f"The data folder {settings.DATA_DIR} cannot be locked: {exc}") from exc
         earlier = earlier_run(settings.DATA_DIR)
-        if earlier.supervisor is not None:
-            raise CommandError(
-                f"A hub already runs on this data folder ({settings.DATA_DIR}): its supervisor is pid "
-                f"{earlier.supervisor}. Stop it first (Ctrl-C where it runs, or kill {earlier.supervisor}) "
-                "or set ATRIUM_DATA_DIR to another folder.")
+        if self._data_folder_lock is None or earlier.supervisor is not None:
+            pid = earlier.supervisor
+            which, kill = (f": its supervisor is pid {pid}", f", or kill {pid}") if pid else ("", "")
+            raise CommandError(f"A hub already runs on this data folder ({settings.DATA_DIR}){which}. Stop it "
+                               f"first (Ctrl-C where it runs{kill}) or set ATRIUM_DATA_DIR to another folder.")
         if earlier.left:
             named = ", ".join(f"{p.name} (pid {p.pid})" for p in earlier.left)
             self.stderr.write(self.style.WARNING(f"An earlier run's supervisor is gone; stopping what it left: {named}"))

@@ -87,7 +87,8 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     if anthropic:
         assert all(r["model"] == "claude-sonnet-5" for r in upstream_bodies)  # the profile's, not Claude Code's
         assert "Bash" in [t["name"] for t in first["tools"]]
-        assert "claude-code-20250219" in sent[0].headers["anthropic-beta"]
+        betas = sent[0].headers["anthropic-beta"].split(",")
+        assert "claude-code-20250219" in betas and not [b for b in betas if "thinking" in b]
         blocks = first["messages"][0]["content"]
         assert TASK in blocks[0]["text"] and blocks[-1]["text"].startswith("<system-reminder>\n"), blocks
         results = [json.dumps(b) for m in upstream_bodies[-1]["messages"] if isinstance(m["content"], list)
@@ -103,5 +104,6 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     session = Session.objects.get(origin=Session.Origin.ENDPOINT)
     assert session.agent.name == ("claude" if anthropic else "gpt") and session.task.objective == TASK
     assert GatewayConversation.objects.get(session=session).requests == len(COMMANDS) + 1
+    assert not session.events.filter(kind="segment.started").exists()  # its history read as append-only
     observations = list(Observation.objects.filter(session=session).order_by("seq"))
     assert [o.tool for o in observations] == ["Bash"] * len(COMMANDS)

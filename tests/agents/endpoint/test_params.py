@@ -71,6 +71,13 @@ def test_the_clients_own_headers_go_to_an_upstream_of_its_format_only():
     assert decide("anthropic", MESSAGES, upstream="anthropic", headers=headers).params.headers == {
         "anthropic-beta": "effort-2025-11-24,context-1m-2025-08-07"}
     assert decide("anthropic", MESSAGES, upstream="openai", headers=headers).params.headers == {}
+    # Not the betas of what the gateway leaves out: named by their feature instead.
+    claude_code = {"anthropic-beta": "claude-code-20250219, interleaved-thinking-2025-05-14,effort-2025-11-24,"
+                                     "context-management-2025-06-27,mid-conversation-system-2026-04-07\r\nX: y"}
+    decided = decide("anthropic", MESSAGES, upstream="anthropic", headers=claude_code)
+    assert decided.params.headers == {"anthropic-beta": "claude-code-20250219,effort-2025-11-24"}
+    assert decided.ignored == ("anthropic-beta.context-management", "anthropic-beta.interleaved-thinking",
+                               "anthropic-beta.mid-conversation-system")
     assert decide("openai", CHAT, upstream="openai", headers=headers).params.headers == {}
 
 

@@ -77,6 +77,17 @@ def test_claude_codes_history_system_messages_inside_text_blocks_apart_and_think
     )
 
 
+def test_an_empty_system_message_adds_nothing_and_a_tools_description_must_be_text():
+    request = FORMATS["anthropic"].request({"model": "x", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "go"}, {"role": "system", "content": []}, {"role": "system", "content": " "}]},
+        model="m")
+    assert request.messages == (Message("user", "go"),)
+    with pytest.raises(WireError) as caught:
+        FORMATS["anthropic"].check({"model": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "go"}],
+                                    "tools": [{"name": "t", "description": 5, "input_schema": {"type": "object"}}]})
+    assert caught.value.param == "tools.0.description"
+
+
 @pytest.mark.parametrize(("fmt", "body", "param"), [
     ("openai", {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
      "messages[0].content[0]"),

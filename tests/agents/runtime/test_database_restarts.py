@@ -36,7 +36,8 @@ FAULTS = ("restart -m fast", "restart -m immediate", "pg_terminate_backend")
 EACH = 10
 PAUSE_SECONDS = 1.0  # between two faults: the session takes a few steps in between
 
-_PG_BIN = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name))
+_PG_BIN = sorted((p for p in Path("/usr/lib/postgresql").glob("*/bin") if p.parent.name.isdigit()),
+                 key=lambda p: int(p.parent.name))
 
 
 @dataclass
