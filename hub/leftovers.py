@@ -64,12 +64,11 @@ def earlier_run(data_dir: Path) -> EarlierRun:
         return EarlierRun()
     if not isinstance(report, dict):
         return EarlierRun()
-    if _still_runs(report):
-        return EarlierRun(supervisor=report["pid"])
+    if (supervisor := _recorded(report)) is not None and supervisor.running:
+        return EarlierRun(supervisor=supervisor.pid)
     children = report.get("children")
-    return EarlierRun(left=[Left(str(child.get("name")), child["pid"], child["start"])
-                            for child in children if isinstance(child, dict) and _still_runs(child)]
-                      if isinstance(children, list) else [])
+    recorded = [_recorded(child) for child in children] if isinstance(children, list) else []
+    return EarlierRun(left=[child for child in recorded if child is not None and child.running])
 
 
 def stop_left(left: list[Left], grace_seconds: float = STOP_GRACE_SECONDS) -> None:
@@ -90,6 +89,9 @@ def stop_left(left: list[Left], grace_seconds: float = STOP_GRACE_SECONDS) -> No
                     os.killpg(process.pid, signal.SIGKILL)
 
 
-def _still_runs(entry: dict) -> bool:
+def _recorded(entry: object) -> Left | None:
+    """A report's entry as a process, if it names one (a pid and its start time)."""
+    if not isinstance(entry, dict):
+        return None
     pid, start = entry.get("pid"), entry.get("start")
-    return isinstance(pid, int) and isinstance(start, int) and process_start(pid) == start
+    return Left(str(entry.get("name")), pid, start) if isinstance(pid, int) and isinstance(start, int) else None

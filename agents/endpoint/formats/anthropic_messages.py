@@ -81,12 +81,11 @@ class AnthropicMessages(WireFormat):
     # --- the request -------------------------------------------------------------------
     def forwarded(self, headers: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...]]:
         betas = [beta.strip() for beta in headers.get(BETA_HEADER, "").split(",") if beta.strip()]
-        left_out = [beta for beta in betas if beta.startswith(LEFT_OUT_BETAS)]
-        kept = [beta for beta in betas if beta not in left_out]
+        kept = [beta for beta in betas if not beta.startswith(LEFT_OUT_BETAS)]
         # Named by the feature, not as the client wrote it: a response header takes no such text.
-        named = sorted({f"{BETA_HEADER}.{prefix}" for prefix in LEFT_OUT_BETAS
-                        for beta in left_out if beta.startswith(prefix)})
-        return ({BETA_HEADER: ",".join(kept)} if kept else {}), tuple(named)
+        named = tuple(f"{BETA_HEADER}.{feature}" for feature in LEFT_OUT_BETAS
+                      if any(beta.startswith(feature) for beta in betas))
+        return ({BETA_HEADER: ",".join(kept)} if kept else {}), named
 
     def check(self, body: Mapping[str, Any]) -> None:
         check_type(body, "model", str, required=True)

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -73,10 +74,9 @@ def _as_postgres(argv: list[str]) -> None:
 
 
 @pytest.fixture
-def cluster(tmp_path_factory):
+def cluster():
     # A folder postgres may enter: pytest's own tmp folders are private to root.
-    data = Path(subprocess.run(["mktemp", "-d", "/tmp/atrium-pg-XXXXXX"], check=True, capture_output=True,
-                               text=True).stdout.strip()) / "data"
+    data = Path(tempfile.mkdtemp(prefix="atrium-pg-", dir="/tmp")) / "data"
     if os.geteuid() == 0:
         shutil.chown(data.parent, "postgres")
         os.chmod(data.parent, 0o755)
