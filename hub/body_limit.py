@@ -15,7 +15,7 @@ import re
 
 from django.conf import settings
 
-from agents.endpoint.wire import MAX_BODY_BYTES
+from endpoint.wire import MAX_BODY_BYTES
 
 FORM_ALLOWANCE = 1024 * 1024  # the upload form's other fields and multipart framing
 _ENDPOINT = re.compile(r"^/(?:rooms/[^/]+/)?v1/")

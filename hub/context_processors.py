@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from agents.runtime.confinement import sandbox_notice
+from agents.confinement import sandbox_notice
 
 
 def sandbox(request: HttpRequest) -> dict[str, str]:

@@ -12,8 +12,8 @@ from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers, get_channel_l
 from django.conf import settings
 from django.db import connection
 
-from agents.disk_space import free_megabytes, low_disk
 from hub import supervision
+from sessions.disk_space import free_megabytes, low_disk
 
 # A Redis read must outlast the channel layer's blocking read by at least this much,
 # or idle websockets fail (see hub.redis_options).

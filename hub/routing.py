@@ -3,8 +3,8 @@ from __future__ import annotations
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import path, re_path
 
-from agents.consumers import SessionConsumer
 from rooms.consumers import RoomConsumer
+from sessions.consumers import SessionConsumer
 
 
 class NoSuchSocket(AsyncWebsocketConsumer):

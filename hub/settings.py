@@ -47,6 +47,9 @@ INSTALLED_APPS = [
     "hub",
     "rooms",
     "agents",
+    "sessions",
+    "endpoint",
+    "evals",
     "observations",
 ]
 
@@ -177,7 +180,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "rooms:list"
+LOGIN_REDIRECT_URL = "room_list"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -225,14 +228,14 @@ if ATRIUM_LEASE_SECONDS < 2 * ATRIUM_HEARTBEAT_SECONDS:
 # A worker runs one session at most this long, then queues it again (fair turns).
 ATRIUM_WORKER_SLICE_SECONDS = envint("ATRIUM_WORKER_SLICE_SECONDS", "120")
 # A person waiting this long for a session no worker holds makes running slices yield
-# at their next boundary (agents/dispatch.py); an idle worker usually takes it first.
+# at their next boundary (sessions/dispatch.py); an idle worker usually takes it first.
 ATRIUM_ATTENTION_GRACE_SECONDS = envfloat("ATRIUM_ATTENTION_GRACE_SECONDS", "1")
 ATRIUM_SHELL_YIELD_SECONDS = envfloat("ATRIUM_SHELL_YIELD_SECONDS", "45")
 # A job with no output for this long is reported dead (and its processes killed).
 ATRIUM_JOB_SILENCE_SECONDS = envfloat("ATRIUM_JOB_SILENCE_SECONDS", "900")
 ATRIUM_APPROVAL_TIMEOUT_SECONDS = envint("ATRIUM_APPROVAL_TIMEOUT_SECONDS", "900")
 ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", "3600")
-# The gateway endpoint (agents/endpoint/) serves each client conversation as a session
+# The gateway endpoint (endpoint/) serves each client conversation as a session
 # of the room, its requests rewritten by the gateway; off, it only relays them upstream
 # (pass-through: the answer byte for byte, streamed as it arrives, no session).
 ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
@@ -246,7 +249,7 @@ ATRIUM_SWEEP_SECONDS = envfloat("ATRIUM_SWEEP_SECONDS", "3")
 ATRIUM_WORKTREE_KEEP_DAYS = envfloat("ATRIUM_WORKTREE_KEEP_DAYS", "7")
 # `replay:<file>` models play files from this folder only.
 REPLAYS_DIR = Path(env("ATRIUM_REPLAY_DIR", str(BASE_DIR / "agents" / "replays"))).resolve()
-# `script:<name>` models (evals, agents/evals/) play the scenarios `manage.py eval` stores here.
+# `script:<name>` models (evals, evals/) play the scenarios `manage.py eval` stores here.
 EVAL_SCRIPTS_DIR = DATA_DIR / "evals"
 # A room may be copied from a local repository only inside these folders (none by default).
 ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CLONE_ROOTS")]
@@ -298,7 +301,7 @@ ATRIUM_FOLD_OVERRIDES = {
     )
     if env(name)
 }
-# The live loop alarm (agents/analysis/loops.py): the same content read N times, or the
+# The live loop alarm (sessions/analysis/loops.py): the same content read N times, or the
 # identical command failing N times, within a window of steps; or N steps with no write
 # and no test. Each raises a badge, a loop.suspected event and one nudge to the agent.
 ATRIUM_LOOP_RULES = {
@@ -307,7 +310,7 @@ ATRIUM_LOOP_RULES = {
     "window": envint("ATRIUM_LOOP_WINDOW_STEPS", "10"),
     "stall_steps": envint("ATRIUM_LOOP_STALL_STEPS", "20"),
 }
-# Agents mentioning agents (agents/runtime/mentions.py): at most `per_pair` posts from one
+# Agents mentioning agents (sessions/runtime/mentions.py): at most `per_pair` posts from one
 # agent reach another within `window_seconds`, and a session takes at most `per_session`
 # agents' mentions; what the guard stops is posted to the room for people to see.
 ATRIUM_AGENT_MENTIONS = {"per_pair": 3, "window_seconds": 600, "per_session": 10}
@@ -322,11 +325,11 @@ CELERY_SWEEP_QUEUE = env("CELERY_SWEEP_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-swe
 # whose one process must keep looking every few seconds. While it waits in the run queue
 # it counts as a turn there (dispatch.turns_missing), as stop_session_jobs does: the
 # turn of a session claimable meanwhile is sent by the sweep after a worker took the pass.
-CELERY_TASK_ROUTES = {"agents.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE}}
+CELERY_TASK_ROUTES = {"sessions.tasks.sweep_sessions": {"queue": CELERY_SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
-    "sweep-sessions": {"task": "agents.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,
+    "sweep-sessions": {"task": "sessions.tasks.sweep_sessions", "schedule": ATRIUM_SWEEP_SECONDS,
                        "options": {"expires": ATRIUM_SWEEP_SECONDS}},
-    "remove-old-worktrees": {"task": "agents.tasks.remove_old_worktrees", "schedule": 600.0,
+    "remove-old-worktrees": {"task": "sessions.tasks.remove_old_worktrees", "schedule": 600.0,
                              "options": {"expires": 600.0}},
 }
 

@@ -3,7 +3,7 @@ the other way round).
 
 ``replay_compared``: ``replay compare`` judged two result sets; sent with ``a_label``,
 ``b_label`` and ``verdicts``, a list of ``(subject, verdict, reason)``. The eval
-ledger (agents/evals/) stores them; a receiver returns how many it stored.
+ledger (evals/) stores them; a receiver returns how many it stored.
 """
 
 from __future__ import annotations

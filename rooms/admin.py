@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django.utils.text import Truncator
 
 from rooms.errors import RoomError
-from rooms.models import Membership, Message, Room
+from rooms.models import Membership, Message, Room, RoomAgent
 from rooms.services import membership_remove
 
 
@@ -86,7 +86,7 @@ class MessageAdmin(admin.ModelAdmin):
     list_filter = ["kind", "room", ("delivered_at", admin.EmptyFieldListFilter)]
     search_fields = ["text", "room__name", "author__username", "agent__name"]
     list_select_related = ["room", "author", "agent"]
-    readonly_fields = ["room", "seq", "kind", "author", "agent", "session", "created_at", "delivered_at"]
+    readonly_fields = ["room", "seq", "kind", "author", "agent", "created_at", "delivered_at"]
 
     def has_add_permission(self, request) -> bool:
         # Messages get their seq from message_post; a hand-made one would break the sequence.
@@ -100,3 +100,20 @@ class MessageAdmin(admin.ModelAdmin):
     @admin.display(description="text")
     def short_text(self, message: Message) -> str:
         return Truncator(message.text).chars(80)
+
+
+@admin.register(RoomAgent)
+class RoomAgentAdmin(admin.ModelAdmin):
+    list_display = ["agent", "room", "reviewer", "added_by", "created_at"]
+    list_filter = ["agent", "room", "reviewer"]
+    search_fields = ["agent__name", "room__name", "room__slug"]
+    autocomplete_fields = ["room", "agent"]
+    # Assigned and unassigned on the room page (agent_assign / agent_unassign: the
+    # owner's check and the room's post); here they are read.
+    readonly_fields = ["room", "agent", "added_by", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

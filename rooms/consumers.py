@@ -28,7 +28,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http import Http404
 
-from rooms import events, selectors, signals
+from rooms import events, selectors
 from rooms.checks import check_client_key
 from rooms.errors import RoomError
 from rooms.models import Message, Room
@@ -122,7 +122,7 @@ class RoomConsumer(SeqStreamConsumer):
             await self.send_json(event["frame"])
 
     async def room_session_changed(self, event: dict[str, Any]) -> None:
-        """Sent by agents.events when a session of this room changes state."""
+        """Sent by sessions.events when a session of this room changes state."""
         if self.last_sent_seq is not None:
             await self.send_json({"type": "session.changed", "session": event["session"], "state": event["state"]})
 
@@ -142,7 +142,8 @@ def _post_message(*, user, room_id: int, kind: str, text: Any, agent_id: int | N
     access = selectors.access_room_by_id(user, room_id)
     # An unknown agent reaches the service as None, which refuses it after the
     # permission check (a viewer hears "you can't post" before "no such agent").
-    agent = signals.assigned_agent(access.room, agent_id) if agent_id is not None else None
+    room_agent = selectors.room_agent_for(access.room, agent_id) if agent_id is not None else None
+    agent = room_agent.agent if room_agent is not None else None
     # The post wakes every session it reaches, in its transaction (rooms.signals.message_posted).
     message = message_post(room=access.room, author=user, kind=kind, text=text, agent=agent,
                            client_key=client_key)

@@ -3,6 +3,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from agents.models import AgentProfile
+
 
 class Room(models.Model):
     name = models.CharField(max_length=120)
@@ -66,14 +68,9 @@ class Message(models.Model):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # The steered agent (kind=steer) or the speaking agent (kind=agent).
-    agent = models.ForeignKey(
-        "agents.AgentProfile", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    # The session that spoke (kind=agent) or that a steer was delivered to.
-    session = models.ForeignKey(
-        "agents.Session", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    # The steered agent (kind=steer) or the speaking agent (kind=agent). Which session a
+    # message belongs to is sessions' to know (sessions.models.SessionMessage).
+    agent = models.ForeignKey(AgentProfile, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
     # When a steer reached a running session at a step boundary.
@@ -94,3 +91,27 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.room}#{self.seq} {self.kind}"
+
+
+class RoomAgent(models.Model):
+    """An agent assigned to a room."""
+
+    room = models.ForeignKey(Room, on_delete=models.CASCADE, related_name="room_agents")
+    agent = models.ForeignKey(AgentProfile, on_delete=models.CASCADE, related_name="room_agents")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The room's reviewer: finished work passes its review before it merges
+    # (sessions/runtime/reviews.py). At most one per room; none means review is off.
+    reviewer = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "agents_roomagent"  # the table it had in agents
+        constraints = [
+            models.UniqueConstraint(fields=["room", "agent"], name="agent_once_per_room"),
+            models.UniqueConstraint(fields=["room"], condition=models.Q(reviewer=True), name="one_reviewer_per_room"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent} in {self.room}"

@@ -16,9 +16,9 @@ from django.db.models import (
 )
 from django.http import Http404
 
-from rooms import signals
-from rooms.checks import may_act
-from rooms.models import Membership, Message, Room
+from agents.models import AgentProfile
+from rooms.checks import check_may_act, may_act
+from rooms.models import Membership, Message, Room, RoomAgent
 
 HISTORY_PAGE_SIZE = 50
 
@@ -84,17 +84,18 @@ def membership_of(room: Room | int, user: AbstractBaseUser | AnonymousUser) -> M
     return Membership.objects.filter(room_id=room_id, user=user).first()
 
 
+def check_may_act_in(room: Room | int, user: AbstractBaseUser | AnonymousUser) -> None:
+    """Refuse (RoomPermissionError) anyone who may not act in ``room``: a viewer, a stranger."""
+    check_may_act(membership_of(room, user))
+
+
 def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
     """The user's rooms for the list page, by name.
 
-    Each room carries ``my_role`` and ``member_count``, and what the apps above add
-    through ``signals.room_list_annotations`` (agents: agents and session counts, for
-    the status badges). Every count is a correlated subquery (``SubqueryCount``): no
-    joins, no GROUP BY.
+    Each room carries ``my_role`` and ``member_count``; the room list page (the hub's)
+    adds the counts of the apps above (sessions.selectors.room_list_counts). Every
+    count is a correlated subquery (``SubqueryCount``): no joins, no GROUP BY.
     """
-    annotations: dict = {}
-    for _receiver, more in signals.room_list_annotations.send(sender=Room, room_pk=OuterRef("pk")):
-        annotations.update(more)
     return (
         Room.objects.filter(memberships__user=user)
         .annotate(
@@ -102,7 +103,6 @@ def rooms_for_user(user: AbstractBaseUser) -> QuerySet[Room]:
                 Membership.objects.filter(room=OuterRef("pk"), user=user).values("role")[:1]
             ),
             member_count=SubqueryCount(Membership.objects.filter(room=OuterRef("pk"))),
-            **annotations,
         )
         .order_by("name")
     )
@@ -161,3 +161,18 @@ class SubqueryCount(Subquery):
 
     def __init__(self, queryset: QuerySet) -> None:
         super().__init__(queryset.order_by().values("pk"))
+
+
+def room_agents(room: Room) -> QuerySet[RoomAgent]:
+    return RoomAgent.objects.filter(room=room).select_related("agent").order_by("agent__name")
+
+
+def assignable_agents(room: Room) -> QuerySet[AgentProfile]:
+    """Agent profiles not yet assigned to ``room``, but those an eval run made for its own
+    room (one per scenario and run: they would crowd every room's list)."""
+    return (AgentProfile.objects.exclude(room_agents__room=room)
+            .exclude(room_agents__room__eval_runs__isnull=False).order_by("name"))
+
+
+def room_agent_for(room: Room, agent_id: int) -> RoomAgent | None:
+    return RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()

@@ -3,17 +3,21 @@ after commit, so views, consumers and admin actions stay thin."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
+from agents.models import AgentProfile
 from rooms import events, signals
 from rooms.checks import (
     RESERVED_SLUGS,
+    check_can_assign_agents,
     check_can_configure,
     check_can_manage_members,
     check_can_post,
@@ -24,9 +28,10 @@ from rooms.checks import (
     check_room_name,
 )
 from rooms.errors import RoomError, RoomPermissionError
-from rooms.models import Membership, Message, Room
+from rooms.models import Membership, Message, Room, RoomAgent
+from rooms.own_key import check_may_spend_here
 from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
-from rooms.selectors import membership_of
+from rooms.selectors import membership_of, room_agent_for
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
 
@@ -167,10 +172,10 @@ def message_post(
     author: AbstractBaseUser | None,
     kind: str,
     text: str,
-    agent: models.Model | None = None,
-    session: models.Model | None = None,
+    agent: AgentProfile | None = None,
     replaces: tuple[int, ...] = (),
     client_key: str = "",
+    bind: Callable[[Message], object] | None = None,
 ) -> Message:
     """Persist a message with the room's next seq; broadcast it after commit.
 
@@ -178,9 +183,10 @@ def message_post(
     post, a steer must name an agent assigned to the room. System and agent messages
     come from the hub itself. ``client_key`` (a person's frame id) makes a post
     idempotent: the same author and key in a room return the message stored first.
-    ``agent`` and ``session`` are agents' AgentProfile and Session (rooms.signals
-    says why rooms does not import them). The apps above hear of a new message through
-    ``signals.message_posted``, in this transaction.
+    ``agent``: the agent that speaks (kind agent) or is steered (kind steer). ``bind``
+    records what an app above keeps with the message (sessions: the session it belongs
+    to) before anyone hears of it: the apps above hear through ``signals.message_posted``,
+    in this transaction, and the page after commit.
     """
     if kind not in Message.Kind.values:
         raise RoomError(f"Unknown message kind {kind!r}.", code="invalid")
@@ -190,7 +196,7 @@ def message_post(
         check_can_post(_membership_of(room, author))
         text = check_message_text(text)
     if kind == Message.Kind.STEER:
-        if agent is None or signals.assigned_agent(room, agent.pk) is None:
+        if agent is None or room_agent_for(room, agent.pk) is None:
             raise RoomError("Steer an agent that is assigned to this room.", code="unknown_agent")
     elif kind == Message.Kind.AGENT and agent is None:
         raise RoomError("An agent message needs its agent.", code="invalid")
@@ -206,10 +212,12 @@ def message_post(
 
     seq = _next_seq(room)
     message = Message.objects.create(
-        room=room, seq=seq, kind=kind, author=author, agent=agent, session=session, text=text,
+        room=room, seq=seq, kind=kind, author=author, agent=agent, text=text,
         replaces=list(replaces),
         client_key=client_key,
     )
+    if bind is not None:
+        bind(message)
     events.broadcast_on_commit(
         room.pk, {"type": events.MESSAGE_POSTED, "seq": seq, "frame": events.message_frame(message)}
     )
@@ -218,8 +226,8 @@ def message_post(
 
 
 @transaction.atomic
-def message_mark_delivered(*, message: Message, session: models.Model) -> bool:
-    """Record that a steer reached ``session`` at a step boundary; broadcast the change.
+def message_mark_delivered(*, message: Message) -> bool:
+    """Record that a steer reached its session at a step boundary; broadcast the change.
 
     Compare-and-swap: only the first delivery counts, so a redelivered Celery task
     or a resumed session cannot deliver the same steer twice. Returns whether this
@@ -228,12 +236,10 @@ def message_mark_delivered(*, message: Message, session: models.Model) -> bool:
     if message.kind != Message.Kind.STEER:
         raise RoomError("Only steers are delivered to sessions.", code="invalid")
     now = timezone.now()
-    updated = Message.objects.filter(pk=message.pk, delivered_at__isnull=True).update(
-        delivered_at=now, session=session
-    )
+    updated = Message.objects.filter(pk=message.pk, delivered_at__isnull=True).update(delivered_at=now)
     if updated != 1:
         return False  # delivered before, by this or another worker
-    message.delivered_at, message.session = now, session  # the caller's copy stays truthful
+    message.delivered_at = now  # the caller's copy stays truthful
     fresh = Message.objects.select_related("author", "agent").get(pk=message.pk)
     events.broadcast_on_commit(
         message.room_id,
@@ -264,3 +270,28 @@ def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
     if membership is None:
         raise RoomPermissionError("You are not a member of this room.")
     return membership
+
+
+# --- a room's agents ----------------------------------------------------------------------
+
+
+@transaction.atomic
+def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
+    check_can_assign_agents(membership_of(room, actor))
+    check_may_spend_here(agent, room)
+    if RoomAgent.objects.filter(room=room, agent=agent).exists():
+        raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
+    room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM, text=f"{actor.get_username()} assigned {agent.name}.")
+    return room_agent
+
+
+@transaction.atomic
+def agent_unassign(*, room: Room, actor: AbstractBaseUser, agent_id: int) -> None:
+    check_can_assign_agents(membership_of(room, actor))
+    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+    if room_agent is None:
+        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    room_agent.delete()
+    message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
+                 text=f"{actor.get_username()} unassigned {room_agent.agent.name}.")

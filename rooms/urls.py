@@ -1,19 +1,17 @@
 from __future__ import annotations
 
 from django.urls import path
-from django.views.generic import RedirectView
 
-from rooms import views
+from rooms.views import agents, rooms
 
 app_name = "rooms"
 
 urlpatterns = [
-    path("", views.room_list, name="list"),
-    path("rooms/", RedirectView.as_view(pattern_name="rooms:list", permanent=True)),  # what people type
-    path("rooms/new/", views.room_create, name="create"),
-    path("rooms/<slug:slug>/", views.room_detail, name="detail"),
-    path("rooms/<slug:slug>/messages/", views.room_messages, name="messages"),
-    path("rooms/<slug:slug>/store/", views.room_store, name="store"),
-    path("rooms/<slug:slug>/members/", views.member_add, name="member_add"),
-    path("rooms/<slug:slug>/members/<id:user_id>/remove/", views.member_remove, name="member_remove"),
+    path("rooms/new/", rooms.room_create, name="create"),
+    path("rooms/<slug:slug>/messages/", rooms.room_messages, name="messages"),
+    path("rooms/<slug:slug>/members/", rooms.member_add, name="member_add"),
+    path("rooms/<slug:slug>/members/<id:user_id>/remove/", rooms.member_remove, name="member_remove"),
+    path("rooms/<slug:slug>/agents/", agents.agent_assign, name="agent_assign"),
+    path("rooms/<slug:slug>/assigned/", agents.agents_panel, name="agents_panel"),
+    path("rooms/<slug:slug>/agents/<id:agent_id>/remove/", agents.agent_unassign, name="agent_unassign"),
 ]

@@ -44,6 +44,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT_SECONDS = 60.0
 STOP_TIMEOUT_SECONDS = 20.0
 
+# A room with a recorded agent and real hub workers, for any test that runs sessions.
+pytest_plugins = ["tests.session_fixtures"]
+
 
 # --- the environment a hub subprocess needs ---------------------------------------------
 

@@ -36,7 +36,7 @@ COMPUTED = {
     ("agents/providers/addresses.py", "allowed_from"): {"ATRIUM_BASE_URL_ALLOW"},
     ("agents/providers/ambient.py", "withheld_headers"): {"OPENAI_CUSTOM_HEADERS", "ANTHROPIC_CUSTOM_HEADERS"},
     # The operator's ATRIUM_SANDBOX_PASS_ENV, handed to commands, not read as settings.
-    ("agents/runtime/confinement.py", "sandbox_policy"): set(),
+    ("agents/confinement.py", "sandbox_policy"): set(),
     # The test run's own folders and services, set again by each xdist worker.
     ("hub/pytest_plugin.py", "pytest_load_initial_conftests"): {"ATRIUM_DATA_DIR", "ATRIUM_REPLAY_DIR", "REDIS_URL"},
     ("hub/pytest_plugin.py", "_keep_apart"): {"CELERY_QUEUE", "CHANNELS_PREFIX"},
@@ -173,7 +173,7 @@ def _exists(doc: Path, target: str) -> bool:
     target = target.split("#", 1)[0]
     if (ROOT / target).exists() or (doc.parent / target).exists():
         return True
-    # A bare file name next to its folder's name in the text (`state.py` of agents/runtime/).
+    # A bare file name next to its folder's name in the text (`state.py` of sessions/runtime/).
     return "/" not in target.rstrip("/") and any(ROOT.glob(f"[!.]*/**/{target}"))
 
 

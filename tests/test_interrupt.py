@@ -64,7 +64,7 @@ def test_ctrl_c_stops_the_run_its_workers_and_what_they_started(tmp_path):
     for name in ("CELERY_QUEUE", "CHANNELS_PREFIX"):
         env[name] = f"{env.get(name) or 'atrium'}-interrupt"
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-q",
-                            "tests/agents/interrupt_target.py"], cwd=ROOT, env=env, start_new_session=True,
+                            "tests/sessions/interrupt_target.py"], cwd=ROOT, env=env, start_new_session=True,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     family: set[int] = set()
     try:

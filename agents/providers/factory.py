@@ -28,7 +28,6 @@ from agents.providers.errors import InvalidModelSpec, display_url
 from agents.providers.openai_chat import OPENAI_DEFAULT_BASE_URL, OpenAIProvider
 from agents.providers.replay import ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
-from agents.providers.script import ScriptProvider
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from observations.gateway.model_spec import (
     FILE_KINDS,
@@ -52,8 +51,18 @@ class ProviderKind:
     keyless_off_official: bool  # a server other than the official one may need no key (local servers)
 
 
+# Kinds whose model is a file the hub keeps (``replay:<file>``), each a loader from the
+# file's name to its Provider. An app above adds its own (evals: ``script:<scenario>``)
+# from its AppConfig.ready.
+FILE_PROVIDERS: dict[str, Callable[[str], Provider]] = {}
+
+
+def register_file_kind(kind: str, loader: Callable[[str], Provider]) -> None:
+    FILE_PROVIDERS[kind] = loader
+
+
 # A provider kind is one row here and one Provider class; the gateway endpoint's wire
-# format for it is agents.endpoint.formats.of_provider.
+# format for it is endpoint.formats.of_provider.
 PROVIDER_KINDS = {
     "openai": ProviderKind(OpenAIProvider, "OPENAI", OPENAI_DEFAULT_BASE_URL, keyless_off_official=True),
     "anthropic": ProviderKind(AnthropicProvider, "ANTHROPIC", ANTHROPIC_DEFAULT_BASE_URL, keyless_off_official=False),
@@ -91,15 +100,16 @@ def build_provider(
     replay_dir: Path | str | None = None,
     timeouts: Timeouts = DEFAULT_TIMEOUTS,
     env: Mapping[str, str] | None = None,
-    script_dir: Path | str | None = None,
 ) -> Provider:
     """One endpoint, no retries: the building block of ``provider_for``."""
     env = os.environ if env is None else env
     parsed = parse_spec(spec)
     if parsed.kind == "replay":
         return ReplayProvider.from_spec(parsed.name, replay_dir=replay_dir)
-    if parsed.kind == "script":
-        return ScriptProvider.from_script(parsed.name, script_dir=script_dir)
+    if parsed.kind in FILE_KINDS:
+        if parsed.kind not in FILE_PROVIDERS:
+            raise InvalidModelSpec(f"{parsed} needs the app that plays {parsed.kind}: files")
+        return FILE_PROVIDERS[parsed.kind](parsed.name)
     endpoint = upstream_endpoint(parsed, api_key=api_key, base_url=base_url, env=env)
     cls = PROVIDER_KINDS[parsed.kind].provider
     # A profile's own base URL: each connection checked where it goes (DNS rebinding, redirects).
@@ -125,7 +135,7 @@ def upstream_endpoint(
     env: Mapping[str, str] | None = None,
 ) -> UpstreamEndpoint:
     """The one rule for which key goes to which URL, for the providers and for the
-    gateway endpoint (agents/endpoint/upstream.py). Raises InvalidModelSpec when no key
+    gateway endpoint (endpoint/upstream.py). Raises InvalidModelSpec when no key
     may be used."""
     env = os.environ if env is None else env
     if base_url:
@@ -156,7 +166,6 @@ def check_model_spec(
     base_url: str | None = None,
     replay_dir: Path | str | None = None,
     env: Mapping[str, str] | None = None,
-    script_dir: Path | str | None = None,
 ) -> str | None:
     """Whether a profile's model spec can work, checked when it is saved.
 
@@ -167,8 +176,7 @@ def check_model_spec(
     """
     parsed = parse_spec(spec)
     try:
-        provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env,
-                                  script_dir=script_dir)
+        provider = build_provider(spec, api_key=api_key, base_url=base_url, replay_dir=replay_dir, env=env)
     except InvalidModelSpec as exc:
         if parsed.kind in FILE_KINDS:
             raise
@@ -221,7 +229,6 @@ def provider_for(
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
     env: Mapping[str, str] | None = None,
-    script_dir: Path | str | None = None,
 ) -> ResilientProvider:
     """The provider the step loop calls: the primary endpoint, then its fallbacks.
 
@@ -239,7 +246,6 @@ def provider_for(
             replay_dir=replay_dir,
             timeouts=timeouts,
             env=env,
-            script_dir=script_dir,
         )
     ]
     for fallback in fallbacks:
@@ -252,7 +258,6 @@ def provider_for(
                 replay_dir=replay_dir,
                 timeouts=timeouts,
                 env=env,
-                script_dir=script_dir,
-            )
+                )
         )
     return ResilientProvider(chain, policy=policy, sleep=sleep, rng=rng, call_limit=timeouts.call)

@@ -263,7 +263,7 @@ class ToolBox:
         return room.room_status(self.room_view, call_id=call_id)
 
     def _review(self, call_id: str, v: Mapping[str, Any]) -> Result:
-        # The end of the turn closes the round with the call's arguments (agents/runtime/turn_end.py);
+        # The end of the turn closes the round with the call's arguments (sessions/runtime/turn_end.py);
         # only a reviewer session's box has this tool.
         if v["decision"] not in ("approve", "request_changes"):
             raise ToolError("review: decision is approve or request_changes")

@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from rooms.repository.beneath import Located, remove, write_atomically
+from agents.tools.beneath import Located, remove, write_atomically
 
 from .outcome import NotRun, Result, ToolError, out_of_space
 from .paths import PathRefused, beneath

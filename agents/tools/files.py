@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from rooms.repository.beneath import Located, walk
+from agents.tools.beneath import Located, walk
 
 from .outcome import Result, ToolError
 from .paths import beneath

@@ -1,7 +1,7 @@
 """Confining tool paths to the session's worktree.
 
 The file tools run outside the sandbox, on files the agent controls, so every path is
-opened with the descriptor walk of ``rooms.repository.beneath``: a symlink is followed
+opened with the descriptor walk of ``agents.tools.beneath``: a symlink is followed
 only while it stays inside the worktree, judged on the folders actually opened, so a
 link swapped in by a running command fails the call instead of redirecting it. Paths
 are judged by where they really lead, not by how they are spelled.
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from rooms.repository.beneath import Located, MissingFolder, PathRefused, located
+from agents.tools.beneath import Located, MissingFolder, PathRefused, located
 
 from .outcome import ToolError
 

@@ -1,8 +1,8 @@
 """Every tool an agent can call, once: its arguments, what models are told, and its traits.
 
 The JSON schemas sent to models and the argument checking (agents.tools.schemas), the
-box's replay rules (agents.tools.box), the approval defaults (agents.runtime.approvals),
-the step loop's bookkeeping (agents.runtime.loop), the analysis and the export all read
+box's replay rules (agents.tools.box), the approval defaults (sessions.runtime.approvals),
+the step loop's bookkeeping (sessions.runtime.loop), the analysis and the export all read
 these entries; a tool added here is known everywhere, and a trait changed here changes
 everywhere. The box holds one executor per entry (a test checks it).
 """
@@ -58,7 +58,7 @@ class Tool:
     reads_range: bool = False
     # Parks the session until jobs end or time passes.
     waits: bool = False
-    # A reviewer's verdict: ends a review round (agents/runtime/reviews.py). Only reviewer
+    # A reviewer's verdict: ends a review round (sessions/runtime/reviews.py). Only reviewer
     # sessions have it; no other session's tool table shows it.
     verdict: bool = False
     # What it does to the file at `path`, for exported trajectories (reads carry a range).

@@ -1,6 +1,6 @@
 """`room_status`: what else goes on in the agent's room, and on later calls only what changed.
 
-The room is seen through a ``RoomView`` the runtime passes in (agents/runtime/room.py
+The room is seen through a ``RoomView`` the runtime passes in (sessions/worker/room.py
 reads the database and the room's repository): the open tasks, the other live sessions
 with the files each has changed so far, and what merged into main since this session's
 worktree was made. The view also keeps the notes of the session's last call, so a

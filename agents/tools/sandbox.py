@@ -45,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agents.tools._confiner import room_group
-from rooms.repository.beneath import walk_tree
+from agents.tools.beneath import walk_tree
 
 SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
 CONFINER = Path(__file__).with_name("_confiner.py")

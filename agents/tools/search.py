@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import regex
 
-from rooms.repository.beneath import Located, walk
+from agents.tools.beneath import Located, walk
 
 from .outcome import Result, ToolError
 from .paths import beneath

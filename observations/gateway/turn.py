@@ -1,5 +1,5 @@
 """One model request of a session, the same wherever it is made: the worker's step loop
-(agents/runtime/loop.py), the gateway endpoint (agents/endpoint/feed.py) and the replay
+(sessions/runtime/loop.py), the gateway endpoint (endpoint/feed.py) and the replay
 (observations/replay/eval/engine.py) each give `TurnDriver` how to send and how to start
 a new segment, and get the same decisions.
 

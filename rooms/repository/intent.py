@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from rooms.repository.beneath import (
+from agents.tools.beneath import (
     Located,
     located,
     read_bytes,

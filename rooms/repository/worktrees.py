@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rooms.repository.beneath import PathRefused, read_bytes
+from agents.tools.beneath import PathRefused, read_bytes
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
 

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from agents.analysis.loops import LoopRules, watch
 from observations.gateway.breakdown import request_breakdown
+from sessions.analysis.loops import LoopRules, watch
 from tests.bench.test_gateway_boundary import session_with
 
 SIZES = (100, 1_000, 5_000)

@@ -29,14 +29,16 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
-from agents.runtime import states
-from agents.services import session_start, task_create
-from rooms.models import Room
+from agents.models import AgentProfile
+from rooms.models import Room, RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
-from tests.agents.conftest import DEMO_REPO
+from sessions.models import ApprovalRule, Session, SessionEvent
+from sessions.runtime import states
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.bench.test_responsiveness import percentile
+from tests.session_fixtures import DEMO_REPO
 
 pytestmark = pytest.mark.bench
 

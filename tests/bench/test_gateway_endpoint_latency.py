@@ -49,9 +49,9 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from tests.agents.endpoint.conftest import owner, setup  # noqa: F401
 from tests.agents.providers.wire_server import Received, Reply, WireServer
 from tests.conftest import DaphneServer, start_daphne
+from tests.endpoint.conftest import owner, setup  # noqa: F401
 
 REQUESTS_PER_CONVERSATION = 6
 CONCURRENCY = (1, 10, 100)

@@ -1,4 +1,4 @@
-"""Benchmark: the endpoint/replay parity check (tests/agents/endpoint/test_replay_parity.py)
+"""Benchmark: the endpoint/replay parity check (tests/endpoint/test_replay_parity.py)
 over every development-set trajectory a client can play as recorded (native tool calls,
 no step dropped from the agent's history) at windows from 16k to 64k tokens; a window at
 which the replay starts a new segment is skipped (its prose request has no recorded
@@ -23,8 +23,8 @@ from __future__ import annotations
 import pytest
 
 from observations.replay.load import load_trajectories
-from tests.agents.endpoint.conftest import hub, owner  # noqa: F401
-from tests.agents.endpoint.test_replay_parity import (
+from tests.endpoint.conftest import hub, owner  # noqa: F401
+from tests.endpoint.test_replay_parity import (
     DATA,
     TOLERANCE,
     agreement,

@@ -23,11 +23,13 @@ from datetime import datetime
 import pytest
 from django.utils import timezone
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
-from agents.services import session_start, task_create
-from agents.tasks import stop_session_jobs
-from rooms.models import Message
+from agents.models import AgentProfile
+from rooms.models import Message, RoomAgent
 from rooms.services import message_post
+from sessions.models import ApprovalRule, Session, SessionEvent
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
+from sessions.tasks import stop_session_jobs
 
 pytestmark = pytest.mark.bench
 

@@ -31,21 +31,23 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from agents.events import session_event_append
-from agents.models import Session, SessionEvent, Task
-from agents.services import session_analysis_refresh
 from observations.gateway.journal import StateJournal
-from observations.models import (
+from sessions.events import session_event_append
+from sessions.ledger.state_store import gateway_state_save
+from sessions.ledger.sync import observations_sync
+from sessions.models import (
     Fold,
     HistoryEntry,
     LedgerEntry,
     Observation,
     Payload,
     Segment,
+    Session,
+    SessionEvent,
     StateRecord,
+    Task,
 )
-from observations.services import observations_sync
-from observations.state_store import gateway_state_save
+from sessions.services.records import session_analysis_refresh
 from tests.bench.test_state_persistence import context_for, unit
 from tests.rooms.factories import make_agent, make_room, make_user
 
@@ -154,10 +156,10 @@ def test_the_room_page_with_100_sessions_of_long_history():
     results = {}
     for label, (room, sessions) in rooms.items():
         requests = {
-            "room page": (reverse("rooms:detail", args=[room.slug]), {}, None),
-            "work region (htmx)": (reverse("agents:room_tasks", args=[room.slug]), HTMX, None),
-            "totals panel (htmx)": (reverse("agents:room_totals", args=[room.slug]), HTMX, None),
-            "totals, a session's log growing": (reverse("agents:room_totals", args=[room.slug]), HTMX,
+            "room page": (reverse("room", args=[room.slug]), {}, None),
+            "work region (htmx)": (reverse("sessions:room_tasks", args=[room.slug]), HTMX, None),
+            "totals panel (htmx)": (reverse("sessions:room_totals", args=[room.slug]), HTMX, None),
+            "totals, a session's log growing": (reverse("sessions:room_totals", args=[room.slug]), HTMX,
                                                 grow_log(sessions[0])),
         }
         results[label] = {name: timed_gets(client, url, headers, before)

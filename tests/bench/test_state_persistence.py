@@ -26,12 +26,12 @@ import time
 import pytest
 from django.db import transaction
 
-from agents.models import Session, Task
 from observations.gateway.economics import LengthPrior
 from observations.gateway.journal import StateJournal, encode
 from observations.gateway.state import dump_state
-from observations.services import observations_sync
-from observations.state_store import gateway_state_read, gateway_state_save
+from sessions.ledger.state_store import gateway_state_read, gateway_state_save
+from sessions.ledger.sync import observations_sync
+from sessions.models import Session, Task
 from tests.gateway.factories import call, file_text, make_context, read_input, shell_input
 from tests.rooms.factories import make_agent, make_room, make_user
 

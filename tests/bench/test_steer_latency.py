@@ -48,10 +48,12 @@ from django.conf import settings
 from django.test import Client
 from websockets.asyncio.client import connect
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
-from agents.services import session_start, task_create
-from agents.tasks import stop_session_jobs
-from rooms.models import Message
+from agents.models import AgentProfile
+from rooms.models import Message, RoomAgent
+from sessions.models import ApprovalRule, Session, SessionEvent
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
+from sessions.tasks import stop_session_jobs
 from tests.conftest import start_daphne
 
 pytestmark = pytest.mark.bench

@@ -16,9 +16,9 @@ import time
 import pytest
 from django.db import connection
 
-from agents.models import Session, Task
-from observations.models import Blob, Observation
-from observations.selectors import STORE_SAVINGS_SQL, room_store_savings
+from observations.models import Blob
+from sessions.ledger.selectors import STORE_SAVINGS_SQL, room_store_savings
+from sessions.models import Observation, Session, Task
 from tests.rooms.factories import make_agent, make_room, make_user
 
 SESSIONS = int(os.environ.get("BENCH_STORE_SESSIONS", "100"))

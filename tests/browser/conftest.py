@@ -1,3 +1,3 @@
 """Browser tests that need real workers with their own replay folder use the agents' fixture."""
 
-from tests.agents.conftest import hub_workers  # noqa: F401
+from tests.session_fixtures import hub_workers  # noqa: F401

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from agents.models import Session
+from sessions.models import Session
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS
 from tests.browser.test_session_workspace import on_first_screen, wider_than_the_screen
 from tests.hub.test_seed_demo import printed_password, seed

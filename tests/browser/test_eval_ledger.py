@@ -10,11 +10,11 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect, sync_playwright
 
-from agents.evals.models import EvalBatch, EvalRun
+from evals.models import EvalBatch, EvalRun
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_user
 
-SCENARIO = Path(__file__).resolve().parents[2] / "agents" / "evals" / "scenarios" / "constraint-vendor.yaml"
+SCENARIO = Path(__file__).resolve().parents[2] / "evals" / "scenarios" / "constraint-vendor.yaml"
 
 
 @pytest.mark.browser

@@ -12,11 +12,14 @@ import pytest
 from django.db import transaction
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, Task
-from agents.services import approval_request, session_transition
-from tests.agents.web.conftest import session_in
+from agents.models import AgentProfile
+from rooms.models import RoomAgent
+from sessions.models import Approval, ApprovalRule, Session, Task
+from sessions.services.approvals import approval_request
+from sessions.services.lifecycle import session_transition
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
 from tests.rooms.factories import make_room, make_user
+from tests.sessions.web.conftest import session_in
 
 
 def in_thread(work) -> None:

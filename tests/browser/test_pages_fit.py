@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from agents.endpoint.keys import gateway_key_create
-from agents.models import AgentProfile, RoomAgent
-from agents.services import session_start, task_create
+from agents.models import AgentProfile
+from endpoint.keys import gateway_key_create
+from rooms.models import RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD
 from tests.browser.test_session_workspace import wider_than_the_screen
 from tests.rooms.factories import make_user

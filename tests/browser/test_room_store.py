@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from agents.models import AgentProfile, Session, Task
-from observations.services import observations_sync
+from agents.models import AgentProfile
 from rooms.services import room_create
+from sessions.ledger.sync import observations_sync
+from sessions.models import Session, Task
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.gateway.factories import call, file_text, make_context, read_input
 from tests.rooms.factories import make_user

@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent
-from agents.services import session_start, task_create
+from agents.models import AgentProfile
 from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
+from rooms.models import RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
+from sessions.models import ApprovalRule
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_user
 

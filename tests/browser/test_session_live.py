@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
-from agents.models import AgentProfile, Approval, ApprovalRule, RoomAgent, Session, SessionEvent
+from agents.models import AgentProfile
 from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
+from rooms.models import RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
+from sessions.models import Approval, ApprovalRule, Session, SessionEvent
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_user
 

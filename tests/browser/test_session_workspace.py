@@ -12,12 +12,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Locator, Page, expect, sync_playwright
 
-from agents.models import AgentProfile, RoomAgent, SessionEvent, Task
-from agents.services import approval_request
-from tests.agents.web.conftest import append, session_in
+from agents.models import AgentProfile
+from rooms.models import RoomAgent
+from sessions.models import SessionEvent, Task
+from sessions.services.approvals import approval_request
 from tests.browser.test_live_controls import in_thread
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_room, make_user
+from tests.sessions.web.conftest import append, session_in
 
 STEPS = 60
 

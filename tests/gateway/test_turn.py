@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.endpoint.feed import Exchange
 from agents.providers import CallRecord, Completion, ContextOverflow
+from endpoint.feed import Exchange
 from observations.gateway import segments
 from observations.gateway.context import ContextTooLarge
 from observations.gateway.messages import ModelTurn

@@ -5,8 +5,8 @@ from django.apps import apps
 from django.contrib import admin
 from django.test import Client
 
-from agents.models import Session, SessionEvent, Task
 from rooms import services
+from sessions.models import Session, SessionEvent, Task
 from tests.rooms.factories import make_agent, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,7 +122,7 @@ def test_a_posted_state_lease_or_json_state_does_not_change_a_session_in_the_adm
     task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
     session = Session.objects.create(task=task, agent=agent, state="running", lease_owner="worker-1",
                                      runtime_state={"calls": []}, gateway_state={"step": 3})
-    url = reverse("admin:agents_session_change", args=[session.pk])
+    url = reverse("admin:agent_sessions_session_change", args=[session.pk])
     page = client.get(url)
     assert page.status_code == 200 and 'name="state"' not in page.content.decode()
     response = client.post(url, {"state": "succeeded", "lease_owner": "", "runtime_state": "{}",
@@ -132,14 +132,14 @@ def test_a_posted_state_lease_or_json_state_does_not_change_a_session_in_the_adm
     session.refresh_from_db()
     assert (session.state, session.lease_owner, session.attempt) == ("running", "worker-1", 1)
     assert (session.runtime_state, session.gateway_state, session.analysis) == ({"calls": []}, {"step": 3}, {})
-    assert client.get(reverse("admin:agents_session_add")).status_code == 403
+    assert client.get(reverse("admin:agent_sessions_session_add")).status_code == 403
 
 
 def test_a_posted_state_does_not_decide_an_approval_in_the_admin():
     from django.urls import reverse
 
-    from agents.models import Approval
-    from agents.services import approval_request
+    from sessions.models import Approval
+    from sessions.services.approvals import approval_request
 
     client = _staff()
     owner, agent = make_user("owner"), make_agent("fixer")
@@ -147,20 +147,20 @@ def test_a_posted_state_does_not_decide_an_approval_in_the_admin():
     task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
     session = Session.objects.create(task=task, agent=agent, state="awaiting_approval")
     approval = approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "make deploy"})
-    url = reverse("admin:agents_approval_change", args=[approval.pk])
+    url = reverse("admin:agent_sessions_approval_change", args=[approval.pk])
     response = client.post(url, {"state": "approved", "always": "on", "session": session.pk, "call_id": "c1",
                                  "tool": "shell", "arguments": '{"command": "rm -rf /"}'})
     assert response.status_code == 302
     approval.refresh_from_db()
     assert (approval.state, approval.always, approval.arguments) == ("pending", False, {"command": "make deploy"})
     assert not SessionEvent.objects.filter(session=session, kind="approval.decided").exists()
-    assert client.get(reverse("admin:agents_approval_add")).status_code == 403
+    assert client.get(reverse("admin:agent_sessions_approval_add")).status_code == 403
     assert Approval.objects.get().decided_by is None
 
 
 def test_an_approval_decided_by_an_admin_action_is_recorded_and_wakes_its_session_like_the_web():
-    from agents import dispatch
-    from agents.services import approval_request
+    from sessions import dispatch
+    from sessions.services.approvals import approval_request
 
     client = _staff()
     owner, agent = make_user("owner"), make_agent("fixer")
@@ -214,8 +214,7 @@ def test_removing_a_member_in_the_admin_closes_their_open_room_page():
 
 
 def test_messages_memberships_and_room_agents_change_only_through_their_services():
-    from agents.models import RoomAgent
-    from rooms.models import Membership, Message
+    from rooms.models import Membership, Message, RoomAgent
 
     client = _staff()
     owner = make_user("owner")
@@ -278,22 +277,22 @@ def test_a_task_is_read_only_in_the_admin_its_intent_is_committed_on_the_web():
     owner = make_user("owner")
     room = make_room(owner)
     task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
-    url = reverse("admin:agents_task_change", args=[task.pk])
+    url = reverse("admin:agent_sessions_task_change", args=[task.pk])
     assert client.post(url, {"room": room.pk, "title": "Other", "objective": "do nothing"}).status_code == 302
     task.refresh_from_db()
     assert (task.title, task.objective) == ("Fix it", "make tests pass")
-    assert client.get(reverse("admin:agents_task_add")).status_code == 403
+    assert client.get(reverse("admin:agent_sessions_task_add")).status_code == 403
 
 
 def test_an_approval_rule_added_in_the_admin_passes_the_webs_checks():
     from django.urls import reverse
 
-    from agents.models import ApprovalRule
+    from sessions.models import ApprovalRule
 
     client = _staff()
     owner = make_user("owner")
     room = make_room(owner)
-    url = reverse("admin:agents_approvalrule_add")
+    url = reverse("admin:agent_sessions_approvalrule_add")
     refused = client.post(url, {"room": room.pk, "tool": "read_file", "path_glob": "", "decision": "allow",
                                 "command_prefix": "rm -rf"})
     assert refused.status_code == 200 and b"A command prefix only applies to shell." in refused.content
@@ -313,9 +312,9 @@ def test_the_gateways_records_are_read_only_in_the_admin():
 def test_staff_who_may_only_view_cannot_decide_approvals_remove_people_or_cancel_sessions():
     from django.contrib.auth.models import Permission
 
-    from agents.models import Approval
-    from agents.services import approval_request
     from rooms.models import Membership
+    from sessions.models import Approval
+    from sessions.services.approvals import approval_request
 
     viewer = make_user("auditor")
     viewer.is_staff = True
@@ -342,9 +341,9 @@ def test_staff_who_may_only_view_cannot_decide_approvals_remove_people_or_cancel
 
 
 def test_only_staff_act_as_staff_on_a_room_they_are_not_in():
-    from agents.services import approval_decide, approval_request
     from rooms.errors import RoomPermissionError
     from rooms.models import Membership
+    from sessions.services.approvals import approval_decide, approval_request
 
     owner, bob, mallory, agent = make_user("owner"), make_user("bob"), make_user("mallory"), make_agent("fixer")
     room = make_room(owner, members=[bob], agents=[agent])

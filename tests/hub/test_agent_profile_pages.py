@@ -125,7 +125,7 @@ def test_an_agent_sets_its_own_prices_and_a_negative_price_is_refused(client):
     price = agent.price_for(agent.model)
     assert price.known and price.source == "profile"
     assert not agent.price_for("openai:other-model").known  # a fallback is priced by the table only
-    page = client.get(reverse("agents:detail", args=[agent.pk])).content.decode()
+    page = client.get(reverse("sessions:agent_detail", args=[agent.pk])).content.decode()
     assert "input 0.4, cached input 0.4, cache write 0.4, output 1.6 (this profile's own)" in page
     response = client.post(reverse("agents:edit", args=[agent.pk]), {**VALID, "price_input": "-1"})
     assert "greater than or equal to 0" in response.context["form"].errors["price_input"][0]

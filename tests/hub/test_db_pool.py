@@ -44,7 +44,7 @@ async def post_chats(url: str, cookie: str, origin: str) -> list[int]:
 
 
 def serve_pages_and_frames(server, room, cookie) -> None:
-    page = f"{server.url}{reverse('rooms:detail', args=[room.slug])}"
+    page = f"{server.url}{reverse('room', args=[room.slug])}"
     for _ in range(PAGES):
         request = urllib.request.Request(page, headers={"Cookie": cookie})
         with urllib.request.urlopen(request, timeout=10) as response:

@@ -170,9 +170,10 @@ def test_below_the_minimum_free_space_healthz_says_so_and_no_session_starts(sett
     """Issue 28: at a full disk sessions failed one by one and the hub stopped. Below
     ATRIUM_MIN_FREE_MB (here: more than this disk has) /healthz names the disk and a new
     session is refused with the reason; nothing is created."""
-    from agents.models import Session
-    from agents.services import session_start, task_create
     from rooms.errors import RoomError
+    from sessions.models import Session
+    from sessions.services.lifecycle import session_start
+    from sessions.services.tasks import task_create
     from tests.rooms.factories import make_agent, make_room, make_user
 
     owner, agent = make_user("disk-owner"), make_agent("disk-agent")

@@ -20,10 +20,10 @@ from django.conf import settings
 from django.db import transaction
 from django.test import Client, override_settings
 
-from agents.events import session_event_append
-from agents.models import Session, Task
 from hub.embedded import EmbeddedRedis
 from hub.redis_options import channel_layer_host
+from sessions.events import session_event_append
+from sessions.models import Session, Task
 from tests.conftest import start_daphne
 from tests.rooms.factories import make_agent, make_room, make_user
 

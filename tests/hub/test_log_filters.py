@@ -30,7 +30,7 @@ def test_a_denied_request_is_printed_once_without_a_traceback(client, console, s
     owner, viewer = make_user(), make_user()
     room = make_room(owner, viewers=[viewer])
     client.force_login(viewer)
-    response = client.post(reverse("agents:agent_assign", args=[room.slug]), {"agent": make_agent().pk})
+    response = client.post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": make_agent().pk})
     assert response.status_code == 403
     printed = console.getvalue()
     assert printed.count(f"Forbidden (Permission denied): /rooms/{room.slug}/agents/") == 1, printed

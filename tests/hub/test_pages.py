@@ -17,8 +17,8 @@ def test_the_login_page_is_open_and_logging_in_leads_to_the_room_list():
     assert b'name="password"' in page.content
     response = client.post(reverse("login"), {"username": "ann", "password": "a long enough password"})
     assert response.status_code == 302
-    assert response["Location"] == reverse("rooms:list")
-    assert client.get(reverse("rooms:list")).status_code == 200
+    assert response["Location"] == reverse("room_list")
+    assert client.get(reverse("room_list")).status_code == 200
 
 
 def test_a_wrong_password_stays_on_the_login_page_with_an_error():
@@ -31,15 +31,15 @@ def test_a_wrong_password_stays_on_the_login_page_with_an_error():
 def test_logging_out_needs_a_post_and_ends_the_session():
     client = Client()
     client.force_login(make_user())
-    assert b'action="/logout/"' in client.get(reverse("rooms:list")).content
+    assert b'action="/logout/"' in client.get(reverse("room_list")).content
     response = client.post(reverse("logout"))
     assert response.status_code == 302
-    assert client.get(reverse("rooms:list")).status_code == 302
+    assert client.get(reverse("room_list")).status_code == 302
 
 
 def test_every_page_but_login_and_healthz_redirects_anonymous_visitors():
     client = Client()
-    for url in (reverse("rooms:list"), reverse("agents:list"), reverse("agents:create"), "/rooms/anything/"):
+    for url in (reverse("room_list"), reverse("agents:list"), reverse("agents:create"), "/rooms/anything/"):
         response = client.get(url)
         assert response.status_code == 302, url
         assert response["Location"] == f"{reverse('login')}?next={url}"

@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.runtime import confinement
+from agents import confinement
 from tests.rooms.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +22,7 @@ def page(settings):
         client = Client()
         client.force_login(make_user())
         try:
-            return client.get(reverse("rooms:list")).content.decode()
+            return client.get(reverse("room_list")).content.decode()
         finally:
             confinement.sandbox_policy.cache_clear()
 
@@ -70,7 +70,7 @@ def test_a_hub_that_may_make_no_room_groups_says_so_in_its_log(monkeypatch, tmp_
         confinement.sandbox_policy.cache_clear()
         caplog.clear()
         try:
-            with caplog.at_level("WARNING", logger="agents.runtime.confinement"):
+            with caplog.at_level("WARNING", logger="agents.confinement"):
                 confinement.sandbox_policy()
         finally:
             confinement.sandbox_policy.cache_clear()

@@ -15,23 +15,19 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import RequestFactory
 
-from agents.models import (
-    AgentProfile,
-    Approval,
-    ApprovalRule,
-    RoomAgent,
-    Session,
-    SessionEvent,
-    Task,
-)
-from agents.runtime.worker import run_session
-from agents.selectors import assignable_agents
-from agents.services import approval_decide, session_start, session_steer, task_create
+from agents.models import AgentProfile
 from hub.management.commands.seed_demo import DEMO_CHECK_COMMAND, DEMO_TEST_COMMAND, EXPLORER_NAME
-from rooms.models import Membership, Room
+from rooms.models import Membership, Room, RoomAgent
 from rooms.repository.git import git
 from rooms.repository.prepare import TemplateRepository
+from rooms.selectors import assignable_agents
 from rooms.services import room_create
+from sessions.models import Approval, ApprovalRule, Session, SessionEvent, Task
+from sessions.services.approvals import approval_decide
+from sessions.services.lifecycle import session_start
+from sessions.services.talk import session_steer
+from sessions.services.tasks import task_create
+from sessions.worker.run import run_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

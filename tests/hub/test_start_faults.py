@@ -61,7 +61,7 @@ print("RESULT" + json.dumps({{"state": s.state, "reason": s.reason, "last_seq": 
                               "steps": steps.read_text() if steps.exists() else ""}}))
 """
 
-# A counting session (tests.agents.runtime.test_database_faults.counting_agent) in a hub
+# A counting session (tests.sessions.runtime.test_database_faults.counting_agent) in a hub
 # of `start`, and where it stands.
 COUNTING = """
 import json
@@ -70,7 +70,7 @@ from django.contrib.auth import get_user_model
 from agents.services import session_start, task_create
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
-from tests.agents.runtime.test_database_faults import counting_agent
+from tests.sessions.runtime.test_database_faults import counting_agent
 user = get_user_model().objects.create_user("counter")
 room = room_create(owner=user, name="Counting", source=TemplateRepository(Path("hub/demo_repo")), check_command="")
 agent = counting_agent(room, {steps})

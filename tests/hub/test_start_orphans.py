@@ -31,7 +31,7 @@ def test_a_killed_supervisor_takes_its_children_along_and_start_comes_up_again(t
         first.wait(lambda: len(first.counted(session)["lines"]) >= 3, 120, "the session to be under way")
         time.sleep(4)  # a sweep or two (every 3 s)
         log = first.log_path.read_text(errors="replace")
-        assert "Task agents.tasks.sweep_sessions[" not in log and "Sending due task" not in log  # issue 30: sweeps buried it
+        assert "Task sessions.tasks.sweep_sessions[" not in log and "Sending due task" not in log  # issue 30: sweeps buried it
         children = [pid for pid in first.pids().values() if pid]
         assert len(children) == 5  # redis, daphne, worker, sweeper, beat
         os.kill(first.process.pid, signal.SIGKILL)  # the supervisor alone, as an OOM kill does

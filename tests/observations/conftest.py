@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.models import AgentProfile, Session, Task
+from agents.models import AgentProfile
 from rooms.services import room_create
+from sessions.models import Session, Task
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from observations.gateway.state import dump_state
-from observations.services import observations_sync
+from sessions.ledger.sync import observations_sync
 from tests.gateway.factories import call, file_text, make_context, read_input
 
 
@@ -29,7 +29,7 @@ def session_with_folds(make_session):
 def test_the_ledger_page_shows_each_observation_each_fold_and_the_totals(client, owner, session_with_folds):
     session, ctx = session_with_folds
     client.force_login(owner)
-    response = client.get(reverse("agents:ledger", args=[session.pk]))
+    response = client.get(reverse("sessions:ledger", args=[session.pk]))
     assert response.status_code == 200
     html = response.content.decode()
     assert html.count('class="obs obs--') == len(ctx.observations)
@@ -47,21 +47,21 @@ def test_the_ledger_is_only_visible_inside_its_room(client, session_with_folds):
     session, _ = session_with_folds
     stranger = get_user_model().objects.create_user("stranger", password="pw-stranger-1")
     client.force_login(stranger)
-    assert client.get(reverse("agents:ledger", args=[session.pk])).status_code == 404
+    assert client.get(reverse("sessions:ledger", args=[session.pk])).status_code == 404
     client.logout()
-    response = client.get(reverse("agents:ledger", args=[session.pk]))
+    response = client.get(reverse("sessions:ledger", args=[session.pk]))
     assert response.status_code == 302 and "/login/" in response["Location"]
 
 
 @pytest.mark.django_db
 def test_an_observations_text_is_readable_inside_its_room_only(client, owner, session_with_folds):
     session, ctx = session_with_folds
-    url = reverse("agents:observation", args=[session.pk, 3])
+    url = reverse("sessions:observation", args=[session.pk, 3])
     client.force_login(owner)
     response = client.get(url)
     assert response.status_code == 200
     assert ctx.observations[3].source.text.splitlines()[0] in response.content.decode()
-    assert client.get(reverse("agents:observation", args=[session.pk, 999])).status_code == 404
+    assert client.get(reverse("sessions:observation", args=[session.pk, 999])).status_code == 404
     client.force_login(get_user_model().objects.create_user("outsider", password="pw-outsider-1"))
     assert client.get(url).status_code == 404
 
@@ -74,7 +74,7 @@ def test_each_evicted_observation_shows_the_receipt_the_model_saw(client, owner,
 
     session, ctx = session_with_folds
     client.force_login(owner)
-    html = client.get(reverse("agents:ledger", args=[session.pk])).content.decode()
+    html = client.get(reverse("sessions:ledger", args=[session.pk])).content.decode()
     receipts = html[html.index('id="ledger-receipts"'):]
     evicted = [o for o in ctx.observations if o.state is ObsState.RECEIPTED]
     assert evicted and receipts.count('class="receipt"') == len(evicted)
@@ -89,9 +89,9 @@ def test_each_evicted_observation_shows_the_receipt_the_model_saw(client, owner,
 def test_each_fold_shows_what_it_kept_out_of_the_requests_since(client, owner, session_with_folds):
     from decimal import Decimal
 
-    from agents.models import ProviderCall
     from observations.gateway.economics import CacheEconomics
     from observations.gateway.prices import format_usd
+    from sessions.models import ProviderCall
 
     session, ctx = session_with_folds
     agent = session.agent
@@ -100,7 +100,7 @@ def test_each_fold_shows_what_it_kept_out_of_the_requests_since(client, owner, s
     for step in range(1, ctx.step + 2):
         ProviderCall.objects.create(session=session, step=step, model=session.agent.model)
     client.force_login(owner)
-    html = client.get(reverse("agents:ledger", args=[session.pk])).content.decode()
+    html = client.get(reverse("sessions:ledger", args=[session.pk])).content.decode()
     for fold in ctx.folds:
         since = ctx.step + 1 - fold.step  # the requests of steps fold.step+1 … ctx.step+1
         row = html[html.index(f'id="fold-{fold.number}"'):]

@@ -8,15 +8,15 @@ import hashlib
 import pytest
 from django.contrib.auth import get_user_model
 
-from agents.models import AgentProfile, Session, Task
-from agents.runtime.memory import DatabaseMemory
+from agents.models import AgentProfile
 from agents.tools.memory import AmbiguousRef, history_search, recall
 from agents.tools.outcome import ToolError
 from observations.blobs import blob_put
 from observations.gateway.segments import HistoryItem
-from observations.history import history_record
-from observations.models import HistoryEntry, Observation, Payload, Segment
 from rooms.models import Room
+from sessions.ledger.history import history_record
+from sessions.models import HistoryEntry, Observation, Payload, Segment, Session, Task
+from sessions.worker.memory import DatabaseMemory
 
 
 def sha(text: str) -> str:

@@ -8,8 +8,8 @@ import pytest
 
 from observations.gateway.economics import CacheEconomics
 from observations.gateway.journal import StateJournal
-from observations.models import Observation
-from observations.services import observations_sync
+from sessions.ledger.sync import observations_sync
+from sessions.models import Observation
 from tests.gateway.factories import call, file_text, make_context, read_input
 
 pytestmark = pytest.mark.django_db

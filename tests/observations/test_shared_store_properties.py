@@ -21,16 +21,16 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agents.models import Session
 from observations.blobs import blob_texts
 from observations.gateway.budget import Budget
 from observations.gateway.journal import StateJournal
 from observations.gateway.messages import serialize_request
 from observations.gateway.state import load_state
-from observations.history import recall_lookup
-from observations.models import Blob, Observation, StateRecord
-from observations.services import observations_sync
-from observations.state_store import gateway_state_read, gateway_state_save
+from observations.models import Blob
+from sessions.ledger.history import recall_lookup
+from sessions.ledger.state_store import gateway_state_read, gateway_state_save
+from sessions.ledger.sync import observations_sync
+from sessions.models import Observation, Session, StateRecord
 from tests.gateway.factories import (
     TOOLS,
     call,
@@ -76,7 +76,7 @@ def markers(text: str) -> set[int]:
 
 
 class Worker:
-    """One session's unit of work, persisted the way agents.runtime.worker commits it."""
+    """One session's unit of work, persisted the way sessions.worker.run commits it."""
 
     def __init__(self, session: Session) -> None:
         self.session, self.calls = session, 0

@@ -12,14 +12,14 @@ from django.test.utils import CaptureQueriesContext
 
 from observations.gateway.journal import StateJournal
 from observations.gateway.state import dump_state, load_state
-from observations.models import Observation, StateRecord
-from observations.services import observations_sync
-from observations.state_store import (
+from sessions.ledger.state_store import (
     StateRecordsBroken,
     gateway_state_read,
     gateway_state_save,
     session_gateway_state,
 )
+from sessions.ledger.sync import observations_sync
+from sessions.models import Observation, StateRecord
 from tests.gateway.factories import (
     TOOLS,
     call,

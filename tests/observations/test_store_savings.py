@@ -9,17 +9,17 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.models import Session
-from observations.models import Blob, Observation
-from observations.selectors import (
+from observations.models import Blob
+from rooms.models import Room
+from rooms.services import room_create
+from sessions.ledger.selectors import (
     STORE_SAVINGS_SQL,
     StoreSavings,
     room_store_savings,
     store_savings_of,
 )
-from observations.services import observations_sync
-from rooms.models import Room
-from rooms.services import room_create
+from sessions.ledger.sync import observations_sync
+from sessions.models import Observation, Session
 from tests.gateway.factories import call, file_text, make_context, read_input, shell_input
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_a_room_without_sessions_saves_nothing_and_its_panel_says_so(owner):
     assert room_store_savings(room.pk) == StoreSavings()
     client = Client()
     client.force_login(owner)
-    response = client.get(reverse("rooms:store", args=[room.slug]))
+    response = client.get(reverse("sessions:room_store", args=[room.slug]))
     assert response.status_code == 200
     assert b"No tool results yet" in response.content
     assert b"data-figure" not in response.content
@@ -87,8 +87,8 @@ def test_a_room_without_sessions_saves_nothing_and_its_panel_says_so(owner):
 def test_the_room_page_loads_the_panel_that_shows_the_figures(known_room, owner):
     client = Client()
     client.force_login(owner)
-    page = client.get(reverse("rooms:detail", args=[known_room.slug])).content.decode()
-    url = reverse("rooms:store", args=[known_room.slug])
+    page = client.get(reverse("room", args=[known_room.slug])).content.decode()
+    url = reverse("sessions:room_store", args=[known_room.slug])
     assert 'id="room-store"' in page and f'hx-get="{url}"' in page and "load, session-changed" in page
 
     panel = client.get(url, HTTP_HX_REQUEST="true").content.decode()
@@ -122,7 +122,7 @@ def test_people_outside_the_room_get_no_panel(known_room, django_user_model):
     stranger = django_user_model.objects.create_user("stranger", password="pw-stranger-1")
     client = Client()
     client.force_login(stranger)
-    assert client.get(reverse("rooms:store", args=[known_room.slug])).status_code == 404
+    assert client.get(reverse("sessions:room_store", args=[known_room.slug])).status_code == 404
 
 
 # Rows: (session 0-3, blob 0-5), in the order they were stored; blob n has n*100+1 bytes.

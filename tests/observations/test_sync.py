@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from observations.models import Fold, LedgerEntry, Observation
-from observations.services import (
-    calibration_load,
-    calibration_save,
-    observations_sync,
-    room_cache_lookup,
-)
+from observations.calibration import calibration_load, calibration_save
+from sessions.ledger.sync import observations_sync, room_cache_lookup
+from sessions.models import Fold, LedgerEntry, Observation
 from tests.gateway.factories import call, file_text, make_context, read_input
 
 

@@ -9,11 +9,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 
 from agents.models import AgentProfile
-from agents.services import agent_assign
 from rooms.models import Membership, Room
 from rooms.repository.git import git
 from rooms.repository.prepare import RepositorySource
-from rooms.services import membership_add, room_create
+from rooms.services import agent_assign, membership_add, room_create
 
 _numbers = itertools.count(1)
 

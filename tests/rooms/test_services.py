@@ -12,7 +12,6 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
-from agents import services as agent_services
 from rooms import events, services
 from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room
@@ -243,17 +242,17 @@ def test_members_assign_and_unassign_agents_and_viewers_cannot():
     agent = make_agent("fixer")
     room = make_room(owner, members=[member], viewers=[viewer])
     with pytest.raises(RoomError) as refused:
-        agent_services.agent_assign(room=room, actor=viewer, agent=agent)
+        services.agent_assign(room=room, actor=viewer, agent=agent)
     assert refused.value.code == "forbidden"
-    agent_services.agent_assign(room=room, actor=member, agent=agent)
+    services.agent_assign(room=room, actor=member, agent=agent)
     with pytest.raises(RoomError, match="already assigned"):
-        agent_services.agent_assign(room=room, actor=owner, agent=agent)
+        services.agent_assign(room=room, actor=owner, agent=agent)
     with pytest.raises(RoomError):
-        agent_services.agent_unassign(room=room, actor=viewer, agent_id=agent.pk)
-    agent_services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+        services.agent_unassign(room=room, actor=viewer, agent_id=agent.pk)
+    services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
     assert not room.room_agents.exists()
     with pytest.raises(RoomError) as missing:
-        agent_services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
+        services.agent_unassign(room=room, actor=member, agent_id=agent.pk)
     assert missing.value.code == "unknown_agent"
 
 
@@ -397,8 +396,8 @@ def test_a_steer_is_delivered_once_and_the_room_hears_about_it():
     room = make_room(owner, agents=[agent])
     steer = services.message_post(room=room, author=owner, kind="steer", text="focus on tests", agent=agent)
     receive = listen(room)
-    assert services.message_mark_delivered(message=steer, session=None) is True
-    assert services.message_mark_delivered(message=Message.objects.get(pk=steer.pk), session=None) is False
+    assert services.message_mark_delivered(message=steer) is True
+    assert services.message_mark_delivered(message=Message.objects.get(pk=steer.pk)) is False
     steer.refresh_from_db()
     assert steer.delivered_at is not None
     event = receive()
@@ -414,4 +413,4 @@ def test_only_steers_are_delivered():
     room = make_room(owner)
     chat = services.message_post(room=room, author=owner, kind="chat", text="hi")
     with pytest.raises(RoomError, match="Only steers"):
-        services.message_mark_delivered(message=chat, session=None)
+        services.message_mark_delivered(message=chat)

@@ -1,24 +1,26 @@
-"""Rooms tells agents of its events through rooms.signals, never by importing agents;
-agents answers from AgentsConfig.ready (agents/receivers.py)."""
+"""Rooms tells sessions of its events through rooms.signals, never by importing sessions;
+sessions answers from SessionsConfig.ready (sessions/receivers.py). Rooms asks nobody
+anything: which agents a room has is its own (RoomAgent), and the room list's session
+counts are added by the page that shows them (hub.pages)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 
-from agents import dispatch, tasks
 from rooms import signals
 from rooms.errors import RoomError
 from rooms.models import Room
-from rooms.selectors import rooms_for_user
+from rooms.selectors import room_agent_for, rooms_for_user
 from rooms.services import membership_remove, message_post
+from sessions import dispatch, tasks
 from tests.rooms.factories import make_agent, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.mark.parametrize("signal", ["message_posted", "member_removed", "steer_target", "room_list_annotations"])
-def test_agents_answers_every_signal_rooms_sends(signal):
+@pytest.mark.parametrize("signal", ["message_posted", "member_removed"])
+def test_sessions_answers_every_signal_rooms_sends(signal):
     assert getattr(signals, signal).has_listeners()
 
 
@@ -54,23 +56,26 @@ def test_a_removal_reaches_receivers_with_the_room_and_the_person():
     assert heard == [(room.pk, member.pk)]
 
 
-def test_a_steer_reaches_only_an_agent_agents_says_is_assigned_to_the_room():
+def test_a_steer_reaches_only_an_agent_assigned_to_the_room():
     owner = make_user()
     assigned, elsewhere = make_agent(), make_agent()
     room = make_room(owner, agents=[assigned])
-    assert signals.assigned_agent(room, assigned.pk) == assigned
-    assert signals.assigned_agent(room, elsewhere.pk) is None
+    assert room_agent_for(room, assigned.pk).agent == assigned
+    assert room_agent_for(room, elsewhere.pk) is None
     with pytest.raises(RoomError) as refused:
         message_post(room=room, author=owner, kind="steer", text="stop", agent=elsewhere)
     assert refused.value.code == "unknown_agent"
 
 
-def test_the_room_list_carries_what_agents_adds():
+def test_the_room_list_carries_what_sessions_adds(client):
     owner = make_user()
     make_room(owner, agents=[make_agent(), make_agent()])
     (room,) = rooms_for_user(owner)
-    assert (room.member_count, room.agent_count, room.sessions_running) == (1, 2, 0)
-    assert isinstance(room, Room)
+    assert room.member_count == 1 and not hasattr(room, "agent_count")
+    client.force_login(owner)
+    (listed,) = client.get("/").context["rooms"]
+    assert (listed.member_count, listed.agent_count, listed.sessions_running) == (1, 2, 0)
+    assert isinstance(listed, Room)
 
 
 def test_services_send_tasks_by_the_names_the_tasks_are_registered_under():

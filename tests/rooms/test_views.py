@@ -6,9 +6,9 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from agents.models import Session, Task
 from rooms import services
 from rooms.models import Membership, Message, Room
+from sessions.models import Session, Task
 from tests.rooms.factories import make_agent, make_git_repo, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,9 +39,9 @@ def repo_folders() -> set[str]:
 def test_every_room_page_needs_a_login(client):
     room = make_room(make_user())
     for url in (
-        reverse("rooms:list"),
+        reverse("room_list"),
         reverse("rooms:create"),
-        reverse("rooms:detail", args=[room.slug]),
+        reverse("room", args=[room.slug]),
         reverse("rooms:messages", args=[room.slug]) + "?before=5",
     ):
         response = client.get(url)
@@ -55,7 +55,7 @@ def test_the_room_list_shows_only_my_rooms_with_counts_and_badges(login):
     make_room(other, "Not mine")
     task = Task.objects.create(room=mine, title="t", objective="o")
     Session.objects.create(task=task, agent=mine.room_agents.first().agent, state=Session.State.AWAITING_APPROVAL)
-    response = login(me).get(reverse("rooms:list"))
+    response = login(me).get(reverse("room_list"))
     assert response.status_code == 200
     rooms = list(response.context["rooms"])
     assert [r.name for r in rooms] == ["Mine"]
@@ -73,7 +73,7 @@ def test_creating_a_room_on_the_web_opens_it(login):
     )
     room = Room.objects.get(name="Web room")
     assert response.status_code == 302
-    assert response["Location"] == reverse("rooms:detail", args=[room.slug])
+    assert response["Location"] == reverse("room", args=[room.slug])
     assert Path(room.repo_path).is_dir()
 
 
@@ -131,7 +131,7 @@ def test_a_clone_path_with_a_nul_character_gets_one_error_not_two(login):
 def test_a_room_page_is_a_404_for_non_members(login):
     room = make_room(make_user())
     client = login(make_user())
-    assert client.get(reverse("rooms:detail", args=[room.slug])).status_code == 404
+    assert client.get(reverse("room", args=[room.slug])).status_code == 404
     assert client.get(reverse("rooms:messages", args=[room.slug]) + "?before=9").status_code == 404
     assert client.post(reverse("rooms:member_add", args=[room.slug]), {"username": "x"}).status_code == 404
 
@@ -142,7 +142,7 @@ def test_the_room_page_shows_the_newest_page_and_older_pages_load_upwards(login)
     for i in range(60):
         services.message_post(room=room, author=me, kind="chat", text=f"message {i:02d}")
     client = login(me)
-    page = client.get(reverse("rooms:detail", args=[room.slug]))
+    page = client.get(reverse("room", args=[room.slug]))
     history = page.context["history"]
     assert [m.seq for m in history] == list(range(12, 62))  # the newest 50, oldest first
     assert page.context["has_older"] and page.context["last_seq"] == 61
@@ -163,11 +163,11 @@ def test_the_room_page_shows_the_newest_page_and_older_pages_load_upwards(login)
 def test_viewers_get_no_message_box_and_no_management_forms(login):
     owner, viewer = make_user("owner"), make_user("viewer")
     room = make_room(owner, viewers=[viewer])
-    html = login(viewer).get(reverse("rooms:detail", args=[room.slug])).content.decode()
+    html = login(viewer).get(reverse("room", args=[room.slug])).content.decode()
     assert 'id="composer"' not in html
     assert "You are a viewer" in html
     assert reverse("rooms:member_add", args=[room.slug]) not in html
-    assert reverse("agents:agent_assign", args=[room.slug]) not in html
+    assert reverse("rooms:agent_assign", args=[room.slug]) not in html
 
 
 def test_an_owner_adds_a_member_with_htmx_and_gets_the_people_panel_back(login):
@@ -196,7 +196,7 @@ def test_without_htmx_the_member_form_redirects_back_with_a_message(login):
     response = login(owner).post(
         reverse("rooms:member_add", args=[room.slug]), {"username": "ghost", "role": "member"}, follow=True
     )
-    assert response.redirect_chain[-1][0] == reverse("rooms:detail", args=[room.slug])
+    assert response.redirect_chain[-1][0] == reverse("room", args=[room.slug])
     assert "no user named" in response.content.decode()
 
 
@@ -208,7 +208,7 @@ def test_a_member_cannot_manage_people_and_a_viewer_cannot_assign_agents(login):
         reverse("rooms:member_add", args=[room.slug]), {"username": viewer.username, "role": "owner"}, **HTMX
     ).status_code == 403
     assert login(member).post(reverse("rooms:member_remove", args=[room.slug, viewer.pk])).status_code == 403
-    assert login(viewer).post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}).status_code == 403
+    assert login(viewer).post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}).status_code == 403
     assert Membership.objects.get(room=room, user=viewer).role == "viewer"
     assert not room.room_agents.exists()
 
@@ -218,7 +218,7 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     agent = make_agent("fixer")
     room = make_room(owner, members=[member])
     client = login(member)
-    response = client.post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
+    response = client.post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="agents"')
     assert 'id="composer-target" aria-label="Send to" hx-swap-oob="true"' in html
@@ -227,7 +227,7 @@ def test_a_member_assigns_an_agent_and_the_message_box_learns_it(login):
     assert room.room_agents.get().agent == agent
     assert response["HX-Trigger"] == "room-agents-changed"  # the panels naming the room's agents reload
 
-    response = client.post(reverse("agents:agent_unassign", args=[room.slug, agent.pk]), **HTMX)
+    response = client.post(reverse("rooms:agent_unassign", args=[room.slug, agent.pk]), **HTMX)
     assert "No agent is assigned" in response.content.decode()
     assert response["HX-Trigger"] == "room-agents-changed"
     assert not room.room_agents.exists()
@@ -238,7 +238,7 @@ def test_the_agents_panel_reload_is_for_the_rooms_people_only(login):
     owner, viewer, stranger = make_user(), make_user(), make_user()
     agent = make_agent("fixer")
     room = make_room(owner, viewers=[viewer], agents=[agent])
-    url = reverse("agents:agents_panel", args=[room.slug])
+    url = reverse("rooms:agents_panel", args=[room.slug])
     assert login(stranger).get(url, **HTMX).status_code == 404
     html = login(viewer).get(url, **HTMX).content.decode()
     assert "fixer" in html and "<form" not in html  # read-only: no assign, no unassign
@@ -251,7 +251,7 @@ def test_assigning_an_agent_twice_is_a_form_error_not_a_crash(login):
     owner = make_user()
     agent = make_agent()
     room = make_room(owner, agents=[agent])
-    response = login(owner).post(reverse("agents:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
+    response = login(owner).post(reverse("rooms:agent_assign", args=[room.slug]), {"agent": agent.pk}, **HTMX)
     assert response.status_code == 200
     assert "Select a valid choice" in response.content.decode()
     assert room.room_agents.count() == 1
@@ -270,4 +270,4 @@ def test_rooms_without_a_slug_is_the_room_list(client):
     """Issue 30: /rooms/ was a 404."""
     client.force_login(make_user())
     response = client.get("/rooms/")
-    assert response.status_code == 301 and response["Location"] == reverse("rooms:list")
+    assert response.status_code == 301 and response["Location"] == reverse("room_list")

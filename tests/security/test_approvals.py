@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.runtime.approvals import ALLOW, ASK, DENY, Rule, always_rule, decide
 from observations.shell import read_line
+from sessions.runtime.approvals import ALLOW, ASK, DENY, Rule, always_rule, decide
 
 DENY_RM = Rule(DENY, "shell", command_prefix="rm")
 
@@ -132,7 +132,7 @@ def test_always_covers_exactly_what_the_card_says(line, covers, refuses):
 
 
 def test_the_card_describes_exact_lines_and_what_a_line_runs():
-    from agents.runtime.approvals import describe_line
+    from sessions.runtime.approvals import describe_line
 
     approved = always_rule("shell", {"command": "timeout 60 python3 -m pytest -q"})
     assert approved.describe() == "`shell` running exactly `timeout 60 python3 -m pytest -q` again, nothing else"

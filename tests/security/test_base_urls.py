@@ -12,12 +12,12 @@ import uuid
 import pytest
 from django.core.exceptions import ValidationError
 
-from agents.endpoint.upstream import relay
-from agents.endpoint.wire import WireError
 from agents.models import AgentProfile
 from agents.providers import ProviderError, RetryPolicy
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import UpstreamEndpoint, provider_for
+from endpoint.upstream import relay
+from endpoint.wire import WireError
 from tests.agents.providers.requests import session_request
 from tests.agents.providers.wire_server import load_fixture
 from tests.rooms.factories import make_user

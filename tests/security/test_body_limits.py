@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from agents.endpoint.wire import MAX_BODY_BYTES
+from endpoint.wire import MAX_BODY_BYTES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

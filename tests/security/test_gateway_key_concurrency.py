@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from agents.endpoint.keys import gateway_key_create
-from tests.agents.endpoint.conftest import UPSTREAM_KEY, owner, wire  # noqa: F401 - the endpoint tests' fixtures
+from endpoint.keys import gateway_key_create
 from tests.conftest import start_daphne
+from tests.endpoint.conftest import UPSTREAM_KEY, owner, wire  # noqa: F401 - the endpoint tests' fixtures
 from tests.rooms.factories import make_agent, make_room
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, Session, SessionEvent
-from agents.services import session_start, task_create
+from agents.models import AgentProfile
+from agents.tools.beneath import PathRefused
 from agents.tools.outcome import ToolError
 from rooms.errors import RoomError
-from rooms.repository.beneath import PathRefused
+from rooms.models import RoomAgent
 from rooms.repository.git import git
 from rooms.repository.intent import intent_read, intent_relpath
 from rooms.repository.prepare import BundleRepository, TemplateRepository
@@ -34,8 +34,11 @@ from rooms.repository.worktrees import (
     worktree_merge,
 )
 from rooms.services import room_create
-from tests.agents.runtime.test_workers import ended, wait_for
+from sessions.models import ApprovalRule, Session, SessionEvent
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.rooms.factories import make_user
+from tests.sessions.runtime.test_workers import ended, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

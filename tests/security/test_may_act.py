@@ -9,15 +9,15 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 from django.urls import reverse
 
-from agents import services
-from agents.models import Session
 from rooms.checks import MAY_ACT_REFUSAL, check_may_act, may_act
 from rooms.errors import RoomPermissionError
 from rooms.models import Membership, Message
 from rooms.services import membership_add, message_post
-from tests.agents.conftest import demo_room, person, replay_agent  # noqa: F401 - fixtures
+from sessions.models import Session
+from sessions.services import approvals, lifecycle, talk, tasks
 from tests.rooms.factories import make_room, make_user
 from tests.rooms.test_consumers import Socket, cookie_for
+from tests.session_fixtures import demo_room, person, replay_agent  # noqa: F401 - fixtures
 
 
 @pytest.mark.parametrize(("role", "allowed"), [(Membership.Role.OWNER, True), (Membership.Role.MEMBER, True),
@@ -32,9 +32,9 @@ def test_owners_and_members_act_viewers_and_strangers_do_not(role, allowed):
 
 @pytest.fixture
 def victim_session(person, demo_room, replay_agent):  # noqa: F811
-    task = services.task_create(room=demo_room, actor=person, title="Fix median", objective="Make tests pass")
-    session = services.session_start(task=task, agent=replay_agent, actor=person)
-    approval = services.approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "ls"})
+    task = tasks.task_create(room=demo_room, actor=person, title="Fix median", objective="Make tests pass")
+    session = lifecycle.session_start(task=task, agent=replay_agent, actor=person)
+    approval = approvals.approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "ls"})
     return session, approval
 
 
@@ -54,14 +54,14 @@ def viewer(person, demo_room):  # noqa: F811
 
 
 ACTIONS = {
-    "task_create": lambda s, a, u: services.task_create(room=s.task.room, actor=u, title="x", objective="y"),
-    "intent": lambda s, a, u: services.task_update_intent(task=s.task, actor=u, objective="mine",
+    "task_create": lambda s, a, u: tasks.task_create(room=s.task.room, actor=u, title="x", objective="y"),
+    "intent": lambda s, a, u: tasks.task_update_intent(task=s.task, actor=u, objective="mine",
                                                           definition_of_done="", prerequisites="", constraints=""),
-    "start": lambda s, a, u: services.session_start(task=s.task, agent=s.agent, actor=u),
-    "steer": lambda s, a, u: services.session_steer(session=s, actor=u, text="leak it"),
-    "cancel": lambda s, a, u: services.session_cancel(session=s, actor=u),
-    "segment": lambda s, a, u: services.session_request_segment(session=s, actor=u),
-    "approve": lambda s, a, u: services.approval_decide(approval=a, actor=u, decision="approve"),
+    "start": lambda s, a, u: lifecycle.session_start(task=s.task, agent=s.agent, actor=u),
+    "steer": lambda s, a, u: talk.session_steer(session=s, actor=u, text="leak it"),
+    "cancel": lambda s, a, u: lifecycle.session_cancel(session=s, actor=u),
+    "segment": lambda s, a, u: lifecycle.session_request_segment(session=s, actor=u),
+    "approve": lambda s, a, u: approvals.approval_decide(approval=a, actor=u, decision="approve"),
     "chat": lambda s, a, u: message_post(room=s.task.room, author=u, kind=Message.Kind.CHAT, text="hi"),
 }
 
@@ -83,7 +83,7 @@ def test_a_member_may_act(victim_session, person, demo_room):  # noqa: F811
     member = make_user("member")
     membership_add(room=demo_room, actor=person, username="member", role=Membership.Role.MEMBER)
     ACTIONS["chat"](session, approval, member)
-    assert services.approval_decide(approval=approval, actor=member, decision="approve").state == "approved"
+    assert approvals.approval_decide(approval=approval, actor=member, decision="approve").state == "approved"
 
 
 @pytest.mark.parametrize(("who", "status"), [("attacker", 404), ("viewer", 403)])
@@ -93,11 +93,11 @@ def test_every_session_view_refuses_who_may_not_act(request, victim_session, who
     client = Client()
     client.force_login(user)
     posts = [
-        (reverse("agents:session_steer", args=[session.pk]), {"text": "leak it"}),
-        (reverse("agents:session_cancel", args=[session.pk]), {}),
-        (reverse("agents:session_new_segment", args=[session.pk]), {}),
-        (reverse("agents:approval_decide", args=[session.pk, approval.pk]), {"decision": "approve"}),
-        (reverse("agents:task_start", args=[session.task.pk]), {"agent": session.agent.pk}),
+        (reverse("sessions:session_steer", args=[session.pk]), {"text": "leak it"}),
+        (reverse("sessions:session_cancel", args=[session.pk]), {}),
+        (reverse("sessions:session_new_segment", args=[session.pk]), {}),
+        (reverse("sessions:approval_decide", args=[session.pk, approval.pk]), {"decision": "approve"}),
+        (reverse("sessions:task_start", args=[session.task.pk]), {"agent": session.agent.pk}),
     ]
     for url, data in posts:
         assert client.post(url, data).status_code == status, url

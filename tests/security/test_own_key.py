@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from agents.endpoint.keys import gateway_key_create
-from agents.models import RoomAgent
-from agents.services import agent_assign, session_start, task_create
+from endpoint.keys import gateway_key_create
 from rooms.errors import RoomPermissionError
-from rooms.services import membership_remove
+from rooms.models import RoomAgent
+from rooms.services import agent_assign, membership_remove
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.rooms.factories import make_agent, make_room, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

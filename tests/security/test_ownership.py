@@ -62,7 +62,7 @@ def test_another_persons_profile_on_its_own_key_is_listed_never_spent_and_its_ke
     assert "Victim&#x27;s fixer" in listing and "sk-victim-secret" not in listing
     assert reverse("agents:edit", args=[victims_agent.pk]) not in listing
     assert "victim" in listing  # who it belongs to
-    detail = client.get(reverse("agents:detail", args=[victims_agent.pk])).content.decode()
+    detail = client.get(reverse("sessions:agent_detail", args=[victims_agent.pk])).content.decode()
     assert "only its creator (or staff) can change it" in detail and "sk-victim-secret" not in detail
     assert reverse("agents:edit", args=[victims_agent.pk]) not in detail
 
@@ -82,12 +82,13 @@ def test_staff_may_manage_every_profile(victims_agent):
 
 
 def test_the_service_refuses_a_non_owner_whatever_the_form_says(maker, victims_agent):
+    from django.core.exceptions import PermissionDenied
+
     from agents.services import agent_profile_save
-    from rooms.errors import RoomPermissionError
 
     victims_agent.base_url = "https://attacker.example/v1"
     victims_agent.created_by = maker  # a tampered copy cannot hand the profile over
-    with pytest.raises(RoomPermissionError):
+    with pytest.raises(PermissionDenied):
         agent_profile_save(profile=victims_agent, actor=maker)
     victims_agent.refresh_from_db()
     assert victims_agent.base_url == "" and victims_agent.created_by.username == "victim"

@@ -18,18 +18,18 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from agents.models import ApprovalRule, Session, SessionEvent
-from agents.runtime.confinement import room_uid
+from agents.confinement import room_uid
 from agents.tools import ToolBox, WorktreeFull
 from agents.tools.disk import disk_usage
 from agents.tools.sandbox import Limits, interpreter_policy
 from rooms.repository.git import git
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
-from tests.agents.runtime.test_workers import ended, wait_for
+from sessions.models import ApprovalRule, Session, SessionEvent
 from tests.agents.tools.conftest import call
 from tests.rooms.factories import make_user
 from tests.security.test_hostile_repository import _replay_session, attacker_repo
+from tests.sessions.runtime.test_workers import ended, wait_for
 
 MB = 1 << 20
 LIMIT = 48 * MB

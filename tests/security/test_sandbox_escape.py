@@ -18,13 +18,16 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from agents.models import AgentProfile, ApprovalRule, RoomAgent, SessionEvent
-from agents.runtime.confinement import room_uid
-from agents.services import session_start, task_create
+from agents.confinement import room_uid
+from agents.models import AgentProfile
+from rooms.models import RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
-from tests.agents.runtime.test_workers import ended, wait_for
+from sessions.models import ApprovalRule, SessionEvent
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from tests.rooms.factories import make_user
+from tests.sessions.runtime.test_workers import ended, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,9 +13,9 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 
-from agents.models import Session, Task
 from hub.asgi import application
 from hub.origins import origin_allowed
+from sessions.models import Session, Task
 from tests.rooms.factories import make_agent, make_room, make_user
 from tests.rooms.test_consumers import cookie_for
 

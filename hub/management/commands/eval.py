@@ -1,6 +1,6 @@
 """`manage.py eval <scenarios…>`: long-session evals through the real runtime.
 
-    python manage.py eval agents/evals/scenarios/*.yaml            # scripted model, request checks
+    python manage.py eval evals/scenarios/*.yaml            # scripted model, request checks
     python manage.py eval SCENARIOS --model openai:gpt-4.1 --runs 3  # a real model: behaviour too
     python manage.py eval compare A B                               # two eval batches, by scenario
 
@@ -23,13 +23,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from agents.evals.ledger import eval_compare
-from agents.evals.models import EvalBatch, EvalRun
-from agents.evals.runner import ScenarioRun, dumps, run_scenarios, run_summary, skipped_run
-from agents.evals.scenario import ScenarioError, load_scenario
-from agents.evals.workers import EvalWorker
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.factory import check_model_spec, parse_spec
+from evals.ledger import eval_compare
+from evals.models import EvalBatch, EvalRun
+from evals.runner import ScenarioRun, dumps, run_scenarios, run_summary, skipped_run
+from evals.scenario import ScenarioError, load_scenario
+from evals.workers import EvalWorker
 from hub.embedded import EmbeddedRedis
 from observations.gateway.model_spec import REMOTE_KINDS
 

@@ -28,21 +28,15 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand
 
-from agents.models import (
-    AgentProfile,
-    ApprovalRule,
-    Decision,
-    EvictionPolicy,
-    RoomAgent,
-    Session,
-    Task,
-)
-from agents.runtime import states
-from agents.services import session_start, task_create
+from agents.models import AgentProfile, EvictionPolicy
 from observations.gateway.prices import price_for
-from rooms.models import Membership, Room
+from rooms.models import Membership, Room, RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
+from sessions.models import ApprovalRule, Decision, Session, Task
+from sessions.runtime import states
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 
 DEMO_USERNAME = "demo"
 DEMO_ROOM_NAME = "Demo"

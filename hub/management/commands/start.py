@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.runtime.confinement import sandbox_notice
+from agents.confinement import sandbox_notice
 from hub.embedded import EmbeddedRedis, NoEmbeddedRedis, parent_death_prefix, redis_server_binary
 from hub.leftovers import claim_data_folder, earlier_run, stop_left
 from hub.supervision import REPORT_NAME, Child, Supervisor

@@ -133,7 +133,7 @@ def test_undo_of_an_unknown_call_id_is_a_clear_error(run):
 
 
 def test_an_edit_that_cannot_apply_is_known_before_anyone_is_asked(box, worktree):
-    """The approval card is not shown for it (agents.runtime.loop); the checks are edit_file's own."""
+    """The approval card is not shown for it (sessions.runtime.loop); the checks are edit_file's own."""
     src = worktree / "src" / "app.py"
     assert box.cannot_apply(call("edit_file", path="src/app.py", old="return a - b", new="return a + b")) is None
     assert "not found" in box.cannot_apply(call("edit_file", path="src/app.py", old="return a * b", new="x"))

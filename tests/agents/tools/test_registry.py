@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.runtime import approvals
 from agents.tools import TOOL_SCHEMAS, registry
 from agents.tools.box import EXECUTORS, ToolBox
 from agents.tools.schemas import DEFAULTS, ArgumentError, check_arguments
+from sessions.runtime import approvals
 
 
 def test_every_registered_tool_has_a_schema_traits_and_an_executor():
@@ -69,15 +69,15 @@ def test_traits_hang_together():
 
 
 def test_lists_of_tools_elsewhere_name_only_registered_tools():
-    from agents.evals.scenario import TOOLS as SCENARIO_TOOLS
-    from agents.rules import TOOL_NAMES
+    from evals.scenario import TOOLS as SCENARIO_TOOLS
+    from sessions.approval_rules import TOOL_NAMES
 
     assert set(SCENARIO_TOOLS) <= set(registry.NAMES)
     assert TOOL_NAMES == registry.NAMES
 
 
 def test_a_profile_that_names_only_the_verdict_gets_read_only_tools_not_every_tool():
-    from agents.runtime.worker import _work_tools
+    from sessions.worker.run import _work_tools
 
     assert _work_tools([]) is None  # no list: every work tool
     assert _work_tools(["review"]) == ["read_file", "list_files", "search", "recall"]

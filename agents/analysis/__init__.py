@@ -1,3 +1,0 @@
-"""Reading a session back for people: trace analysis, transcript, context chart, and the
-live loop alarm. Everything here is plain Python over plain facts (agents.analysis.facts)
-except `selectors`, which builds those facts from the database."""

@@ -1,0 +1,1 @@
+"""Agent pages: profiles, and the room's agents panel."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EndpointConfig(AppConfig):
+    name = "endpoint"
+    verbose_name = "Gateway endpoint"

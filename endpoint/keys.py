@@ -1,0 +1,175 @@
+"""Gateway keys: made and revoked by a room's people, looked up by the endpoint.
+
+A token is ``atr-gw-`` and 43 URL-safe characters (256 random bits). Only its SHA-256
+is stored, so a copy of the database lets nobody call the endpoint, and a lookup by
+digest is an exact index match (nothing to learn from its timing: the digest of a
+guess says nothing about the digests near it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from agents.models import AgentProfile
+from endpoint.models import GatewayConversation, GatewayKey
+from rooms.checks import check_is_staff, check_may_act, check_storable_text
+from rooms.errors import RoomError, RoomPermissionError
+from rooms.models import Membership, Room, RoomAgent
+from rooms.own_key import check_may_spend_here, may_spend_here
+from rooms.selectors import check_may_act_in, membership_of
+
+TOKEN_PREFIX = "atr-gw-"
+TOKEN_MAX_LENGTH = 200  # anything longer is not one of ours; not even hashed
+NAME_MAX_LENGTH = 80  # GatewayKey.name's column
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class MadeKey:
+    """A new key and its token: the only time the token exists outside the client."""
+
+    key: GatewayKey
+    token: str
+
+
+def may_key(agent: AgentProfile, actor: AbstractBaseUser) -> bool:
+    """Whether ``actor`` may make keys for ``agent``. A profile on the hub's provider keys
+    is the operator's to share: anyone who may act in the room. One that carries its own
+    provider key spends its creator's account, and a key spends it from anywhere, at any
+    volume: only its creator (or staff)."""
+    return not agent.api_key or getattr(actor, "is_staff", False) or agent.created_by_id == actor.pk
+
+
+@transaction.atomic
+def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, name: str) -> MadeKey:
+    """A key for one of the room's agents (``may_key``): the key does what its maker could
+    do from the room page, start the agent's model."""
+    check_may_act_in(room, actor)
+    name = check_storable_text((name or "").strip(), what="The key's name")
+    if not name:
+        raise RoomError("A key needs a name (what will use it, e.g. “laptop aider”).", code="invalid")
+    if len(name) > NAME_MAX_LENGTH:
+        raise RoomError(f"A key's name is at most {NAME_MAX_LENGTH} characters.", code="invalid")
+    room_agent = RoomAgent.objects.select_related("agent").filter(room=room, agent_id=agent_id).first()
+    if room_agent is None:
+        raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
+    if not may_key(room_agent.agent, actor):
+        raise RoomPermissionError(f"{room_agent.agent.name} uses its creator's own provider key: only they (or staff) "
+                                  "can make gateway keys for it.")
+    check_may_spend_here(room_agent.agent, room)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    key = GatewayKey.objects.create(
+        room=room, agent=room_agent.agent, name=name, digest=token_digest(token),
+        prefix=token[: len(TOKEN_PREFIX) + 4], created_by=actor,
+    )
+    return MadeKey(key=key, token=token)
+
+
+@transaction.atomic
+def gateway_key_revoke(*, room: Room, actor: AbstractBaseUser, key_id: int, as_staff: bool = False) -> GatewayKey:
+    """Revoke a key of the room: its maker or an owner may (``as_staff``: staff, from the
+    admin, without being a member). Requests already running finish; the next one is
+    refused. Revoking a revoked key changes nothing."""
+    if as_staff:
+        check_is_staff(actor)
+    else:
+        membership = membership_of(room, actor)
+        check_may_act(membership)
+    key = GatewayKey.objects.select_for_update().filter(room=room, pk=key_id).first()
+    if key is None:
+        raise RoomError("No such key in this room.", code="unknown_key")
+    if not as_staff and key.created_by_id != actor.pk and membership.role != Membership.Role.OWNER:
+        raise RoomPermissionError("Only the key's maker or the room's owners can revoke it.")
+    if key.revoked_at is None:
+        key.revoked_at, key.revoked_by = timezone.now(), actor
+        key.save(update_fields=["revoked_at", "revoked_by"])
+    return key
+
+
+CONVERSATIONS_SHOWN = 10  # a key's newest conversations, linked from its row
+
+
+def room_gateway_keys(room: Room) -> QuerySet[GatewayKey]:
+    """The room's keys, each with what it was used for: its conversations (sessions) and
+    their tokens, as the sessions recorded them, and its newest conversations
+    (``recent_conversations``, with their sessions)."""
+    recent = GatewayConversation.objects.select_related("session").order_by("-updated_at", "-pk")
+    return GatewayKey.objects.filter(room=room).select_related("agent", "created_by", "revoked_by").annotate(
+        conversation_count=Count("conversations"),
+        request_count=Coalesce(Sum("conversations__requests"), 0),
+        tokens_in=Coalesce(Sum("conversations__session__tokens_input"), 0),
+        tokens_out=Coalesce(Sum("conversations__session__tokens_output"), 0),
+    ).prefetch_related(Prefetch("conversations", queryset=recent[:CONVERSATIONS_SHOWN], to_attr="recent_conversations"))
+
+
+async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None) -> GatewayKey | None:
+    """The live key ``token`` names, with its room and agent; None for anything else: no
+    token, not one of ours, revoked, its agent no longer assigned to its room, its maker
+    no longer acting in the room (removed, a viewer, deactivated), one its maker may no
+    longer make (``may_key``: the profile took its creator's own provider key), or (with
+    ``room_slug``, the room-scoped URLs) a key of another room. One answer for all of
+    them, so a caller learns nothing about keys or rooms it has no key for.
+
+    At most ``LOOKUP_SLOTS`` lookups of a process run at once, each on a connection it
+    closes when done: a request then holds no database connection while it waits for
+    the upstream, so a hundred streaming clients do not take a hundred connections."""
+    if not token or len(token) > TOKEN_MAX_LENGTH or not token.startswith(TOKEN_PREFIX) or not token.isascii():
+        return None
+    async with _lookup_slots():
+        return await sync_to_async(_lookup)(token_digest(token), room_slug)
+
+
+LOOKUP_SLOTS = 8
+LAST_USED_EVERY = timedelta(minutes=1)  # last_used_at is for people: a minute's precision
+_slots: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+
+
+def _lookup_slots() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    held = _slots.get(id(loop))
+    if held is None or held[0] is not loop:
+        held = _slots[id(loop)] = (loop, asyncio.Semaphore(LOOKUP_SLOTS))
+    return held[1]
+
+
+def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
+    try:
+        assigned = RoomAgent.objects.filter(room_id=OuterRef("room_id"), agent_id=OuterRef("agent_id"))
+        # A key does what its maker may do from the room page: removed from the room,
+        # made a viewer or deactivated, the maker's keys stop working with them.
+        maker_acts = Membership.objects.filter(
+            room_id=OuterRef("room_id"), user_id=OuterRef("created_by_id"), user__is_active=True,
+            role__in=[Membership.Role.OWNER, Membership.Role.MEMBER])
+        key = (GatewayKey.objects.select_related("room", "agent", "created_by")
+               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts)).first())
+        if key is None or (room_slug is not None and key.room.slug != room_slug):
+            return None
+        if not may_key(key.agent, key.created_by) or not may_spend_here(key.agent, key.room):
+            return None  # made before its profile took its creator's own provider key, or they left
+        now = timezone.now()
+        if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
+            GatewayKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        return key
+    finally:
+        if not connection.in_atomic_block:  # a test's transaction is not ours to close
+            connection.close()
+
+
+def keyable_agents(room: Room, actor: AbstractBaseUser) -> list[AgentProfile]:
+    """The room's agents ``actor`` may make keys for (``may_key``)."""
+    return [agent for agent in AgentProfile.objects.filter(room_agents__room=room).order_by("name")
+            if may_key(agent, actor)]

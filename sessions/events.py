@@ -1,0 +1,92 @@
+"""Session events: an append-only log per session, broadcast after commit.
+
+The session's websocket is a view of this table: it replays rows after a client's
+last seq, then forwards live ones. The room's group gets a short summary so room
+pages can update badges and the session list.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from rooms.broadcast import group_send
+from sessions.models import Session, SessionEvent
+
+log = logging.getLogger(__name__)
+
+SESSION_EVENT = "session.event"  # consumer method session_event
+ROOM_SESSION_CHANGED = "room.session_changed"  # consumer method room_session_changed
+SESSION_MEMBER_REMOVED = "session.member_removed"  # consumer method session_member_removed
+SESSION_WAITING_FOR_MODEL = "session.waiting_for_model"  # consumer method session_waiting_for_model
+# Session events the room's pages follow too: the task list and the badges change.
+ROOM_KINDS = frozenset({"session.state_changed", "loop.suspected"})
+
+
+def session_group(session_id: int) -> str:
+    return f"session.{session_id}"
+
+
+def event_frame(event: SessionEvent) -> dict[str, Any]:
+    return {"type": "event", "seq": event.seq, "kind": event.kind, "payload": event.payload,
+            "at": event.created_at.isoformat()}
+
+
+def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -> SessionEvent:
+    """Append one event (caller holds a transaction); broadcast once it commits."""
+    return session_events_append(session, [(kind, payload)])[0]
+
+
+def session_events_append(session: Session, events: list[tuple[str, dict[str, Any]]]) -> list[SessionEvent]:
+    """Append ``events`` (kind, payload) in order, with consecutive seqs: three queries
+    however many there are (a worker's unit commits several at once). The caller holds a
+    transaction; each is broadcast once it commits, in order."""
+    if not events:
+        return []
+    Session.objects.filter(pk=session.pk).update(last_event_seq=F("last_event_seq") + len(events))
+    last = Session.objects.values_list("last_event_seq", flat=True).get(pk=session.pk)
+    rows = SessionEvent.objects.bulk_create([
+        SessionEvent(session=session, seq=seq, kind=kind, payload=payload)
+        for seq, (kind, payload) in enumerate(events, start=last - len(events) + 1)])
+    for row in rows:
+        frame = event_frame(row)
+        transaction.on_commit(lambda f=frame: _send(session_group(session.pk), {"type": SESSION_EVENT, "frame": f}),
+                              robust=True)
+        if row.kind in ROOM_KINDS:
+            summary = {"type": ROOM_SESSION_CHANGED, "session": session.pk,
+                       "state": row.payload.get("state", session.state)}
+            transaction.on_commit(lambda s=summary, g=f"room.{session.task.room_id}": _send(g, s), robust=True)
+    return rows
+
+
+def model_waiting_broadcast(session_id: int, since: datetime) -> None:
+    """A request of the session is with its model from ``since``: the page says so and
+    counts, until the next event arrives. Not a row of the log: a live note."""
+    _send(session_group(session_id), {"type": SESSION_WAITING_FOR_MODEL, "since": since.isoformat()})
+
+
+def member_removed_on_commit(room_id: int, user_id: int) -> None:
+    """A person left the room: their open session sockets in it close once this commits."""
+    session_ids = list(Session.objects.filter(task__room_id=room_id).values_list("pk", flat=True))
+    event = {"type": SESSION_MEMBER_REMOVED, "user_id": user_id}
+
+    def send() -> None:
+        for session_id in session_ids:
+            _send(session_group(session_id), event)
+
+    transaction.on_commit(send, robust=True)
+
+
+def _send(group: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:  # pragma: no cover - settings always configure one
+        return
+    try:
+        group_send(group, event)
+    except Exception:  # the rows are committed; clients catch up on reconnect
+        log.exception("broadcast to %s failed", group)

@@ -1,0 +1,25 @@
+"""The sessions app's models. Their tables keep the names they had when these models
+lived in agents and observations (``db_table``): the move was a change of Python home,
+not of data."""
+
+from sessions.models.approvals import Approval, ApprovalRule, Decision
+from sessions.models.calls import ProviderCall
+from sessions.models.events import SessionEvent
+from sessions.models.ledger import (
+    Fold,
+    HistoryEntry,
+    LedgerEntry,
+    Observation,
+    Payload,
+    Segment,
+    StateRecord,
+)
+from sessions.models.reviews import Review
+from sessions.models.talk import AgentMention, SessionMessage, message_session_id
+from sessions.models.work import Session, SessionQuerySet, Task
+
+__all__ = [
+    "AgentMention", "Approval", "ApprovalRule", "Decision", "Fold", "HistoryEntry", "LedgerEntry", "Observation",
+    "Payload", "ProviderCall", "Review", "Segment", "Session", "SessionEvent", "SessionMessage",
+    "SessionQuerySet", "StateRecord", "Task", "message_session_id",
+]

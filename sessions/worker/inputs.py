@@ -1,0 +1,57 @@
+"""Messages waiting for a session: people's steers and chat that mentions its agent, and
+other agents' posts that mention it (sessions.services.talk.agent_mentions_route)."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from rooms.models import Message
+from sessions.models import AgentMention, Session, SessionMessage
+from sessions.runtime.delivery import Input
+from sessions.runtime.mentions import mentions
+
+
+def _steers(session: Session) -> QuerySet[Message]:
+    # Steers for this session, or for its agent in this room that no session took yet.
+    return Message.objects.filter(
+        room_id=session.task.room_id, kind=Message.Kind.STEER, delivered_at__isnull=True
+    ).filter(Q(session_link__session=session) | Q(session_link__isnull=True, agent_id=session.agent_id))
+
+
+def _mentions(session: Session, chat_after: int) -> list[Message]:
+    """Chat addressed to the agent (`@name`, not `@namesake`) since the session was created."""
+    name = session.agent.name
+    candidates = Message.objects.filter(
+        room_id=session.task.room_id, kind=Message.Kind.CHAT, seq__gt=chat_after,
+        created_at__gte=session.created_at, text__icontains=f"@{name}",
+    ).select_related("author")
+    return [m for m in candidates if mentions(m.text, name)]
+
+
+def _agent_mentions(session: Session) -> QuerySet[AgentMention]:
+    return AgentMention.objects.filter(session=session, state=AgentMention.State.PENDING)
+
+
+def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
+    """What the next boundary delivers. A steer sent to the agent (not to a session) is
+    bound to this session first, with a compare-and-swap, so two sessions of the same
+    agent never both act on it."""
+    unbound = _steers(session).filter(session_link__isnull=True).values_list("pk", flat=True)
+    # The message is the link's key: a steer another session bound first is skipped.
+    SessionMessage.objects.bulk_create([SessionMessage(message_id=pk, session=session) for pk in unbound],
+                                       ignore_conflicts=True)
+    steers = list(_steers(session).filter(session_link__session=session).select_related("author"))
+    people = [
+        Input(id=m.pk, seq=m.seq, kind=m.kind, author=m.author.get_username() if m.author else "someone", text=m.text,
+              replaces=tuple(n for n in m.replaces if isinstance(n, int)) if m.kind == Message.Kind.STEER else ())
+        for m in steers + _mentions(session, chat_after)
+    ]
+    agents = [
+        Input(id=m.message_id, seq=m.message.seq, kind="agent", author=m.sender.name, text=m.message.text)
+        for m in _agent_mentions(session).select_related("message", "sender")
+    ]
+    return sorted(people + agents, key=lambda i: i.seq)
+
+
+def has_pending_input(session: Session, *, chat_after: int) -> bool:
+    return _steers(session).exists() or _agent_mentions(session).exists() or bool(_mentions(session, chat_after))

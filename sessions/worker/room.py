@@ -1,0 +1,75 @@
+"""The room as room_status sees it (agents/tools/room.py), read from the database and the
+room's repository; its notes kept on the session row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agents.tools.room import MergeLine, RoomSnapshot, SessionLine, TaskLine
+from rooms.repository.activity import (
+    branch_tip,
+    fork_point,
+    main_commits_since,
+    worktree_changed_files,
+)
+from rooms.repository.git import GitError
+from rooms.repository.worktrees import Worktree
+from sessions.models import Session
+from sessions.selectors import room_live_sessions, room_open_tasks
+
+
+def session_base(session: Session, repo: Path, target: str) -> str:
+    """The commit of main the session's worktree was made from (recorded when it was
+    made; for sessions from before that, where its branch left main)."""
+    if session.base_commit:
+        return session.base_commit
+    if not session.branch:
+        return ""
+    try:
+        return fork_point(repo, session.branch, target)
+    except GitError:
+        return ""
+
+
+def session_changed_files(session: Session, repo: Path, target: str) -> tuple[str, ...]:
+    """What the session changed so far: its worktree against its base (its tools' writes
+    and shell edits, committed or not). Git only: another session's saved state is
+    never read (it is large, and its records may be mid-write)."""
+    base = session_base(session, repo, target)
+    if not (base and session.worktree_path):
+        return ()
+    worktree = Worktree(path=Path(session.worktree_path), branch=session.branch, repo=repo)
+    try:
+        return worktree_changed_files(worktree, base)
+    except GitError:
+        return ()
+
+
+class DatabaseRoomView:
+    def __init__(self, session: Session, *, owner: str) -> None:
+        self.session_id, self.task_id, self.owner = session.pk, session.task_id, owner
+        room = session.task.room
+        self.room_id, self.repo, self.target = room.pk, Path(room.repo_path), room.default_branch
+
+    def snapshot(self) -> RoomSnapshot:
+        me = Session.objects.without_state().get(pk=self.session_id)
+        base = session_base(me, self.repo, self.target)
+        merges = main_commits_since(self.repo, base, self.target) if base else ()
+        return RoomSnapshot(
+            session_id=self.session_id, task_id=self.task_id, main=branch_tip(self.repo, self.target),
+            tasks=tuple(TaskLine(t.pk, t.title) for t in room_open_tasks(self.room_id)),
+            sessions=tuple(
+                SessionLine(id=s.pk, agent=s.agent.name, task_id=s.task_id, task=s.task.title, state=s.state,
+                            files=session_changed_files(s, self.repo, self.target))
+                for s in room_live_sessions(self.room_id, besides=self.session_id)
+            ),
+            merges=tuple(MergeLine(sha=m.sha, subject=m.subject, files=m.files) for m in merges),
+        )
+
+    def load_notes(self) -> dict[str, Any]:
+        return Session.objects.filter(pk=self.session_id).values_list("room_status_notes", flat=True).first() or {}
+
+    def save_notes(self, notes: dict[str, Any]) -> None:
+        # Only while this worker holds the session: a worker that lost it saves nothing.
+        Session.objects.filter(pk=self.session_id, lease_owner=self.owner).update(room_status_notes=notes)
