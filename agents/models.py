@@ -14,6 +14,7 @@ from agents.providers.timeouts import Timeouts
 
 # The eval ledger (evals/); imported here so the app registers them.
 from observations.gateway.model_spec import ModelSpecError, parse_model_spec
+from observations.gateway.policies import ON_DEMAND, profile_choices
 from observations.gateway.prices import ModelPrice, price_for
 
 
@@ -43,12 +44,6 @@ def validate_model_spec_list(value: str) -> None:
             validate_model_spec(spec)
 
 
-class EvictionPolicy(models.TextChoices):
-    ON_DEMAND = "on_demand", "on demand (default)"
-    EAGER = "eager", "eager (comparison only)"
-    NONE = "none", "none (never evict)"
-
-
 def _price_field(what: str) -> models.DecimalField:
     return models.DecimalField(
         max_digits=10, decimal_places=4, null=True, blank=True, validators=[MinValueValidator(0)],
@@ -71,7 +66,7 @@ class AgentProfile(models.Model):
         default=8_000, validators=[MinValueValidator(1)], help_text="Tokens reserved for each reply."
     )
     eviction_policy = models.CharField(
-        max_length=20, choices=EvictionPolicy.choices, default=EvictionPolicy.ON_DEMAND
+        max_length=20, choices=profile_choices(), default=ON_DEMAND
     )
     # Store every request sent to the model (its bytes as a blob, per ProviderCall):
     # evals read back what the model was sent. Off by default: long sessions are large.

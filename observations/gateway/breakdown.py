@@ -73,7 +73,7 @@ def request_breakdown(ctx: SessionContext) -> dict[str, Any]:
         "conversation": {"bytes": 0, "tokens": 0},
     }
     sizes = _message_bytes(ctx)
-    for entry, size, tokens in zip(ctx.entries, sizes, ctx.message_tokens(), strict=True):
+    for entry, size, tokens in zip(ctx.entries, sizes, ctx.transcript.tokens, strict=True):
         name = PART_OF_KIND.get(entry.kind, "conversation")
         part = parts.setdefault(name, {"bytes": 0, "tokens": 0})
         part["bytes"] += size
@@ -89,7 +89,7 @@ _SIZES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _message_bytes(ctx: SessionContext) -> list[int]:
     cached: list[tuple[Message, int]] = _SIZES.setdefault(ctx, [])
-    messages = ctx.rendered_messages()
+    messages = tuple(ctx.transcript.messages)
     del cached[len(messages):]
     for index, message in enumerate(messages):
         if index < len(cached) and cached[index][0] is message:

@@ -100,7 +100,7 @@ class StateJournal:
         self._pinned = {i: e.text for i, e in enumerate(ctx.entries) if e.kind in ("intent", "intent_update")}
         self._ledger_keys = [entry.range.key for entry in ctx.ledger]
         self._ledger_index = {key: i for i, key in enumerate(self._ledger_keys)}
-        self._file_paths = list(ctx.files)
+        self._file_paths = list(ctx.notes.files)
         self._file_index = {path: i for i, path in enumerate(self._file_paths)}
         self._scalars = _scalar_keys(ctx)
         self._decisions = ctx.decisions.to_json()
@@ -157,7 +157,7 @@ class StateJournal:
         decisions = ctx.decisions.to_json()
         if decisions != self._decisions:
             delta["decisions"] = decisions
-        ledger, notes = ctx.ledger._entries, ctx.files
+        ledger, notes = ctx.ledger._entries, ctx.notes.files
         parts: dict[str, list[tuple[int, Any]]] = {
             "entries": _items(ctx.entries, entries_dirty, old["entries"], dump_entry),
             "observations": _items(ctx.observations, obs_dirty, old["observations"], dump_observation),
@@ -176,8 +176,8 @@ class StateJournal:
 
     def _dirty_observations(self, ctx: SessionContext, new_folds: list) -> tuple[set[int], set[int], list] | None:
         """Observations and payloads: consumed this unit, or receipted by a new fold."""
-        obs_dirty = set(range(self._scalars["_consumed_upto"], ctx._consumed_upto))
-        pay_dirty = set(range(self._scalars["_payloads_consumed_upto"], ctx._payloads_consumed_upto))
+        obs_dirty = set(range(self._scalars["_consumed_upto"], ctx.book.consumed_upto))
+        pay_dirty = set(range(self._scalars["_payloads_consumed_upto"], ctx.book.payloads_consumed_upto))
         folded_obs = [ctx.observation(i) for f in new_folds for i in f.evicted]
         for fold in new_folds:
             obs_dirty.update(i - ctx.obs_base for i in fold.evicted)
@@ -220,18 +220,18 @@ class StateJournal:
                      lens: dict[str, int]) -> set[int] | None:
         """File notes: paths named by new observations and payloads."""
         paths = {p for o in new_obs for p in _paths(o)} | {p.spec.path for p in new_payloads if p.spec.path}
-        new_paths = list(islice(reversed(ctx.files), lens["files"] - old["files"]))[::-1]
+        new_paths = list(islice(reversed(ctx.notes.files), lens["files"] - old["files"]))[::-1]
         for path in new_paths:
             self._file_index[path] = len(self._file_paths)
             self._file_paths.append(path)
-        if len(self._file_paths) != lens["files"] or any(p not in self._file_index for p in paths if p in ctx.files):
+        if len(self._file_paths) != lens["files"] or any(p not in self._file_index for p in paths if p in ctx.notes.files):
             return None
-        return {self._file_index[p] for p in paths if p in ctx.files}
+        return {self._file_index[p] for p in paths if p in ctx.notes.files}
 
 
 def _lengths(ctx: SessionContext) -> dict[str, int]:
     return {"entries": len(ctx.entries), "observations": len(ctx.observations), "payloads": len(ctx.payloads),
-            "ledger": len(ctx.ledger), "folds": len(ctx.folds), "files": len(ctx.files)}
+            "ledger": len(ctx.ledger), "folds": len(ctx.folds), "files": len(ctx.notes.files)}
 
 
 def _scalar_keys(ctx: SessionContext, scalars: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def _in_text(text: str) -> list[PayloadSpec]:
                                  _describe_key(match.group(1))))
     found.sort(key=lambda p: p.start)
     # The prose around them: the agent's reasoning, which it has acted on by the time
-    # a fold may take it (a fold keeps the last two turns: SessionContext.is_hot).
+    # a fold may take it (a fold keeps the last two turns: view.PolicyView.is_hot).
     cuts = [0] + [x for p in found for x in (p.start, p.end)] + [len(text)]
     for start, end in zip(cuts[::2], cuts[1::2], strict=True):
         if len(text[start:end].encode()) >= MIN_PAYLOAD_BYTES:

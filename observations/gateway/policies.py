@@ -1,19 +1,25 @@
 """Eviction policies: at a step boundary, which observations leave the context.
 
-Policies only choose; SessionContext applies the choice as one fold (an epoch
-change), so the request stays append-only between folds.
+Policies only choose, from a read-only view of the session (view.PolicyView);
+SessionContext applies the choice as one fold (an epoch change), so the request stays
+append-only between folds. ``POLICIES`` is the one table of them: the live hub, the
+replay and the agent profile's choices all read it, so a policy is one class and one
+row (docs/contributing.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+from observations.gateway.serving import Serving
 from observations.gateway.transcript import Observation, ObsState
 
 if TYPE_CHECKING:
-    from observations.gateway.context import Evictable, SessionContext
+    from observations.gateway.folds import Evictable
+    from observations.gateway.view import PolicyView
 
 # A receipt costs tokens too: evicting a result barely larger than its receipt gains
 # nothing and still breaks the cached prefix.
@@ -43,14 +49,14 @@ class Policy(Protocol):
     # the comparison baselines send whatever the recorded agent sent.
     manages_window: bool
 
-    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan: ...
+    def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan: ...
 
 
 class NoEviction:
     name = "none"
     manages_window = False
 
-    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
+    def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan:
         return Plan(note="policy none never evicts")
 
 
@@ -89,7 +95,7 @@ class OnDemand:
     name = "on_demand"
     manages_window = True
 
-    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
+    def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan:
         budget = ctx.budget
         projection = ctx.projection()
         if overflow:
@@ -105,7 +111,7 @@ class OnDemand:
             return Plan(postpone=True, note="fold due, postponed: a person is waiting")
         return Plan(evict=tuple(chosen), reason=reason, note=note)
 
-    def _due(self, ctx: SessionContext, projection: int) -> tuple[list[Evictable], FoldReason | None, str]:
+    def _due(self, ctx: PolicyView, projection: int) -> tuple[list[Evictable], FoldReason | None, str]:
         ratio = ctx.calibration.ratio
         economics = ctx.economics
         # Sums kept as the session goes: no walk over a long session's candidates
@@ -129,7 +135,7 @@ class OnDemand:
         return chosen, FoldReason.TRIGGER if above else FoldReason.COST, f"frees {freed:,} for ~{ahead:.0f} requests"
 
     @staticmethod
-    def _mandatory(ctx: SessionContext, reason: FoldReason, projection: int) -> Plan:
+    def _mandatory(ctx: PolicyView, reason: FoldReason, projection: int) -> Plan:
         budget = ctx.budget
         ratio = ctx.calibration.ratio
         chosen: list[Evictable] = []
@@ -156,7 +162,7 @@ class KeepRecent:
     def __init__(self, name: str, *, keep: int, max_tokens: int | None, reason: FoldReason) -> None:
         self.name, self.keep, self.max_tokens, self.reason = name, keep, max_tokens, reason
 
-    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
+    def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan:
         kept = kept_tokens = 0
         evict: list[Observation] = []
         for obs in ctx.live_observations_newest_first():
@@ -173,11 +179,48 @@ class KeepRecent:
         return Plan(evict=tuple(reversed(evict)), reason=self.reason)
 
 
+def render_mask_stub(obs: Observation) -> str:
+    """SWE-agent's `last_n_observations` stub."""
+    return f"Old environment output: ({obs.source.text.count(chr(10)) + 1} lines omitted)"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRow:
+    """One eviction policy: how to make it (its window handling is its ``manages_window``),
+    how its sessions are served (``notes``: the ledger's short notes for unchanged
+    re-reads; the baselines serve every result whole, as the recorded agents had it),
+    and what an agent profile's form calls it (None: the replay's alone)."""
+
+    make: Callable[[], Policy]
+    label: str | None
+    serving: Serving = field(default_factory=Serving)
+
+
+ON_DEMAND = "on_demand"
+# In the order the replay reports them: the baseline first, production last.
+POLICIES: dict[str, PolicyRow] = {
+    "none": PolicyRow(NoEviction, "none (never evict)", Serving(notes=False)),
+    "eager": PolicyRow(lambda: KeepRecent("eager", keep=3, max_tokens=6_000, reason=FoldReason.EAGER),
+                       "eager (comparison only)", Serving(notes=False)),
+    # SWE-agent's last_n_observations: the newest 5 results raw, the rest its stub.
+    "mask-last-5": PolicyRow(lambda: KeepRecent("mask-last-5", keep=5, max_tokens=None, reason=FoldReason.MASK),
+                             None, Serving(receipt=render_mask_stub)),
+    ON_DEMAND: PolicyRow(OnDemand, "on demand (default)"),
+}
+
+
+def policy_row(name: str) -> PolicyRow:
+    row = POLICIES.get(name)
+    if row is None:
+        raise ValueError(f"unknown eviction policy {name!r}: use {', '.join(POLICIES)}")
+    return row
+
+
 def policy_named(name: str) -> Policy:
-    if name == "on_demand":
-        return OnDemand()
-    if name == "none":
-        return NoEviction()
-    if name == "eager":
-        return KeepRecent("eager", keep=3, max_tokens=6_000, reason=FoldReason.EAGER)
-    raise ValueError(f"unknown eviction policy {name!r}: use on_demand, eager or none")
+    return policy_row(name).make()
+
+
+def profile_choices() -> list[tuple[str, str]]:
+    """The policies an agent profile may choose, as a form's choices: the default first."""
+    offered = [(name, row.label) for name, row in POLICIES.items() if row.label is not None]
+    return sorted(offered, key=lambda choice: choice[0] != ON_DEMAND)

@@ -7,8 +7,8 @@ else of the old segment leaves the context but not the store: its observations a
 archived (recall returns them by ref, history_search finds them) and people's words
 live on, verbatim, in the handoff's decisions.
 
-These functions are part of SessionContext (they use its internals); they are kept
-here so that context.py stays about one request at a time.
+These functions are part of SessionContext (they use its parts); they are kept here so
+that context.py stays about one request at a time.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from observations.gateway.ledger import ReadLedger
 from observations.gateway.messages import Message, Request
 from observations.gateway.payloads import apply_receipts
 from observations.gateway.receipts import ref_of, render_intent_block
+from observations.gateway.rendering import payload_receipt, receipt_text
 from observations.gateway.tokens import estimate_request_message, estimate_tokens
 from observations.gateway.transcript import RESET_FOLD, Entry, Observation, ObsState
 
@@ -94,7 +95,7 @@ def references(ctx: SessionContext) -> list[str]:
 
 def records_prose(ctx: SessionContext) -> dict[str, str]:
     """The prose parts from records alone, when no model wrote them."""
-    changed = [path for path, note in ctx.files.items() if note.written]
+    changed = [path for path, note in ctx.notes.files.items() if note.written]
     last = next((e.text for e in reversed(ctx.entries) if e.kind == "assistant" and e.text.strip()), "")
     progress = [f"{ctx.step} steps so far."]
     if changed:
@@ -123,9 +124,9 @@ def handoff_for(ctx: SessionContext, *, reason: str, prose: dict[str, str], pros
         segment=ctx.segment + 1,
         reason=reason,
         task=task_summary(ctx.intent_text),
-        files=list(ctx.files.values()),
+        files=list(ctx.notes.files.values()),
         decisions=ctx.decisions,
-        verification=list(ctx.checks),
+        verification=list(ctx.notes.checks),
         references=references(ctx),
         prose=prose,
         prose_source=prose_source,
@@ -146,9 +147,10 @@ def prose_request(ctx: SessionContext) -> Request:
     if ctx.projection() <= room:
         return ctx.request(extra=(question,), max_tokens=_all_the_window_leaves(ctx, ctx.projection() + asked),
                            purpose="handoff")
-    messages = [_folded(ctx, entry, rendered) for entry, rendered in zip(ctx.entries, ctx._rendered, strict=True)]
+    messages = [_folded(ctx, entry, rendered)
+                for entry, rendered in zip(ctx.entries, ctx.transcript.messages, strict=True)]
     tokens = [estimate_request_message(m) for m in messages]
-    total = ctx.header_tokens + sum(tokens)
+    total = ctx.transcript.header_tokens + sum(tokens)
     start = 1 if ctx.entries and ctx.entries[0].kind == "intent" else 0
     keep_from = start
     # Leave out whole exchanges (a user message, or an assistant turn with its results)
@@ -176,11 +178,11 @@ def _folded(ctx: SessionContext, entry: Entry, rendered: Message) -> Message:
     if entry.kind == "tool_result" and entry.observation is not None:
         obs = entry.observation
         if obs.state is ObsState.CONSUMED:
-            return Message("tool", ctx.receipt_text(obs), tool_call_id=obs.call_id, tool_name=entry.tool_name)
+            return Message("tool", receipt_text(ctx, obs), tool_call_id=obs.call_id, tool_name=entry.tool_name)
         return rendered
     if entry.kind == "assistant":
-        payloads = ctx._payloads_by_entry.get(entry.meta["index"], ())
-        receipted = [(p.spec, ctx.payload_receipt(p)) for p in payloads if p.state is not ObsState.FRESH]
+        payloads = ctx.transcript.payloads_by_entry.get(entry.meta["index"], ())
+        receipted = [(p.spec, payload_receipt(p)) for p in payloads if p.state is not ObsState.FRESH]
         text, calls = apply_receipts(entry.text, entry.tool_calls, receipted)
         return Message("assistant", text, tool_calls=calls)
     return rendered
@@ -216,7 +218,7 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     ctx.obs_base = carried_obs[0].obs_id if carried_obs else ctx.obs_base + len(ctx.observations)
     ctx.payload_base = carried_payloads[0].pid if carried_payloads else ctx.payload_base + len(ctx.payloads)
     _emptied(ctx)
-    ctx._append(Entry("handoff", text, step=ctx.step, pinned=True))
+    ctx.transcript.append(Entry("handoff", text, step=ctx.step, pinned=True))
     for entry in tail:
         entry.meta = {"carried": True}  # recorded with the segment that ended; not again
         obs = entry.observation
@@ -226,12 +228,12 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
             ctx.observations.append(obs)
             if obs.source.read is not None and obs.alias_of is None and not obs.denied:
                 ctx.ledger.received(obs.source.read, obs.obs_id, obs.step)
-        ctx._append(entry)
+        ctx.transcript.append(entry)
         if entry.kind == "assistant" and carried_payloads:
             for payload in carried_payloads:
                 payload.entry_index = entry.meta["index"]
             ctx.payloads = carried_payloads
-            ctx._payloads_by_entry[entry.meta["index"]] = list(carried_payloads)
+            ctx.transcript.payloads_by_entry[entry.meta["index"]] = list(carried_payloads)
 
     too_large = _fit(ctx)
     _opened(ctx)
@@ -250,7 +252,7 @@ def _receiptable(item) -> bool:
 
 def _smallest(ctx: SessionContext, tail: list[Entry], handoff: str, last_turn: int | None) -> int:
     """Estimated tokens of the new segment with every receiptable carried item receipted."""
-    total = ctx.header_tokens + estimate_request_message(Message("user", handoff))
+    total = ctx.transcript.header_tokens + estimate_request_message(Message("user", handoff))
     if ctx.intent_file_text:
         total += estimate_request_message(Message("user", render_intent_block(ctx.intent_file_text, ctx.intent_path)))
     payloads = [p for p in ctx.payloads if last_turn is not None and p.entry_index == last_turn]
@@ -260,7 +262,7 @@ def _smallest(ctx: SessionContext, tail: list[Entry], handoff: str, last_turn: i
             text = receipts.render_too_large(obs) if _receiptable(obs) else obs.source.text
             message = Message("tool", text, tool_call_id=obs.call_id, tool_name=entry.tool_name)
         elif entry.kind == "assistant":
-            receipted = [(p.spec, ctx.payload_receipt(p)) for p in payloads if _receiptable(p)]
+            receipted = [(p.spec, payload_receipt(p)) for p in payloads if _receiptable(p)]
             message = Message("assistant", *apply_receipts(entry.text, entry.tool_calls, receipted))
         else:
             message = Message("user", entry.text)
@@ -279,7 +281,7 @@ def _fit(ctx: SessionContext) -> list[int]:
         if not _receiptable(item):
             continue
         item.state, item.fold = ObsState.RECEIPTED, RESET_FOLD
-        ctx._rerender(item.entry_index)
+        ctx.transcript.rerender(item.entry_index)
         if isinstance(item, Observation):
             too_large.append(item.obs_id)
             ctx.ledger.evicted([item.obs_id], RESET_FOLD)
@@ -324,7 +326,8 @@ def closing_history(ctx: SessionContext) -> list[HistoryItem]:
         elif entry.kind == "assistant":
             if entry.text.strip():
                 items.append(HistoryItem(entry.step, "reply", "your reply", "", entry.text))
-            payloads = {(p.spec.call_index, p.spec.key): p for p in ctx._payloads_by_entry.get(entry.meta["index"], ())}
+            by_entry = ctx.transcript.payloads_by_entry.get(entry.meta["index"], ())
+            payloads = {(p.spec.call_index, p.spec.key): p for p in by_entry}
             for index, call in enumerate(entry.tool_calls):
                 body = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
                 ref = next((p.ref for (i, _), p in payloads.items() if i == index), "")
@@ -337,29 +340,27 @@ def closing_history(ctx: SessionContext) -> list[HistoryItem]:
 
 def _emptied(ctx: SessionContext) -> None:
     """The context with nothing of the segment that ended: the intent alone."""
-    ctx.entries, ctx._rendered, ctx._tokens = [], [], []
-    ctx.observations, ctx.payloads, ctx._payloads_by_entry = [], [], {}
+    ctx.transcript.clear()
+    ctx.observations, ctx.payloads = [], []
     ctx.ledger = ReadLedger()
-    ctx._intent_updates = []
-    ctx.estimate = ctx.header_tokens
-    ctx._evictable_gain = ctx._receipted_gain = 0
-    ctx._consumed_upto = ctx._payloads_consumed_upto = ctx._candidate_floor = ctx._gain_floor = ctx._payload_floor = 0
+    ctx.intent_updates = []
+    ctx.book.segment_emptied()
     ctx.intent_text = ctx.intent_file_text
     if ctx.intent_text:
-        ctx._append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
+        ctx.transcript.append(Entry("intent", render_intent_block(ctx.intent_text, ctx.intent_path), pinned=True))
 
 
 def _opened(ctx: SessionContext) -> None:
     """The counters of a segment that starts now (a new epoch: the cache prefix is new)."""
-    ctx.epoch += 1
+    ctx.book.epoch += 1
     ctx.segment += 1
     ctx.segment_started_step = ctx.step
     ctx.segment_requested = ""
-    ctx.held_since_fold = 0
-    ctx.postponements = 0
-    ctx._anchor_reported = None
-    ctx._stable_prefix_end = len(ctx._rendered) - 1
-    ctx._last_sent_len = 0
+    ctx.book.held_since_fold = 0
+    ctx.book.postponements = 0
+    ctx.anchor.drop()
+    ctx.transcript.new_epoch()
+    ctx.transcript.last_sent_len = 0
 
 
 def _message_label(kind: str) -> str:

@@ -12,15 +12,15 @@ from dataclasses import asdict
 from typing import Any
 
 from observations.gateway.budget import Budget, Calibration
-from observations.gateway.context import FoldRecord, SessionContext
+from observations.gateway.context import SessionContext
 from observations.gateway.decisions import Decisions
+from observations.gateway.folds import FoldRecord
 from observations.gateway.handoff import FileNote
 from observations.gateway.ledger import LedgerEntry
 from observations.gateway.messages import ToolCall, ToolSchema
 from observations.gateway.payloads import Payload, PayloadSpec
 from observations.gateway.policies import FoldReason, Policy
 from observations.gateway.receipts import INTENT_UPDATE_FOLDED
-from observations.gateway.tokens import estimate_request_message
 from observations.gateway.transcript import (
     Entry,
     FileRange,
@@ -32,14 +32,33 @@ from observations.gateway.transcript import (
 STATE_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1: before payloads and segments
 
-_SCALARS = (
-    "step", "epoch", "postponements", "intent_path", "intent_text", "intent_file_text",
-    "_stable_prefix_end", "_reuse_prefix_end", "_last_sent_len", "_anchor_reported", "_anchor_estimate", "_sent_estimate",
-    "_learn_on_next_usage", "_consumed_upto", "_candidate_floor", "_receipted_gain",
-    "sent_tokens_total", "saved_tokens_total",
-    "segment", "segment_started_step", "segment_requested", "obs_base", "payload_base", "_payloads_consumed_upto",
-    "checks", "segment_log", "held_since_fold", "_payload_floor", "_gain_floor",
-)
+# Each saved scalar by its key in the saved state (the keys of sessions saved before the
+# context was split into its parts) and where it lives now: the context itself, or one
+# of its parts (anchor.TokenAnchor, folds.FoldBook, rendering.RenderedTranscript,
+# worknotes.WorkNotes).
+_PLACES = {
+    "step": ("", "step"), "intent_path": ("", "intent_path"), "intent_text": ("", "intent_text"),
+    "intent_file_text": ("", "intent_file_text"), "segment": ("", "segment"),
+    "segment_started_step": ("", "segment_started_step"), "segment_requested": ("", "segment_requested"),
+    "obs_base": ("", "obs_base"), "payload_base": ("", "payload_base"), "checks": ("notes", "checks"),
+    "segment_log": ("", "segment_log"),
+    "epoch": ("book", "epoch"), "postponements": ("book", "postponements"),
+    "_consumed_upto": ("book", "consumed_upto"), "_candidate_floor": ("book", "candidate_floor"),
+    "_receipted_gain": ("book", "receipted_gain"), "sent_tokens_total": ("book", "sent_tokens_total"),
+    "saved_tokens_total": ("book", "saved_tokens_total"),
+    "_payloads_consumed_upto": ("book", "payloads_consumed_upto"), "held_since_fold": ("book", "held_since_fold"),
+    "_payload_floor": ("book", "payload_floor"), "_gain_floor": ("book", "gain_floor"),
+    "_stable_prefix_end": ("transcript", "stable_prefix_end"), "_reuse_prefix_end": ("transcript", "reuse_prefix_end"),
+    "_last_sent_len": ("transcript", "last_sent_len"),
+    "_anchor_reported": ("anchor", "reported"), "_anchor_estimate": ("anchor", "estimate_at"),
+    "_sent_estimate": ("anchor", "sent_estimate"), "_learn_on_next_usage": ("anchor", "learn_on_next_usage"),
+}
+_SCALARS = tuple(_PLACES)
+
+
+def _holder(ctx: SessionContext, key: str):
+    part, _ = _PLACES[key]
+    return getattr(ctx, part) if part else ctx
 
 
 def _range(rng: FileRange | None) -> list | None:
@@ -91,7 +110,7 @@ def dump_file(note: FileNote) -> dict[str, Any]:
 
 
 def dump_scalars(ctx: SessionContext) -> dict[str, Any]:
-    return {name: getattr(ctx, name) for name in _SCALARS}
+    return {key: getattr(_holder(ctx, key), _PLACES[key][1]) for key in _SCALARS}
 
 
 def dump_state(ctx: SessionContext) -> dict[str, Any]:
@@ -104,7 +123,7 @@ def dump_state(ctx: SessionContext) -> dict[str, Any]:
         "ledger": [dump_ledger_entry(e) for e in ctx.ledger],
         "folds": [dump_fold(f) for f in ctx.folds],
         "decisions": ctx.decisions.to_json(),
-        "files": [dump_file(note) for note in ctx.files.values()],
+        "files": [dump_file(note) for note in ctx.notes.files.values()],
     }
 
 
@@ -127,19 +146,19 @@ def load_state(
         model=model, system_prompt=system_prompt, tools=tools, budget=budget,
         policy=policy, calibration=calibration, **options,
     )
-    for name, value in state["scalars"].items():
-        if name in _SCALARS:
-            setattr(ctx, name, value)
+    for key, value in state["scalars"].items():
+        if key in _PLACES:
+            setattr(_holder(ctx, key), _PLACES[key][1], value)
     if "decisions" in state:
         ctx.decisions = Decisions.from_json(state["decisions"])
     else:  # version 1 had none: the constraints of the intent as it stands
         ctx.decisions.sync_constraints(ctx.intent_file_text, ctx.step)
-    ctx.files = {raw["path"]: FileNote(**raw) for raw in state.get("files", ())}
+    ctx.notes.files = {raw["path"]: FileNote(**raw) for raw in state.get("files", ())}
     ctx.observations.extend(_observation(raw, texts) for raw in state["observations"])
     for raw in state.get("payloads", ()):
         payload = _payload(raw, state["entries"])
         ctx.payloads.append(payload)
-        ctx._payloads_by_entry.setdefault(payload.entry_index, []).append(payload)
+        ctx.transcript.payloads_by_entry.setdefault(payload.entry_index, []).append(payload)
     for index, raw in enumerate(state["entries"]):
         entry = Entry(
             raw["kind"], raw["text"], step=raw["step"], pinned=raw["pinned"], tool_name=raw["tool_name"],
@@ -149,23 +168,19 @@ def load_state(
         entry.meta["index"] = index
         if raw.get("carried"):
             entry.meta["carried"] = True
-        message = ctx._render(entry)
-        ctx.entries.append(entry)
-        ctx._rendered.append(message)
-        ctx._tokens.append(estimate_request_message(message))
+        ctx.transcript.append(entry)
         if entry.kind == "intent_update" and entry.text != INTENT_UPDATE_FOLDED:
-            ctx._intent_updates.append(entry)
+            ctx.intent_updates.append(entry)
     for raw in state["ledger"]:
         ctx.ledger.restore(LedgerEntry(
             FileRange(*raw["range"]), raw["obs_id"], raw["received_step"], raw["in_context"],
             raw["evicted_by_fold"], raw["times_served"],
         ))
     for raw in state["folds"]:
-        ctx.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"]),
+        ctx.book.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"]),
                                        "payloads": tuple(raw.get("payloads", ())),
                                        "revived": tuple(raw.get("revived", ()))}))
-    ctx.estimate = ctx.header_tokens + sum(ctx._tokens)
-    ctx._evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
+    ctx.book.evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
     return ctx
 
 

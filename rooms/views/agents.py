@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from rooms import selectors, services
 from agents.models import AgentProfile
+from rooms import selectors, services
 from rooms.errors import attempt
 from rooms.models import Room
 from rooms.selectors import RoomAccess, access_room

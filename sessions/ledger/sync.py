@@ -12,6 +12,7 @@ from django.db import transaction
 
 from observations.blobs import blob_put
 from observations.gateway.context import SessionContext
+from observations.gateway.rendering import payload_receipt
 from observations.gateway.transcript import ObservationInput, ObsState
 from observations.models import Blob
 from sessions.models import Fold, LedgerEntry, Observation, Payload, Segment
@@ -143,7 +144,7 @@ def _sync_payloads(session, room_id: int, ctx: SessionContext, payloads=None) ->
             ))
         elif row.state != payload.state.value or row.fold_number != payload.fold:
             row.state, row.fold_number = payload.state.value, payload.fold
-            row.receipt_text = ctx.payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
+            row.receipt_text = payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
             changed.append(row)
     Payload.objects.bulk_create(new)
     Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])

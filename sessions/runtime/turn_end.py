@@ -59,7 +59,7 @@ class TurnEnd:
                 return UnitResult(Outcome.FAILED, reason=f"the room's check could not run: {exc}")
             state.verifies += 1
             line = f"verify #{state.verifies}: {check.line}"
-            ctx.add_check(f"- step {ctx.step}: {line}")
+            ctx.notes.add_check(f"- step {ctx.step}: {line}")
             host.emit("verify", {"number": state.verifies, "line": line, "exit_code": check.exit_code,
                                  "output": check.output[-4000:]})
             if check.exit_code != 0:

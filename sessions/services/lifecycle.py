@@ -12,7 +12,8 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents.models import AgentProfile, EvictionPolicy
+from agents.models import AgentProfile
+from observations.gateway.policies import ON_DEMAND
 from rooms.errors import RoomError
 from rooms.models import Room, RoomAgent
 from rooms.own_key import check_may_spend_here
@@ -199,7 +200,7 @@ def session_request_segment(*, session: Session, actor: AbstractBaseUser) -> Non
     check_may_act_in(session.task.room, actor)
     if session.state in states.TERMINAL:
         raise RoomError("This session has ended; a new segment only helps a running one.", code="ended")
-    if session.agent.eviction_policy != EvictionPolicy.ON_DEMAND:
+    if session.agent.eviction_policy != ON_DEMAND:
         raise RoomError(f"This agent's eviction policy ({session.agent.eviction_policy}) keeps no segments: only "
                         "on demand starts new ones.", code="invalid")
     who = actor.get_username()

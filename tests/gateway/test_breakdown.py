@@ -22,7 +22,7 @@ def test_the_parts_cover_the_whole_request_as_a_provider_receives_it():
     parts = request_breakdown(ctx)
     assert list(parts) == ["system", "tools", "conversation", "intent"]
     tools_wire = sum(estimate_tokens(breakdown.tool_wire(t)) for t in ctx.tools)
-    messages = sum(ctx.message_tokens())
+    messages = sum(ctx.transcript.tokens)
     assert breakdown_total(parts) == estimate_tokens(ctx.system_prompt) + tools_wire + messages
     assert parts["tools"]["tokens"] == tools_wire
     assert set(parts["tools"]["each"]) == {t.name for t in ctx.tools}
@@ -34,9 +34,9 @@ def test_the_intent_block_and_its_updates_are_one_part_and_the_rest_is_conversat
     parts = request_breakdown(ctx)
     intent_entries = [i for i, e in enumerate(ctx.entries) if e.kind in ("intent", "intent_update")]
     assert len(intent_entries) == 2
-    assert parts["intent"]["tokens"] == sum(ctx.message_tokens()[i] for i in intent_entries)
+    assert parts["intent"]["tokens"] == sum(ctx.transcript.tokens[i] for i in intent_entries)
     assert parts["conversation"]["tokens"] == sum(
-        t for i, t in enumerate(ctx.message_tokens()) if i not in intent_entries)
+        t for i, t in enumerate(ctx.transcript.tokens) if i not in intent_entries)
     assert parts["intent"]["bytes"] == sum(len(ctx.entries[i].text.encode()) for i in intent_entries)
 
 
@@ -45,5 +45,5 @@ def test_a_new_kind_of_pinned_entry_becomes_its_own_part(monkeypatch):
     ctx = _session()
     ctx.add_user("## Handoff\nTask: fix it. Next step: run the tests.", kind="handoff", pinned=True)
     parts = request_breakdown(ctx)
-    assert parts["handoff"]["tokens"] == ctx.message_tokens()[-1]
+    assert parts["handoff"]["tokens"] == ctx.transcript.tokens[-1]
     assert "handoff" in breakdown.FIXED_PARTS

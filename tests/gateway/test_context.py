@@ -60,7 +60,7 @@ class TestProjectionAndCalibration:
         assert ctx.projection() == 5_000
         ctx.add_assistant("a", (call("c1", "shell"),))
         ctx.add_tool_result(shell_input("c1", "ls", "z" * 4_000))
-        added = ctx.estimate - ctx._anchor_estimate
+        added = ctx.estimate - ctx.anchor.estimate_at
         assert ctx.projection() == 5_000 + round(added * ctx.calibration.ratio)
 
     def test_calibration_learns_only_from_the_first_reported_call_after_a_fold(self):
@@ -115,7 +115,7 @@ class TestReceipts:
         ctx = make_context(window=30_000, output_budget=1_000)
         grow(ctx, 40)
         obs = next(o for o in ctx.observations if o.state is ObsState.RECEIPTED)
-        text = ctx._rendered[obs.entry_index].text
+        text = ctx.transcript.messages[obs.entry_index].text
         src = obs.source
         for part in ("read_file f0.py", f"{src.size:,} bytes", src.sha256[:12], f"{src.tokens:,} tokens"):
             assert part in text
@@ -135,7 +135,7 @@ class TestReceipts:
             ctx.add_assistant("next")
             ctx.prepare()
         obs = next(o for o in ctx.observations if o.state is ObsState.RECEIPTED)
-        text = ctx._rendered[obs.entry_index].text
+        text = ctx.transcript.messages[obs.entry_index].text
         assert "First line: 'FAILED test_0'" in text  # the output wrapper is skipped
         assert "recall(" in text and "again" not in text
 
@@ -143,7 +143,7 @@ class TestReceipts:
         ctx = make_context(window=30_000, output_budget=1_000)
         grow(ctx, 40)
         obs = next(o for o in ctx.observations if o.state is ObsState.RECEIPTED)
-        message = ctx._rendered[obs.entry_index]
+        message = ctx.transcript.messages[obs.entry_index]
         assert message.role == "tool" and message.tool_call_id == obs.call_id
 
 

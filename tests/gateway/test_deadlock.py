@@ -26,7 +26,7 @@ def agent_rereads_config(ctx, *, attempts: int) -> list[str]:
         ctx.add_assistant(f"reading {path}", (call(f"c{n}", path=path),))
         obs = ctx.add_tool_result(read_input(f"c{n}", path, text))
         if n >= 5:
-            answers.append(ctx._rendered[obs.entry_index].text)
+            answers.append(ctx.transcript.messages[obs.entry_index].text)
     ctx.prepare()
     return answers
 
@@ -104,10 +104,10 @@ def test_a_result_a_fresh_note_points_at_is_in_use_whatever_its_age():
         ctx.add_tool_result(read_input(f"c{n}", path, text))
     first, again = ctx.observations[0], ctx.observations[-1]
     assert again.alias_of == first.obs_id and first.step < ctx.step - 1
-    assert ctx.is_hot(first) and ctx.hot_gain() >= first.gain > 0  # a fold due by cost keeps it
+    assert ctx.view.is_hot(first) and ctx.view.hot_gain() >= first.gain > 0  # a fold due by cost keeps it
     ctx.prepare()
     ctx.add_assistant("done reading")  # the model saw the note: the first copy ages again
-    assert not ctx.is_hot(first)
+    assert not ctx.view.is_hot(first)
 
 
 def test_a_note_served_as_text_by_a_fold_leaves_the_request_under_the_ceiling():

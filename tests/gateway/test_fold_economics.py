@@ -82,7 +82,7 @@ def test_a_fold_never_takes_what_the_last_two_turns_produced_unless_superseded()
     written = shell_input("w", "patch a.py", "patched")
     ctx.add_tool_result(type(written)(**{**{f: getattr(written, f) for f in written.__slots__}, "written": ("a.py",)}))
     ctx.add_assistant("next")
-    assert read.state is ObsState.CONSUMED and not ctx.is_hot(read)
+    assert read.state is ObsState.CONSUMED and not ctx.view.is_hot(read)
 
 
 def test_only_the_same_call_made_again_supersedes_a_result():
@@ -106,8 +106,8 @@ def test_only_the_same_call_made_again_supersedes_a_result():
     tests, edit_a = step(("t1", "shell", {"command": "pytest -q"}, "3 failed\n" * 50), edit("e1", "/r/a.py"))
     edit_b, again = step(edit("e2", "/r/b.py"), ("t2", "shell", {"command": "pytest -q"}, "all passed\n" * 50))
     assert tests.step == edit_a.step == again.step - 1 == ctx.step - 1  # all from the last two turns
-    assert ctx.is_hot(edit_a) and ctx.is_hot(edit_b) and ctx.is_hot(again)
-    assert not ctx.is_hot(tests)  # the same command, run again
+    assert ctx.view.is_hot(edit_a) and ctx.view.is_hot(edit_b) and ctx.view.is_hot(again)
+    assert not ctx.view.is_hot(tests)  # the same command, run again
 
 
 def test_the_providers_prices_decide_openai_folds_sooner_than_anthropic():

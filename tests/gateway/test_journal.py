@@ -67,7 +67,7 @@ def test_hundreds_of_units_replay_to_the_whole_state_after_every_unit():
         assert replay(records[0], records[1:]) == json.loads(encode(dump_state(ctx))), f"unit {n}"
     assert ctx.segment > 3 and len(ctx.folds) > 5 and ctx.payloads and ctx.decisions.items
     assert folded_updates and deltas > 300
-    assert any(path.startswith("lib/") and note.written for path, note in ctx.files.items())
+    assert any(path.startswith("lib/") and note.written for path, note in ctx.notes.files.items())
 
 
 def test_deltas_carry_what_the_unit_changed_not_the_history():

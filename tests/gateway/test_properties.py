@@ -74,7 +74,7 @@ def check_pairs(request) -> None:
 
 
 def non_evictable_alone_exceeds_ceiling(ctx: SessionContext) -> bool:
-    return round((ctx.estimate - ctx.evictable_gain()) * ctx.calibration.ratio) > ctx.budget.ceiling
+    return round((ctx.estimate - ctx.book.evictable_gain) * ctx.calibration.ratio) > ctx.budget.ceiling
 
 
 def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
@@ -86,7 +86,7 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
     steers: list[str] = []
     previous = ""
     previous_request = None
-    previous_epoch = ctx.epoch
+    previous_epoch = ctx.book.epoch
     for index, step in enumerate(spec["steps"]):
         if step["intent_edit"]:
             new_intent = ctx.intent_file_text + f"\nConstraint added at step {index}: keep the API."
@@ -121,7 +121,7 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
             assert reuse < len(previous_request.messages)
         previous_request = request
         # (4) append-only within an epoch
-        if ctx.epoch == previous_epoch:
+        if ctx.book.epoch == previous_epoch:
             assert serialized.startswith(previous)
         else:
             assert boundary.fold is not None or ctx.segment != segment
@@ -131,7 +131,7 @@ def run_session(spec, ctx: SessionContext | None = None) -> SessionContext:
         assert any(ctx.intent_file_text in text for text in texts)
         for steer in steers:
             assert any(steer in text for text in texts)
-        previous, previous_epoch = serialized, ctx.epoch
+        previous, previous_epoch = serialized, ctx.book.epoch
 
         # The provider counts tokens its own way: a steady ratio over our estimate.
         ctx.record_usage(round(ctx.estimate * spec["provider_ratio"]))
@@ -148,7 +148,7 @@ def check_fold(ctx: SessionContext, fold) -> None:
     if fold.projection_before <= ctx.budget.trigger:
         assert fold.reason is FoldReason.COST
         freed = fold.projection_before - fold.projection_after
-        assert ctx.economics.payback_requests(fold.projection_after, freed) <= ctx.remaining_requests() + 1
+        assert ctx.economics.payback_requests(fold.projection_after, freed) <= ctx.view.remaining_requests() + 1
     assert fold.evicted or fold.payloads
 
 
@@ -178,12 +178,12 @@ def check_read(ctx: SessionContext, call_id: str, files: Files, path: str, rng) 
             event("re-read after eviction served whole")
         assert obs.alias_of is None and obs.state is ObsState.FRESH
         assert ctx.entries[obs.entry_index].observation is obs
-        assert text == ctx._rendered[obs.entry_index].text
+        assert text == ctx.transcript.messages[obs.entry_index].text
     else:
         # A note only while the earlier text is really in the request.
         target = ctx.observation(obs.alias_of)
         assert target.state is not ObsState.RECEIPTED
-        assert ctx._rendered[target.entry_index].text == text
+        assert ctx.transcript.messages[target.entry_index].text == text
 
 
 def check_receipts_match_ledger(ctx: SessionContext) -> None:

@@ -38,7 +38,7 @@ def test_the_ledger_page_shows_each_observation_each_fold_and_the_totals(client,
     assert "receipted at fold 1" in html
     assert "note → #0" in html
     assert "re-served (was #0)" in html
-    assert f"{ctx.sent_tokens_total:,}" in html
+    assert f"{ctx.book.sent_tokens_total:,}" in html
     assert ctx.observations[0].source.sha256[:12] in html
 
 

@@ -28,7 +28,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand
 
-from agents.models import AgentProfile, EvictionPolicy
+from agents.models import AgentProfile
+from observations.gateway.policies import ON_DEMAND
 from observations.gateway.prices import price_for
 from rooms.models import Membership, Room, RoomAgent
 from rooms.repository.prepare import TemplateRepository
@@ -154,7 +155,7 @@ def ensure_room(demo: Demo) -> None:
 def recorded_agent(demo: Demo, name: str, model: str, role_prompt: str, **limits: int) -> tuple[AgentProfile, bool]:
     """The agent profile ``name`` on a recording, created with these defaults the first time."""
     return AgentProfile.objects.get_or_create(name=name, defaults={
-        "model": model, **limits, "eviction_policy": EvictionPolicy.ON_DEMAND, "role_prompt": role_prompt,
+        "model": model, **limits, "eviction_policy": ON_DEMAND, "role_prompt": role_prompt,
         "created_by": demo.user, **demo_prices(),
     })
 

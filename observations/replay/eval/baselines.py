@@ -1,23 +1,12 @@
 """Gateway configurations that exist only to be compared with production's: the
-room-wide "already read" rule that deadlocked, receipts from before `recall`, and
-SWE-agent's masking of old outputs. The production gateway (observations.gateway)
-knows none of them; ``ComparisonContext`` adds them over its ``SessionContext``.
+room-wide "already read" rule that deadlocked, and receipts from before `recall`. The
+production gateway serves none of them; they are ``Serving`` switches (serving.py) the
+replay turns on for its comparison runs (engine.new_context).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from observations.gateway.context import SessionContext
-from observations.gateway.policies import FoldReason, KeepRecent, Policy
-from observations.gateway.transcript import Entry, FileRange, Observation, ObsState
-
-MASK_LAST_5 = "mask-last-5"
-
-
-def mask_last_5() -> Policy:
-    """SWE-agent's last_n_observations: keep the newest 5 results, stub the rest."""
-    return KeepRecent(MASK_LAST_5, keep=5, max_tokens=None, reason=FoldReason.MASK)
+from observations.gateway.transcript import FileRange, Observation
 
 
 def render_legacy_receipt(obs: Observation) -> str:
@@ -33,61 +22,20 @@ def render_legacy_receipt(obs: Observation) -> str:
     )
 
 
-def render_room_dedup_denial(obs: Observation) -> str:
-    """What the deadlocking gateway answered."""
-    rng = obs.source.read.describe() if obs.source.read else obs.source.tool
-    return f"[already read] {rng} was already read in this room; its text is not repeated."
+class RoomDedup:
+    """The room-wide "already read" set of the gateway that deadlocked: a re-read of any
+    range read before is denied, whatever the context holds (tests/replay/test_baselines.py)."""
 
+    def __init__(self) -> None:
+        self.seen: set = set()
 
-def render_mask_stub(obs: Observation) -> str:
-    """SWE-agent's `last_n_observations` stub."""
-    return f"Old environment output: ({obs.source.text.count(chr(10)) + 1} lines omitted)"
+    def denies(self, rng: FileRange) -> bool:
+        return rng.key in self.seen
 
+    def saw(self, rng: FileRange) -> None:
+        self.seen.add(rng.key)
 
-class ComparisonContext(SessionContext):
-    """A SessionContext with the comparison-only rules switched on.
-
-    ``room_seen``: the room-wide "already read" set of the gateway that deadlocked (a
-    re-read of any range read before is denied, whatever the context holds; see
-    tests/replay/test_baselines.py). ``receipt``: how an evicted result is stubbed
-    instead of production's receipt (legacy receipts, mask stubs). ``notes``,
-    ``payload_receipts``, ``segments`` off: production without that piece (short notes
-    for unchanged re-reads, receipts for bodies the agent wrote, new segments), to
-    show what each is worth; the baselines also serve every result whole.
-    """
-
-    def __init__(self, *, room_seen: set | None = None, receipt: Callable[[Observation], str] | None = None,
-                 notes: bool = True, payload_receipts: bool = True, segments: bool = True, **options) -> None:
-        super().__init__(**options)
-        self.room_seen = room_seen
-        self.receipt = receipt
-        self.notes = notes
-        self.payload_receipts = payload_receipts
-        self.segments_enabled = self.segments_enabled and segments
-
-    def _serve_read(self, obs: Observation, rng: FileRange) -> None:
-        if self.room_seen is not None and rng.key in self.room_seen:
-            obs.state, obs.denied = ObsState.RECEIPTED, True
-        elif self.notes:
-            super()._serve_read(obs, rng)
-        else:  # every read served whole: no note, even for text still in the request
-            seen = self.ledger.lookup(rng)
-            if seen is not None and not seen.in_context:
-                obs.reread_of = seen.obs_id
-            self.ledger.received(rng, obs.obs_id, self.step)
-        if self.room_seen is not None:
-            self.room_seen.add(rng.key)
-
-    def _register_payloads(self, entry: Entry) -> None:
-        if self.payload_receipts:
-            super()._register_payloads(entry)
-
-    def shown_text(self, obs: Observation) -> str:
-        if obs.denied:
-            return render_room_dedup_denial(obs)
-        return super().shown_text(obs)
-
-    def receipt_text(self, obs: Observation) -> str:
-        if self.receipt is not None and obs.alias_of is None:
-            return self.receipt(obs)
-        return super().receipt_text(obs)
+    @staticmethod
+    def denial(obs: Observation) -> str:
+        rng = obs.source.read.describe() if obs.source.read else obs.source.tool
+        return f"[already read] {rng} was already read in this room; its text is not repeated."

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from observations.gateway import segments
@@ -23,7 +23,8 @@ from observations.gateway.budget import Budget
 from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
-from observations.gateway.policies import FoldReason, Policy
+from observations.gateway.policies import ON_DEMAND, FoldReason, Policy, policy_row
+from observations.gateway.policies import POLICIES as POLICY_TABLE
 from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.tokens import (
     estimate_message_tokens,
@@ -32,37 +33,39 @@ from observations.gateway.tokens import (
 )
 from observations.gateway.transcript import FileRange, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
-from observations.replay.eval.baselines import (
-    MASK_LAST_5,
-    ComparisonContext,
-    mask_last_5,
-    render_legacy_receipt,
-    render_mask_stub,
-)
+from observations.replay.eval.baselines import RoomDedup, render_legacy_receipt
 from observations.replay.eval.cost import CostModel
 from observations.replay.eval.reads import ReadTracker
 from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
 
-# The gateway's policies, plus the deadlocking configuration for comparison: eager
-# eviction with the room-wide "already read" de-duplication.
+# The comparison configurations: the deadlocking one (eager eviction with the room-wide
+# "already read" de-duplication), and on_demand without each piece that keeps sessions
+# going, to show what each is worth (opt-in with --policy): the ledger's short notes,
+# payload receipts, receipts that name `recall`, new segments. Each is a policy of the
+# table (policies.POLICIES) with some of its Serving switched.
 ROOM_DEDUP = "eager-room-dedup"
-# on_demand's folds alone, without the ledger's short notes for unchanged re-reads:
-# separates the two effects (opt-in with --policy).
 NO_NOTES = "on_demand-no-notes"
-# on_demand without each piece that keeps sessions going, to show what each one is
-# worth (opt-in): payload receipts, receipts that name `recall`, new segments.
 NO_PAYLOADS = "on_demand-no-payloads"
 LEGACY_RECEIPTS = "on_demand-legacy-receipts"
 NO_SEGMENTS = "on_demand-no-segments"
-# "oracle" (oracle.py) is the hindsight limit every other policy is measured against.
-POLICIES = ("none", "eager", MASK_LAST_5, "on_demand", ROOM_DEDUP, "oracle")
-OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
-_VARIANTS: dict[str, dict[str, bool]] = {
-    NO_NOTES: {"notes": False},
-    NO_PAYLOADS: {"payload_receipts": False},
-    LEGACY_RECEIPTS: {"legacy_receipts": True},
-    NO_SEGMENTS: {"segments": False},
+_VARIANTS: dict[str, tuple[str, dict[str, Callable[[], Any]]]] = {
+    ROOM_DEDUP: ("eager", {"gate": RoomDedup}),
+    NO_NOTES: (ON_DEMAND, {"notes": lambda: False}),
+    NO_PAYLOADS: (ON_DEMAND, {"payload_receipts": lambda: False}),
+    LEGACY_RECEIPTS: (ON_DEMAND, {"receipt": lambda: render_legacy_receipt}),
+    NO_SEGMENTS: (ON_DEMAND, {"segments": lambda: False}),
 }
+# Every policy of the table, the deadlocking configuration, and "oracle" (oracle.py), the
+# hindsight limit every other policy is measured against.
+POLICIES = (*POLICY_TABLE, ROOM_DEDUP, "oracle")
+OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
+
+
+def replayable() -> tuple[str, ...]:
+    """Every name ``--policy`` takes: the table's rows as they stand, the comparisons."""
+    return (*POLICY_TABLE, ROOM_DEDUP, "oracle", *OPTIONAL_POLICIES)
+
+
 DEFAULT_OUTPUT_BUDGET = 4_096
 
 
@@ -211,29 +214,22 @@ def output_tokens(step: Step) -> int:
 
 def new_context(trajectory: Trajectory, policy: str | Policy, budget: Budget, *,
                 economics: CacheEconomics | None = None, prior: LengthPrior | None = None) -> SessionContext:
-    name = policy if isinstance(policy, str) else policy.name
-    options = {"notes": True, **_VARIANTS.get(name, {})}
-    base = "on_demand" if name in _VARIANTS else policy
-    if not isinstance(base, str) or base != "on_demand":
-        # Short notes for unchanged re-reads are on_demand's (and the oracle's); the
-        # baselines serve every result whole, as the recorded agents did.
-        options["notes"] = not isinstance(base, str)
-    # The comparison-only rules live here, not in the production gateway (baselines.py).
-    if name == ROOM_DEDUP:
-        base, options["room_seen"] = "eager", set()
-    elif name == MASK_LAST_5:
-        base, options["receipt"] = mask_last_5(), render_mask_stub
-    if options.pop("legacy_receipts", False):
-        options["receipt"] = render_legacy_receipt
-    return ComparisonContext(
+    """A policy of the table is served as its row says, live and here alike; a
+    comparison configuration switches its base policy's serving; a Policy object (the
+    oracle's forced schedules) gets production's serving."""
+    serving = None
+    if isinstance(policy, str) and policy in _VARIANTS:
+        policy, switched = _VARIANTS[policy]
+        serving = replace(policy_row(policy).serving, **{name: make() for name, make in switched.items()})
+    return SessionContext(
         model=trajectory.model or trajectory.source,
         system_prompt=trajectory.system_prompt,
         tools=tool_schemas(trajectory.meta),
         budget=budget,
-        policy=base,
+        policy=policy,
         economics=economics,
         length_prior=prior,
-        **options,
+        serving=serving,
     )
 
 
@@ -250,8 +246,8 @@ def replay(
     how long comparable sessions ran, for on_demand's fold economics. ``on_step`` is
     told each recorded step's index before its boundary."""
     name = policy if isinstance(policy, str) else policy.name
-    if isinstance(policy, str) and (policy not in POLICIES + OPTIONAL_POLICIES or policy == "oracle"):
-        raise ValueError(f"unknown policy {policy!r}: use {', '.join(POLICIES + OPTIONAL_POLICIES)}")
+    if isinstance(policy, str) and policy not in POLICY_TABLE and policy not in _VARIANTS:
+        raise ValueError(f"unknown policy {policy!r}: use {', '.join(replayable())}")
     settings = settings or ReplaySettings()
     budget = settings.budget_for(window)
     result = RunResult(name, window, budget.trigger, budget.ceiling)
@@ -259,7 +255,7 @@ def replay(
     ctx = new_context(trajectory, policy, budget, economics=economics, prior=prior)
     tracker = ReadTracker(ctx.observation)
     ctx.add_user(trajectory.task, kind="task")
-    bill = _Biller(result, settings.cost, ctx.header_tokens)
+    bill = _Biller(result, settings.cost, ctx.transcript.header_tokens)
 
     tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
     for step in trajectory.steps:
@@ -301,8 +297,8 @@ def _send(ctx: SessionContext, index: int, result: RunResult, bill: _Biller,
     new segment cannot fit. The simulated provider never overflows: it counts."""
 
     def count(boundary: Boundary) -> tuple[tuple[Boundary, tuple[Message, ...], list[int], int], Usage]:
-        tokens = ctx.message_tokens() + [estimate_message_tokens(m.text) for m in tail]
-        sent = ctx.header_tokens + sum(tokens)
+        tokens = list(ctx.transcript.tokens) + [estimate_message_tokens(m.text) for m in tail]
+        sent = ctx.transcript.header_tokens + sum(tokens)
         return (boundary, boundary.request.messages + tail, tokens, sent), Usage(sent)
 
     try:
@@ -376,7 +372,7 @@ def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: _Bil
     answer = estimate_tokens(prose["progress"] + prose["next_step"])
     # When the conversation no longer fit, the prose request receipted what it could:
     # a rewritten request, for the strict accounting.
-    folded = request.messages[:-1] != tuple(ctx.rendered_messages())
+    folded = request.messages[:-1] != tuple(ctx.transcript.messages)
     bill.request(request.messages, [estimate_request_message(m) for m in request.messages], answer, rewritten=folded)
     standing = result.receipts[-1] if result.receipts else 0
     result.receipts_before_segments += standing

@@ -36,10 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
-from observations.gateway.context import SessionContext
 from observations.gateway.economics import LengthPrior
 from observations.gateway.policies import FoldReason, Plan
 from observations.gateway.transcript import Observation
+from observations.gateway.view import PolicyView
 from observations.replay.eval.engine import ReplaySettings, RunResult, observation_input, replay
 from observations.replay.trajectory import Trajectory
 
@@ -60,14 +60,14 @@ class ForcedFolds:
     def set_step(self, index: int) -> None:
         self.at = index
 
-    def plan(self, ctx: SessionContext, *, person_waiting: bool, overflow: bool) -> Plan:
+    def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan:
         # Over the ceiling the fold is mandatory, as for on_demand, and takes everything.
         mandatory = overflow or ctx.projection() > ctx.budget.ceiling
         if self.at not in self.schedule and not mandatory:
             return Plan(note="not a fold step of the schedule")
-        seen = ctx.obs_base + len(ctx.observations)  # events received so far
+        seen = ctx.received  # events received so far
         # A result a fresh note points at stays too: evicted, the note would become its
-        # text (SessionContext._serve_fresh_notes), and what a fold leaves would then
+        # text (folds._serve_fresh_notes), and what a fold leaves would then
         # depend on the folds before it.
         noted = ctx.noted_targets()
         chosen = [item for item in ctx.eviction_candidates()

@@ -13,7 +13,7 @@ from observations.gateway.budget import Budget
 from observations.gateway.economics import LengthPrior
 from observations.replay.eval.calibration import FULL_HISTORY_SOURCES, estimator_error
 from observations.replay.eval.cost import PRICES
-from observations.replay.eval.engine import OPTIONAL_POLICIES, POLICIES, ReplaySettings, replay
+from observations.replay.eval.engine import ReplaySettings, replay, replayable
 from observations.replay.eval.oracle import ORACLE, oracle
 from observations.replay.eval.results import ResultSet, TrajectoryResult, fingerprint
 from observations.replay.eval.summary import BASELINE
@@ -36,9 +36,9 @@ _ESTIMATOR_CONSTANTS = (
 
 def with_baseline(policies: Sequence[str]) -> list[str]:
     """The policies in order, `none` first: every ratio is taken against it."""
-    unknown = [p for p in policies if p not in POLICIES + OPTIONAL_POLICIES]
+    unknown = [p for p in policies if p not in replayable()]
     if unknown:
-        raise ValueError(f"unknown policy {', '.join(unknown)}: use {', '.join(POLICIES + OPTIONAL_POLICIES)}")
+        raise ValueError(f"unknown policy {', '.join(unknown)}: use {', '.join(replayable())}")
     return [BASELINE] + [p for p in dict.fromkeys(policies) if p != BASELINE]
 
 

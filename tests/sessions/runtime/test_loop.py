@@ -316,7 +316,7 @@ def test_an_ask_parks_and_the_decision_decides():
     host.approvals["a"] = Approval("approved", by="ann", always=True)
     loop, result = run(host, ctx=loop.ctx, state=loop.state)
     assert result.outcome is Outcome.SUCCEEDED and host.executed == ["a"]
-    result_text = next(m.text for m in loop.ctx._rendered if m.tool_call_id == "a")
+    result_text = next(m.text for m in loop.ctx.transcript.messages if m.tool_call_id == "a")
     assert result_text.endswith("[A person (ann) approved this call.]")
     assert loop.state.session_allowed == [{"decision": "allow", "tool": "write_file", "path_glob": "x",
                                            "command_prefix": "", "command_exact": ""}]
@@ -471,7 +471,7 @@ def test_the_loop_and_its_rules_import_no_django():
 def test_what_the_model_writes_is_made_storable_before_it_is_kept():
     host = FakeHost(turns=[turn("bad\x00reply \ud800", ("c\x001", "read_file", {"path": "a\x00b"})), turn("done")])
     loop, result = run(host)
-    reply = next(m for m in loop.ctx._rendered if m.role == "assistant")
+    reply = next(m for m in loop.ctx.transcript.messages if m.role == "assistant")
     assert "\x00" not in reply.text and "\ud800" not in reply.text
     call = reply.tool_calls[0]
     assert "\x00" not in call.id and "\x00" not in call.arguments["path"]

@@ -1,0 +1,50 @@
+"""What a handoff will need to know of the work so far: the files the session read and
+wrote (with the symbols seen there), and its latest verification lines. Noted as results
+and the agent's bodies come in, kept across segments."""
+
+from __future__ import annotations
+
+from observations.gateway.handoff import FileNote, is_check_command, symbols_in
+from observations.gateway.payloads import PayloadSpec
+from observations.gateway.transcript import ObservationInput
+
+MAX_CHECKS = 8  # verification lines a handoff can show
+
+
+class WorkNotes:
+    def __init__(self) -> None:
+        self.files: dict[str, FileNote] = {}
+        self.checks: list[str] = []
+
+    def file(self, path: str) -> FileNote:
+        note = self.files.get(path)
+        if note is None:
+            note = self.files[path] = FileNote(path)
+        return note
+
+    def add_check(self, line: str) -> None:
+        """A verification line (the room's check, a test command) for the next handoff."""
+        self.checks = (self.checks + [line])[-MAX_CHECKS:]
+
+    def result(self, source: ObservationInput, step: int) -> None:
+        """A tool result: the range it read, the files it wrote, the check it ran."""
+        if source.read is not None and not source.read.path.startswith("recall:"):
+            rng = source.read  # a recalled text is not a file of the worktree
+            lines = "" if rng.start is None and rng.end is None else f"{rng.start or 1}-{rng.end or 'end'}"
+            self.file(rng.path).note_read(lines, symbols_in(source.text), step)
+        for path in source.written:
+            self.file(path).note_write([], step)
+        if source.exit_code is not None:
+            command = str(source.arguments.get("command", "")) if isinstance(source.arguments, dict) else ""
+            if is_check_command(command):
+                self.add_check(f"- step {step}: `{_one_line(command)}` → exit {source.exit_code}")
+
+    def body(self, spec: PayloadSpec, step: int) -> None:
+        """A body the agent wrote for a file (a payload with a path)."""
+        if spec.path:
+            self.file(spec.path).note_write(symbols_in(spec.text), step)
+
+
+def _one_line(text: str, limit: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
