@@ -17,7 +17,8 @@ from pathlib import Path
 
 from agents.providers.errors import InvalidModelSpec
 from agents.providers.replay import RecordedTurn, ReplayProvider, resolve_replay_path
-from evals.scenario import Scenario, ScenarioError, scenario_from
+from evals.scenario import Scenario, ScenarioError
+from evals.scenario_files import scenario_from
 from observations.gateway.messages import ModelTurn, Request
 
 # How long the scripted agent waits for a person: a steer returns it at once.

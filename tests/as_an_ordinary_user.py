@@ -43,6 +43,7 @@ def load_sandbox() -> types.ModuleType:
 def main() -> None:
     spec = json.loads(sys.argv[1])
     sandbox = load_sandbox()
+    handover = sys.modules["agents.tools.handover"]  # loaded by the sandbox module
     limits = sandbox.RoomLimits(**spec["limits"]) if spec.get("limits") else sandbox.RoomLimits()
     policy = sandbox.SandboxPolicy(room_limits=limits)
     problem = sandbox.availability(policy)
@@ -51,7 +52,7 @@ def main() -> None:
     places = [sandbox.Place(worktree=Path(p["worktree"]), tmp=Path(p["tmp"]), group=p.get("group", ""),
                             network=p.get("network", False)) for p in spec["places"]]
     for place in places:
-        sandbox.prepare(policy, place)
+        handover.prepare(policy, place)
 
     def start(index: int, command: str) -> subprocess.Popen:
         confined = sandbox.confine(policy, places[index], command)

@@ -61,3 +61,27 @@ def test_an_import_against_the_layering_breaks_its_contract(tmp_path, module, li
     done = _lint_imports(tmp_path)
     assert done.returncode != 0
     assert f"{contract}" in done.stdout and "BROKEN" in done.stdout.split(contract, 1)[1].splitlines()[0], done.stdout
+
+
+# --- size: a module past 400 lines, or a class past 250, usually does two jobs -----------------
+
+MAX_MODULE_LINES, MAX_CLASS_LINES = 400, 250
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*.py") if not {".venv", ".ci", "migrations", ".git"} & set(p.parts)
+                  and p.name != "settings.py")
+
+
+def test_no_module_or_class_is_too_long():
+    import ast
+
+    too_long = []
+    for path in _sources():
+        text = path.read_text()
+        if (lines := len(text.splitlines())) > MAX_MODULE_LINES:
+            too_long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and (span := node.end_lineno - node.lineno + 1) > MAX_CLASS_LINES:
+                too_long.append(f"{path.relative_to(ROOT)}: class {node.name}, {span} lines")
+    assert too_long == []

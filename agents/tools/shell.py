@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .handover import prepare
 from .jobs import JobRegistry, JobStatus
 from .outcome import NotRun, Result, ToolError, out_of_space
-from .sandbox import Confined, Place, SandboxPolicy, SandboxUnavailable, confine, prepare
+from .sandbox import Confined, Place, SandboxPolicy, SandboxUnavailable, confine
 from .text import one_line
 
 RUNNING_TAIL_CHARS = 2000

@@ -5,7 +5,7 @@ tables they consult are in `observations.shell.catalog`."""
 from __future__ import annotations
 
 from observations.shell import catalog
-from observations.shell.syntax import Word
+from observations.shell.words import Word
 
 
 def option_name(word: str) -> str:

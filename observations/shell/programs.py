@@ -19,73 +19,18 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from observations.shell import catalog, options
-from observations.shell.syntax import Word, parse_command
+from observations.shell import catalog, inline_code, options
+from observations.shell.invocations import Invocation, ShellLine
+from observations.shell.syntax import parse_command
+from observations.shell.words import Word
 
 MAX_DEPTH = 8  # nested `bash -c "eval ..."` deeper than this is not followed (hidden)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=", re.DOTALL)
 _RESERVED = frozenset({"!", "{", "}", "then", "else", "elif", "do", "if", "while", "until", "fi", "done",
                        "esac", "in"})
 _NOT_A_PROGRAM = frozenset({"for", "case", "select", "function", "[[", "]]", "(("})
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """One program the line runs."""
-
-    argv: tuple[str, ...]  # as written, quotes and escapes removed
-    via: tuple[str, ...] = ()  # what started it, outermost first: "timeout", "bash -c", "$(...)"
-    runs_code: bool = False  # runs code or a command given in its arguments
-    wrapper: bool = False  # only starts the command after its options
-    # The words rules compare, when not simply the program's base name and its arguments
-    # (git's are without its global options: `git -C x push` is a `git push`).
-    key_words: tuple[str, ...] = ()
-
-    @property
-    def program(self) -> str:
-        return posixpath.basename(self.argv[0]) if self.argv else ""
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        """The words rules compare: the program by its base name, then its arguments."""
-        return self.key_words or (self.program, *self.argv[1:])
-
-    def describe(self) -> str:
-        via = "".join(f"{step} → " for step in self.via)
-        note = " (runs code from its arguments)" if self.runs_code else ""
-        return f"{via}{' '.join(self.argv)}{note}"
-
-
-@dataclass(frozen=True, slots=True)
-class ShellLine:
-    text: str
-    invocations: tuple[Invocation, ...]  # everything the line can be seen to run
-    hidden: tuple[str, ...]  # why parts of the line cannot be seen into
-    # The words of a single command standing alone, every value known; else ().
-    words: tuple[str, ...]
-    program_at: int  # in ``words``: where the innermost program starts (past any wrappers)
-
-    @property
-    def opaque(self) -> bool:
-        return bool(self.hidden)
-
-    @property
-    def runs_code(self) -> bool:
-        return any(i.runs_code for i in self.invocations)
-
-    @property
-    def single(self) -> bool:
-        """One command alone: no list, pipe, group, redirection, assignment, substitution,
-        variable or glob."""
-        return bool(self.words)
-
-    @property
-    def plain(self) -> bool:
-        """A single command, fully visible, with no wrapper and nothing run from its arguments."""
-        return (self.single and not self.hidden and not self.runs_code
-                and not any(i.wrapper for i in self.invocations))
 
 
 def read_line(text: str) -> ShellLine:
@@ -316,66 +261,51 @@ class _Reader:
             i += width
         self.add(words, via, runs_code=runs_code)
 
-    def _find(self, words: list[Word], via: tuple[str, ...], depth: int) -> None:
-        args = words[1:]
-        commands: list[tuple[str, list[Word]]] = []
-        i = 0
-        while i < len(args):
-            if args[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
-                end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
-                commands.append((args[i].text, args[i + 1:end]))
-                i = end
-            i += 1
-        self.add(words, via, runs_code=bool(commands))
-        for option, command in commands:
-            self.resolve(command, (*via, f"find {option}"), depth + 1)
 
-    def _git(self, words: list[Word], via: tuple[str, ...], depth: int) -> None:
-        args = words[1:]
-        texts = [w.text for w in args]
-        i, runs = 0, False
-        while i < len(args) and texts[i].startswith("-"):
-            key = options.option_name(texts[i])
-            if key in catalog.GIT_CODE_GLOBAL:
-                runs = True
-                i += 1 if "=" in texts[i] or key in ("-p", "--paginate") else 2
-                continue
-            step = options.option_width(args, i, catalog.GIT_GLOBAL)
-            if step is None:
-                self.hidden.append(f"an option of `git` the hub does not know (`{texts[i]}`)")
-                break
-            i += step
-        sub = texts[i] if i < len(texts) else ""
-        rest, rest_texts = args[i + 1:], texts[i + 1:]
-        runs = runs or sub in catalog.GIT_CODE_SUBCOMMANDS or options.starts_with_option(
-            rest_texts, catalog.GIT_CODE_ARGUMENTS)
-        runs = runs or (sub in ("clone", "fetch", "pull", "ls-remote", "archive") and "-u" in rest_texts)
-        runs = runs or (sub == "grep" and options.starts_with_option(rest_texts, ("-O",)))
-        lines = _git_lines(sub, rest_texts)
-        command = rest[1:] if sub == "bisect" and rest_texts[:1] == ["run"] else []
-        self.invocations.append(Invocation(tuple([words[0].text, *texts]), via, runs or bool(lines or command),
-                                           key_words=("git", *texts[i:])))
-        for text in lines:
-            self.line(text, (*via, f"git {sub}"), depth + 1)
-        if command:
-            self.resolve(command, (*via, "git bisect run"), depth + 1)
+def _follow_find(reader: _Reader, words: list[Word], via: tuple[str, ...], depth: int) -> None:
+    args = words[1:]
+    commands: list[tuple[str, list[Word]]] = []
+    i = 0
+    while i < len(args):
+        if args[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = next((j for j in range(i + 1, len(args)) if args[j].text in (";", "+")), len(args))
+            commands.append((args[i].text, args[i + 1:end]))
+            i = end
+        i += 1
+    reader.add(words, via, runs_code=bool(commands))
+    for option, command in commands:
+        reader.resolve(command, (*via, f"find {option}"), depth + 1)
 
 
-def _git_lines(sub: str, rest: list[str]) -> list[str]:
-    """The shell lines a git subcommand runs: `rebase --exec`, `submodule foreach`."""
-    lines: list[str] = []
-    if sub == "rebase":
-        for j, text in enumerate(rest):
-            if text in ("-x", "--exec") and j + 1 < len(rest):
-                lines.append(rest[j + 1])
-            elif text.startswith("--exec="):
-                lines.append(text.split("=", 1)[1])
-            elif text.startswith("-x") and len(text) > 2:
-                lines.append(text[2:])
-    elif sub == "submodule" and "foreach" in rest:
-        after = rest[rest.index("foreach") + 1:]
-        lines.append(" ".join(t for t in after if t not in ("--recursive", "-q", "--quiet")))
-    return lines
+def _follow_git(reader: _Reader, words: list[Word], via: tuple[str, ...], depth: int) -> None:
+    args = words[1:]
+    texts = [w.text for w in args]
+    i, runs = 0, False
+    while i < len(args) and texts[i].startswith("-"):
+        key = options.option_name(texts[i])
+        if key in catalog.GIT_CODE_GLOBAL:
+            runs = True
+            i += 1 if "=" in texts[i] or key in ("-p", "--paginate") else 2
+            continue
+        step = options.option_width(args, i, catalog.GIT_GLOBAL)
+        if step is None:
+            reader.hidden.append(f"an option of `git` the hub does not know (`{texts[i]}`)")
+            break
+        i += step
+    sub = texts[i] if i < len(texts) else ""
+    rest, rest_texts = args[i + 1:], texts[i + 1:]
+    runs = runs or sub in catalog.GIT_CODE_SUBCOMMANDS or options.starts_with_option(
+        rest_texts, catalog.GIT_CODE_ARGUMENTS)
+    runs = runs or (sub in ("clone", "fetch", "pull", "ls-remote", "archive") and "-u" in rest_texts)
+    runs = runs or (sub == "grep" and options.starts_with_option(rest_texts, ("-O",)))
+    lines = inline_code.git_lines(sub, rest_texts)
+    command = rest[1:] if sub == "bisect" and rest_texts[:1] == ["run"] else []
+    reader.invocations.append(Invocation(tuple([words[0].text, *texts]), via, runs or bool(lines or command),
+                                       key_words=("git", *texts[i:])))
+    for text in lines:
+        reader.line(text, (*via, f"git {sub}"), depth + 1)
+    if command:
+        reader.resolve(command, (*via, "git bisect run"), depth + 1)
 
 
 # --- what a program runs, by its name: the first entry whose test matches decides ---------
@@ -397,62 +327,6 @@ def _checked(runs_code):
     return follow
 
 
-def _awk_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    start = options.skip_options(args, catalog.AWK_OPTIONS)
-    from_file = options.starts_with_option(texts, ("-f", "--file"))
-    inline = options.starts_with_option(texts, ("-e", "--source", "-i", "--include", "-l", "--load"))
-    return start is None or inline or not from_file
-
-
-def _make_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return options.starts_with_option(texts, catalog.MAKE_CODE) or any(
-        "=" in t and not t.startswith("-") for t in texts)
-
-
-def _pytest_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return options.starts_with_option(texts, catalog.PYTEST_CODE) or any(
-        options.pytest_loads_plugin(texts, k) for k in range(len(texts)))
-
-
-def _editor_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return any(t.startswith(("+", "-c", "-S", "--cmd", "-u", "--eval", "-l", "--load", "-f", "--funcall", "-x"))
-               for t in texts)
-
-
-def _build_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return options.starts_with_option(texts, ("-exec", "-toolexec", "--config", "-Z")) or (
-        name == "cargo" and texts[:1] == ["install"])
-
-
-def _remote_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return options.starts_with_option(texts, ("-e", "--rsh", "--rsync-path", "-S", "-o", "-F"))
-
-
-def _sql_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    operands = [t for t in texts if not t.startswith("-")]
-    return len(operands) > 1 or options.starts_with_option(
-        texts, ("-cmd", "-init", "-c", "--command", "-f", "--file", "-e", "--execute"))
-
-
-def _subcommand_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    safe = catalog.SAFE_SUBCOMMANDS["pip" if name.startswith("pip") else name]
-    subcommand = next((t for t in texts if not t.startswith("-")), texts[0] if texts else "")
-    return subcommand not in safe
-
-
-def _uv_code(name: str, args: list[Word], texts: list[str]) -> bool:
-    return (texts[:1] not in (["--version"], ["help"], ["tree"], ["pip"])
-            or texts[1:2] not in (["list"], ["show"], ["freeze"], ["tree"], ["check"]))
-
-
-def _is_pip(name: str, texts: list[str]) -> bool:
-    return name in catalog.SAFE_SUBCOMMANDS or name == "pip" or re.fullmatch(r"pip[0-9.]*", name) is not None
-
-
-def _is_runner(name: str, texts: list[str]) -> bool:
-    return name in catalog.RUNNERS and bool(texts[:1]) and texts[0] in catalog.RUNNERS[name]
-
-
 _PROGRAMS = (
     (_among(catalog.WRAPPERS), _Reader._wrapper),
     (_among(catalog.SHELLS), lambda r, name, words, via, depth, offset: r._shell(name, words, via, depth)),
@@ -462,20 +336,20 @@ _PROGRAMS = (
      lambda r, name, words, via, depth, offset: r._python(words, via, depth, offset)),
     (_among(catalog.INTERPRETERS),
      _checked(lambda name, args, texts: options.interpreter_runs_code(args, catalog.INTERPRETERS[name]))),
-    (_among(catalog.AWKS), _checked(_awk_code)),
+    (_among(catalog.AWKS), _checked(inline_code.awk_code)),
     (_named("sed"), _checked(lambda name, args, texts: options.sed_runs_code(texts))),
-    (_named("find"), lambda r, name, words, via, depth, offset: r._find(words, via, depth)),
-    (_named("git"), lambda r, name, words, via, depth, offset: r._git(words, via, depth)),
-    (_named("make", "gmake"), _checked(_make_code)),
-    (_among(catalog.PYTEST), _checked(_pytest_code)),
+    (_named("find"), lambda r, name, words, via, depth, offset: _follow_find(r, words, via, depth)),
+    (_named("git"), lambda r, name, words, via, depth, offset: _follow_git(r, words, via, depth)),
+    (_named("make", "gmake"), _checked(inline_code.make_code)),
+    (_among(catalog.PYTEST), _checked(inline_code.pytest_code)),
     (_named("tar"), _checked(lambda name, args, texts: options.starts_with_option(texts, catalog.TAR_CODE))),
-    (_among(catalog.EDITORS), _checked(_editor_code)),
-    (_named("go", "cargo"), _checked(_build_code)),
-    (_named("rsync", "scp", "sftp"), _checked(_remote_code)),
-    (_named("sqlite3", "psql", "mysql"), _checked(_sql_code)),
-    (_is_runner, _Reader._runner),
-    (_is_pip, _checked(_subcommand_code)),
-    (_named("uv"), _checked(_uv_code)),
+    (_among(catalog.EDITORS), _checked(inline_code.editor_code)),
+    (_named("go", "cargo"), _checked(inline_code.build_code)),
+    (_named("rsync", "scp", "sftp"), _checked(inline_code.remote_code)),
+    (_named("sqlite3", "psql", "mysql"), _checked(inline_code.sql_code)),
+    (inline_code.is_runner, _Reader._runner),
+    (inline_code.is_pip, _checked(inline_code.subcommand_code)),
+    (_named("uv"), _checked(inline_code.uv_code)),
 )
 
 

@@ -23,14 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.tools.sandbox import (
-    Place,
-    cgroups_usable,
-    confine,
-    hand_over,
-    interpreter_policy,
-    prepare,
-)
+from agents.tools.handover import hand_over, prepare
+from agents.tools.sandbox import Place, cgroups_usable, confine, interpreter_policy
 
 RUNS = 30
 

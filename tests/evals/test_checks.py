@@ -93,7 +93,7 @@ def test_the_decision_logic_of_evals_is_plain_python():
     import sys
     from pathlib import Path
 
-    modules = ["evals.scenario", "evals.checks", "evals.compare", "evals.provider"]
+    modules = ["evals.scenario", "evals.scenario_files", "evals.checks", "evals.compare", "evals.provider"]
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + "print('django' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from evals.provider import ScriptProvider, script_turns, turn_end_steps
-from evals.scenario import KINDS, ScenarioError, load_scenario, scenario_from
+from evals.scenario import KINDS, ScenarioError
+from evals.scenario_files import load_scenario, scenario_from
 from observations.gateway.messages import Message, Request
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "evals" / "scenarios").glob("*.yaml"))

@@ -317,7 +317,7 @@ def test_a_fifo_swapped_for_a_folder_never_holds_the_hub(tmp_path):
     import threading
 
     from agents.tools import files, search
-    from agents.tools.sandbox import hand_over
+    from agents.tools.handover import hand_over
 
     worktree = tmp_path / "w"
     (worktree / "d" / "inner").mkdir(parents=True)

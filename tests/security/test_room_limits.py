@@ -128,7 +128,8 @@ def test_a_confiner_killed_while_it_sets_up_the_sandbox_runs_nothing(tmp_path):
     import subprocess
     import sys
 
-    from agents.tools.sandbox import CONFINER, Place, _bwrap_argv, _tool, prepare
+    from agents.tools.handover import prepare
+    from agents.tools.sandbox import CONFINER, Place, _bwrap_argv, _tool
 
     place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp", network=True)
     place.worktree.mkdir()

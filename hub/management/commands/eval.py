@@ -28,7 +28,8 @@ from agents.providers.factory import check_model_spec, parse_spec
 from evals.ledger import eval_compare
 from evals.models import EvalBatch, EvalRun
 from evals.runner import ScenarioRun, dumps, run_scenarios, run_summary, skipped_run
-from evals.scenario import ScenarioError, load_scenario
+from evals.scenario import ScenarioError
+from evals.scenario_files import load_scenario
 from evals.workers import EvalWorker
 from hub.embedded import EmbeddedRedis
 from observations.gateway.model_spec import REMOTE_KINDS

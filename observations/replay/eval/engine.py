@@ -13,7 +13,6 @@ request only, after the gateway's messages, as the agent sent it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,21 +21,24 @@ from observations.gateway import segments
 from observations.gateway.budget import Budget
 from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
-from observations.gateway.messages import Message, Request, ToolCall, ToolSchema
+from observations.gateway.messages import Message, Request, ToolCall
 from observations.gateway.policies import ON_DEMAND, FoldReason, Policy, policy_row
 from observations.gateway.policies import POLICIES as POLICY_TABLE
-from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.tokens import (
     estimate_message_tokens,
     estimate_request_message,
     estimate_tokens,
 )
-from observations.gateway.transcript import FileRange, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.eval.baselines import RoomDedup, render_legacy_receipt
 from observations.replay.eval.cost import CostModel
+from observations.replay.eval.inputs import (
+    observation_input,
+    output_tokens,
+    tool_schemas,
+)
 from observations.replay.eval.reads import ReadTracker
-from observations.replay.trajectory import FileAccess, Step, ToolEvent, Trajectory, text_sha256
+from observations.replay.trajectory import Step, Trajectory
 
 # The comparison configurations: the deadlocking one (eager eviction with the room-wide
 # "already read" de-duplication), and on_demand without each piece that keeps sessions
@@ -148,68 +150,6 @@ class RunResult:
         # A replaced result never comes back within a segment, so the last request of
         # each segment holds all of that segment's.
         return self.receipts_before_segments + (self.receipts[-1] if self.receipts else 0)
-
-
-def tool_schemas(meta: dict[str, Any]) -> tuple[ToolSchema, ...]:
-    """The recorded tool schemas (OpenAI ``{"type": "function", "function": ...}`` or bare)."""
-    schemas = []
-    for item in meta.get("tools") or ():
-        if not isinstance(item, dict):
-            continue
-        spec = item.get("function") if isinstance(item.get("function"), dict) else item
-        parameters = spec.get("parameters")
-        schemas.append(
-            ToolSchema(
-                str(spec.get("name", "")),
-                str(spec.get("description", "")),
-                parameters if isinstance(parameters, dict) else {},
-            )
-        )
-    return tuple(schemas)
-
-
-def observation_input(event: ToolEvent) -> ObservationInput:
-    text = event.output
-    reads = [a for a in event.accesses if a.kind == "read"]
-    # The ledger keys one range per result; a result that printed several files is
-    # served as plain output.
-    read = _file_range(reads[0]) if len(reads) == 1 else None
-    return ObservationInput(
-        call_id=event.call_id,
-        tool=event.tool,
-        arguments=event.arguments,
-        text=text,
-        sha256=text_sha256(text),
-        size=len(text.encode("utf-8", "surrogatepass")),
-        tokens=estimate_tokens(text),
-        purpose=reads[0].describe() if len(reads) == 1 else call_purpose(event.tool, event.arguments),
-        read=read,
-        file_fingerprint=read.content_hash if read else "",
-        first_line=meaningful_first_line(text),
-        exit_code=event.exit_code,
-        written=tuple(dict.fromkeys(a.path for a in event.accesses if a.kind in ("write", "edit"))),
-    )
-
-
-def _file_range(access: FileAccess) -> FileRange:
-    return FileRange(access.path, access.start, access.end, access.content_hash or "")
-
-
-def native_call_tokens(step: Step) -> int:
-    """Tokens of the tool calls the model made outside its text (native tool calls);
-    calls written in the text are already counted with it."""
-    return sum(
-        estimate_tokens(json.dumps(event.arguments, ensure_ascii=False))
-        for event in step.events
-        if not event.call_in_text
-    )
-
-
-def output_tokens(step: Step) -> int:
-    """Recorded output tokens, else the estimate of what the model wrote."""
-    if step.reported_output_tokens is not None:
-        return step.reported_output_tokens
-    return estimate_tokens(step.assistant_text) + native_call_tokens(step)
 
 
 def new_context(trajectory: Trajectory, policy: str | Policy, budget: Budget, *,

@@ -77,7 +77,7 @@ def test_lists_of_tools_elsewhere_name_only_registered_tools():
 
 
 def test_a_profile_that_names_only_the_verdict_gets_read_only_tools_not_every_tool():
-    from sessions.worker.run import _work_tools
+    from sessions.worker.runner import _work_tools
 
     assert _work_tools([]) is None  # no list: every work tool
     assert _work_tools(["review"]) == ["read_file", "list_files", "search", "recall"]

@@ -11,16 +11,8 @@ from pathlib import Path
 import pytest
 
 from agents.tools import ToolBox
-from agents.tools.sandbox import (
-    CONFINER,
-    Limits,
-    Place,
-    SandboxPolicy,
-    confine,
-    hand_over,
-    interpreter_policy,
-    prepare,
-)
+from agents.tools.handover import hand_over, prepare
+from agents.tools.sandbox import CONFINER, Limits, Place, SandboxPolicy, confine, interpreter_policy
 from rooms.repository.worktrees import worktree_commit, worktree_create
 from tests.rooms.factories import make_git_repo
 
@@ -175,9 +167,10 @@ spec = importlib.util.spec_from_file_location("alone", sys.argv[1])
 alone = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(alone)
 sandbox = alone.load_sandbox()
+handover = sys.modules["agents.tools.handover"]
 policy = sandbox.interpreter_policy()
 place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
-sandbox.prepare(policy, place)
+handover.prepare(policy, place)
 confined = sandbox.confine(policy, place, "python -c 'import sys; print(sys.prefix)'")
 done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
 print(done.returncode, done.stdout.strip(), done.stderr.strip())

@@ -16,7 +16,8 @@ from sessions.models import AgentMention
 from sessions.services.lifecycle import session_start
 from sessions.services.tasks import task_create
 from sessions.worker.doorbell import Doorbell, InputWatch
-from sessions.worker.run import LeaseKeeper, SessionRunner, session_claim
+from sessions.worker.lease import LeaseKeeper, session_claim
+from sessions.worker.runner import SessionRunner
 
 
 @pytest.fixture

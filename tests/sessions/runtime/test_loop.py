@@ -10,9 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-import pytest
-
-from agents.providers import CallRecord, Completion, ContextOverflow
+from agents.providers import CallRecord, Completion
 from agents.tools.outcome import ToolOutcome
 from agents.tools.shell import JobReport
 from observations.gateway.messages import ModelTurn, ToolCall, Usage
@@ -22,7 +20,7 @@ from sessions.runtime.loop import StepLoop
 from sessions.runtime.loop_state import RuntimeState
 from sessions.runtime.reviews import NextRound
 from sessions.runtime.units import Approval, CheckResult, Outcome
-from tests.gateway.factories import make_context, shell_input
+from tests.gateway.factories import make_context
 
 
 def turn(text: str = "", *calls: tuple[str, str, dict]) -> ModelTurn:
@@ -153,59 +151,6 @@ def run(host: FakeHost, *, ctx=None, state=None, clock=lambda: 1_000.0, limit: i
     raise AssertionError("the loop did not settle")
 
 
-def test_a_turn_without_tool_calls_finishes_and_merges():
-    loop, result = run(FakeHost(turns=[turn("nothing to do")]))
-    assert result.outcome is Outcome.SUCCEEDED and result.reason == "merged"
-
-
-def test_a_merge_conflict_ends_in_needs_merge():
-    loop, result = run(FakeHost(turns=[turn("done")], merged=False))
-    assert result.outcome is Outcome.NEEDS_MERGE and "a.py" in result.reason
-
-
-def test_a_conflict_the_session_can_resolve_goes_back_to_it_and_the_check_runs_before_the_next_merge():
-    host = FakeHost(turns=[turn("done"), turn("resolved"), turn("resolved again")], merges=[False, False, True],
-                    handback="main moved on: resolve a.py", check_command="make check", checks=[0, 0, 0])
-    loop, result = run(host)
-    assert result.outcome is Outcome.SUCCEEDED
-    assert host.handed_back == [1, 2] and loop.state.merge_rounds == 2
-    assert [k for k in host.kinds() if k in ("verify", "merge", "merge.handed_back")] == [
-        "verify", "merge", "merge.handed_back", "verify", "merge", "merge.handed_back", "verify", "merge"]
-    told = [m.text for m in host.requests[1].messages if m.text == "main moved on: resolve a.py"]
-    assert told, "the conflict was not in the next request"
-
-
-def test_handing_a_conflict_back_is_bounded():
-    host = FakeHost(turns=[turn("done")] * 5, merged=False, handback="resolve a.py")
-    loop, result = run(host)
-    assert result.outcome is Outcome.NEEDS_MERGE and "after 3 rounds" in result.reason
-    assert host.handed_back == [1, 2, 3]
-
-
-def test_markers_left_from_a_merge_under_way_go_back_before_the_check_runs():
-    # E.g. a worker crash lost the round's count: the merge under way is found again.
-    host = FakeHost(turns=[turn("done"), turn("done")], check_command="make check", checks=[0],
-                    left=[("conflict markers left in a.py", "resolve a.py again")])
-    loop, result = run(host)
-    assert result.outcome is Outcome.SUCCEEDED and loop.state.merge_rounds == 1
-    kinds = [k for k in host.kinds() if k in ("verify", "merge", "merge.handed_back")]
-    assert kinds == ["merge.handed_back", "verify", "merge"]
-
-
-def test_a_resolution_gets_the_checks_rounds_afresh():
-    host = FakeHost(turns=[turn("done"), turn("resolved"), turn("fixed")], check_command="make check",
-                    checks=[0, 1, 0], merges=[False, True], handback="resolve a.py")
-    loop, result = run(host, state=RuntimeState(verify_rounds=2))  # the check's rounds were used up
-    assert result.outcome is Outcome.SUCCEEDED, result.reason
-
-
-def test_a_conflict_only_a_person_can_resolve_ends_in_needs_merge_at_once():
-    host = FakeHost(turns=[turn("done")], merged=False, handback=None)
-    loop, result = run(host)
-    assert result.outcome is Outcome.NEEDS_MERGE and result.reason == "conflict in a.py"
-    assert loop.state.merge_rounds == 0
-
-
 def test_at_the_boundary_a_steer_is_delivered_before_the_request_is_sent():
     host = FakeHost(turns=[turn("ok")], inputs=[Input(7, 3, "steer", "ann", "use tabs")])
     run(host)
@@ -330,25 +275,6 @@ def test_nobody_is_asked_about_an_edit_that_cannot_apply():
     assert host.skipped == [("e", "it cannot apply, so nobody was asked to approve it: x: old text not found")]
 
 
-def test_a_provider_that_repeats_call_ids_gets_them_re_minted():
-    host = FakeHost(turns=[turn("a", ("c1", "read_file", {"path": "x"}), ("c1", "read_file", {"path": "y"})),
-                           turn("b", ("c1", "read_file", {"path": "z"})), turn("done")])
-    loop, result = run(host)
-    ids = [o.call_id for o in loop.ctx.observations]
-    assert len(set(ids)) == 3 and ids[0] == "c1"
-    assert host.executed == ids
-
-
-def test_a_call_id_of_an_earlier_segment_is_re_minted_too():
-    """An earlier segment's results are in the store only: its ids would replay their
-    recorded outcomes for a new call."""
-    host = FakeHost(turns=[turn("a", ("c1", "read_file", {"path": "x"})), turn("done")], earlier_ids={"c1"})
-    ctx = make_context(window=60_000)
-    ctx.obs_base = 5  # the session is in its second segment
-    loop, result = run(host, ctx=ctx)
-    assert host.executed != ["c1"] and len(host.executed) == 1
-
-
 def test_an_await_on_a_running_job_parks_until_it_is_ready_or_its_time_is_up():
     host = FakeHost(turns=[turn("wait", ("w", "await", {"seconds": 120})), turn("done")])
     loop, result = run(host, clock=lambda: 1_000.0)
@@ -388,75 +314,6 @@ def test_an_empty_answer_after_its_nudge_may_be_followed_by_work_and_a_summary()
     assert [p["kind"] for k, p in host.events if k == "nudge"] == ["empty", "empty"]
 
 
-def test_a_failing_check_goes_back_to_the_model_at_most_twice():
-    host = FakeHost(turns=[turn("done")] * 3, check_command="pytest -q", checks=[1, 1, 1])
-    loop, result = run(host)
-    assert result.outcome is Outcome.FAILED
-    assert result.reason.startswith("verify #3: pytest -q → exit 1 (12 ms)")
-    verifies = [p["line"] for k, p in host.events if k == "verify"]
-    assert verifies == [f"verify #{n}: pytest -q → exit 1 (12 ms)" for n in (1, 2, 3)]
-
-
-def test_a_check_that_cannot_be_sandboxed_fails_the_session_with_the_way_to_fix_it(monkeypatch):
-    from agents.tools.sandbox import SandboxUnavailable
-
-    host = FakeHost(turns=[turn("done")], check_command="pytest -q", checks=[0])
-
-    def refused():
-        raise SandboxUnavailable("Commands cannot run: no sandbox is available on this machine (x). Install bubblewrap")
-
-    monkeypatch.setattr(host, "run_check", refused)
-    loop, result = run(host)
-    assert result.outcome is Outcome.FAILED
-    assert result.reason.startswith("the room's check could not run: Commands cannot run: no sandbox")
-    assert not [p for k, p in host.events if k == "merge"]  # nothing unchecked reaches main
-
-
-def test_a_check_that_passes_on_the_second_round_succeeds():
-    host = FakeHost(turns=[turn("done")] * 2, check_command="pytest -q", checks=[1, 0])
-    loop, result = run(host)
-    assert result.outcome is Outcome.SUCCEEDED and loop.state.verify_rounds == 1
-
-
-def test_an_overflow_is_folded_and_retried_once_never_resent_unchanged():
-    ctx = make_context(window=20_000, output_budget=1_000)
-    # Three different files: a call made again would supersede the first (is_hot).
-    turns = [turn("read", (f"r{n}", "read_file", {"path": f"big{n}.py"})) for n in range(3)]
-    host = FakeHost(turns=[*turns, ContextOverflow("prompt is too long"), turn("done")])
-
-    def execute(call):
-        host.executed.append(call.id)
-        return ToolOutcome(call.id, call.name, dict(call.arguments), f"{call.id}\n" + "line of code\n" * 400)
-
-    host.execute = execute
-    loop, result = run(host, ctx=ctx)
-    assert result.outcome is Outcome.SUCCEEDED
-    overflowed, retried = host.requests[3], host.requests[4]
-    assert overflowed.messages != retried.messages
-    assert any(m.text.startswith("[receipt ") for m in retried.messages)
-    assert [k for k in host.kinds() if k in ("model.overflow", "fold")] == ["model.overflow", "fold"]
-
-
-def test_a_second_overflow_starts_a_new_segment_and_a_third_fails_the_session():
-    ctx = make_context(window=20_000, output_budget=1_000)
-    host = FakeHost(turns=[turn("read", ("r0", "read_file", {"path": "a"})), turn("again", ("r1", "read_file", {"path": "b"})),
-                           ContextOverflow("too long"), ContextOverflow("too long"),
-                           turn("## Progress and blockers\nread a and b"), ContextOverflow("too long")])
-    host.execute = lambda call: ToolOutcome(call.id, call.name, {}, "x\n" * 2_000)
-    loop, result = run(host, ctx=ctx)
-    # A fold, then a new segment: neither request is the one refused; then it gives up.
-    assert [k for k in host.kinds() if k in ("model.overflow", "fold", "segment.started")] == [
-        "model.overflow", "fold", "model.overflow", "segment.started", "model.overflow"]
-    # It says what it last tried (issue 28: it said "after a mandatory fold").
-    assert result.outcome is Outcome.FAILED and "too long in a new segment started for it" in result.reason
-
-
-@pytest.mark.parametrize("error", [ContextOverflow("too long")])
-def test_an_overflow_with_nothing_to_evict_fails_with_a_clear_reason(error):
-    loop, result = run(FakeHost(turns=[error]))
-    assert result.outcome is Outcome.FAILED and "nothing is left to evict" in result.reason
-
-
 def test_the_loop_and_its_rules_import_no_django():
     import subprocess
     import sys
@@ -484,19 +341,6 @@ def test_a_call_whose_arguments_had_to_be_cleaned_is_not_run():
     run(host)
     assert host.executed == []
     assert host.skipped[0][0] == "w" and "NUL" in host.skipped[0][1]
-
-
-def test_call_ids_are_re_minted_even_when_the_first_candidate_is_taken():
-    from sessions.runtime.loop import StepLoop
-
-    loop = StepLoop(make_context(), RuntimeState(), FakeHost())
-    taken = ("x", "x-3-0-1", "x-3-0-2")  # the second candidate of an earlier scheme looped forever
-    for call_id in taken:
-        loop.ctx.add_assistant("", (ToolCall(call_id, "read_file", {}),))
-        loop.ctx.add_tool_result(shell_input(call_id, "ls", ""))
-    loop.ctx.step = 3
-    (minted,) = loop._unique_ids((ToolCall("x", "read_file", {}),))
-    assert minted.id == "x-3-0-3"
 
 
 def test_state_saved_before_always_was_scoped_still_loads():

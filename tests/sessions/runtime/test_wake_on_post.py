@@ -26,7 +26,8 @@ from sessions.services.lifecycle import session_start
 from sessions.services.talk import session_steer
 from sessions.services.tasks import task_create
 from sessions.tasks import sweep_sessions
-from sessions.worker.run import run_next, run_session, session_claim
+from sessions.worker.lease import session_claim
+from sessions.worker.run import run_next, run_session
 from tests.rooms.test_consumers import Socket, cookie_for
 
 
