@@ -204,7 +204,7 @@ POLICIES: dict[str, PolicyRow] = {
                        "eager (comparison only)", Serving(notes=False)),
     # SWE-agent's last_n_observations: the newest 5 results raw, the rest its stub.
     "mask-last-5": PolicyRow(lambda: KeepRecent("mask-last-5", keep=5, max_tokens=None, reason=FoldReason.MASK),
-                             None, Serving(receipt=render_mask_stub)),
+                             None, Serving(notes=False, receipt=render_mask_stub)),
     ON_DEMAND: PolicyRow(OnDemand, "on demand (default)"),
 }
 
