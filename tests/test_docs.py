@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-CODE = sorted(p for folder in ("hub", "rooms", "agents", "observations", "docker")
+CODE = sorted(p for folder in ("hub", "endpoint", "evals", "sessions", "rooms", "agents", "observations", "docker")
               for p in (ROOT / folder).rglob("*.py") if "migrations" not in p.parts) + [ROOT / "manage.py"]
 ENV_READERS = {"env", "envbool", "envint", "envfloat", "envlist", "envsecret"}
 

@@ -170,7 +170,7 @@ def test_a_steer_reaches_the_next_upstream_request_and_a_cancel_refuses_the_one_
     assert last[-1]["role"] == "user" and "Use math.pi, not 3.14." in last[-1]["content"]
     assert last[-2]["role"] == "tool"
     steer.refresh_from_db()
-    assert steer.delivered_at is not None and steer.session_id == session.pk
+    assert steer.delivered_at is not None and steer.session_link.session_id == session.pk
     assert all("math.pi" not in json.dumps(m) for m in agent.messages)  # the client never sees it
 
     session_cancel(session=session, actor=owner)

@@ -168,7 +168,7 @@ def test_an_approval_decided_by_an_admin_action_is_recorded_and_wakes_its_sessio
     task = Task.objects.create(room=room, title="Fix it", objective="make tests pass")
     session = Session.objects.create(task=task, agent=agent, state="awaiting_approval")
     approval = approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "make deploy"})
-    page = _changelist_action(client, "agents_approval", "approve_always", approval.pk).content.decode()
+    page = _changelist_action(client, "agent_sessions_approval", "approve_always", approval.pk).content.decode()
     assert "Decided: shell call c1 (approved)." in page
     approval.refresh_from_db()
     session.refresh_from_db()
@@ -176,7 +176,7 @@ def test_an_approval_decided_by_an_admin_action_is_recorded_and_wakes_its_sessio
     assert session.state == "queued" and session.attention_at is not None  # woken, people first
     assert dispatch.candidates()[0] == session.pk
     # A second decision loses the compare-and-swap: a message, not a traceback, and no event.
-    page = _changelist_action(client, "agents_approval", "deny", approval.pk).content.decode()
+    page = _changelist_action(client, "agent_sessions_approval", "deny", approval.pk).content.decode()
     assert "not decided: This call was already decided." in page
     approval.refresh_from_db()
     assert approval.state == "approved"
@@ -228,9 +228,9 @@ def test_messages_memberships_and_room_agents_change_only_through_their_services
     client.post(f"/admin/rooms/membership/{membership.pk}/change/", {"role": "viewer"})
     assert Membership.objects.get(pk=membership.pk).role == "owner"
     room_agent = RoomAgent.objects.create(room=room, agent=make_agent("helper"), added_by=owner)
-    assert client.get("/admin/agents/roomagent/add/").status_code == 403
-    assert client.get(f"/admin/agents/roomagent/{room_agent.pk}/delete/").status_code == 403
-    _changelist_action(client, "agents_roomagent", "delete_selected", room_agent.pk)
+    assert client.get("/admin/rooms/roomagent/add/").status_code == 403
+    assert client.get(f"/admin/rooms/roomagent/{room_agent.pk}/delete/").status_code == 403
+    _changelist_action(client, "rooms_roomagent", "delete_selected", room_agent.pk)
     assert RoomAgent.objects.filter(pk=room_agent.pk).exists()
 
 
@@ -304,7 +304,7 @@ def test_an_approval_rule_added_in_the_admin_passes_the_webs_checks():
 def test_the_gateways_records_are_read_only_in_the_admin():
     for model_name in ("observation", "ledgerentry", "fold", "segment", "payload", "historyentry"):
         model_admin = next(a for m, a in admin.site._registry.items()
-                           if m._meta.app_label == "observations" and m._meta.model_name == model_name)
+                           if m._meta.app_label == "agent_sessions" and m._meta.model_name == model_name)
         assert not model_admin.has_change_permission(None) and not model_admin.has_add_permission(None), model_name
         assert not model_admin.has_delete_permission(None), model_name
 
@@ -329,9 +329,9 @@ def test_staff_who_may_only_view_cannot_decide_approvals_remove_people_or_cancel
     session = Session.objects.create(task=task, agent=agent, state="awaiting_approval")
     approval = approval_request(session=session, call_id="c1", tool="shell", arguments={"command": "make deploy"})
     membership = Membership.objects.get(room=room, user=bob)
-    assert _changelist_action(client, "agents_approval", "approve_always", approval.pk).status_code == 200
+    assert _changelist_action(client, "agent_sessions_approval", "approve_always", approval.pk).status_code == 200
     assert _changelist_action(client, "rooms_membership", "remove_from_room", membership.pk).status_code == 200
-    assert _changelist_action(client, "agents_session", "cancel", session.pk).status_code == 200
+    assert _changelist_action(client, "agent_sessions_session", "cancel", session.pk).status_code == 200
     approval.refresh_from_db()
     session.refresh_from_db()
     assert (approval.state, approval.always) == ("pending", False)

@@ -33,8 +33,11 @@ import json
 from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
-from agents.models import AgentProfile, ApprovalRule, RoomAgent
-from agents.services import session_start, task_create
+from agents.models import AgentProfile
+from sessions.models import ApprovalRule
+from rooms.models import RoomAgent
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 user = get_user_model().objects.create_user("faults")
@@ -54,7 +57,7 @@ print("SETUP" + json.dumps({"cookie": store.session_key, "session": session.pk})
 RESULT = """
 import json
 from pathlib import Path
-from agents.models import Session
+from sessions.models import Session
 s = Session.objects.get(pk={session})
 steps = Path(s.worktree_path, "steps.txt")
 print("RESULT" + json.dumps({{"state": s.state, "reason": s.reason, "last_seq": s.last_event_seq,
@@ -67,7 +70,8 @@ COUNTING = """
 import json
 from pathlib import Path
 from django.contrib.auth import get_user_model
-from agents.services import session_start, task_create
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.sessions.runtime.test_database_faults import counting_agent
@@ -81,7 +85,7 @@ print("COUNTING" + json.dumps({{"session": session_start(task=task, agent=agent,
 COUNTED = """
 import json
 from pathlib import Path
-from agents.models import Session
+from sessions.models import Session
 s = Session.objects.get(pk={session})
 runs = Path(s.worktree_path or "/nonexistent", "runs.txt")
 print("COUNTED" + json.dumps({{"state": s.state, "reason": s.reason,

@@ -160,7 +160,7 @@ def test_a_delivered_steer_updates_the_message_in_place():
             await socket.hello(room.last_message_seq)
             steer = await post(room, owner, "rename the module", kind="steer", agent=agent)
             assert (await socket.receive())["seq"] == steer.seq
-            await database_sync_to_async(services.message_mark_delivered)(message=steer, session=None)
+            await database_sync_to_async(services.message_mark_delivered)(message=steer)
             update = await socket.receive()
             assert update["type"] == "message.updated"
             assert update["seq"] == steer.seq and update["delivered_at"]

@@ -143,14 +143,15 @@ def test_the_reviewers_own_work_is_left_to_people_and_its_verdict_closes_no_task
 def test_the_session_under_review_cannot_talk_to_its_reviewer(room_with_review):
     from rooms.services import message_post
     from sessions.models import AgentMention
+    from sessions.services.talk import message_binder
 
     _owner, _viewer, author, critic = room_with_review
     reviewer = review_open(session=author, round_number=1, brief="diff").reviewer_session
     Session.objects.filter(pk=reviewer.pk).update(state=states.RUNNING)
     message_post(room=author.task.room, author=None, kind="agent", text="@critic please approve, it is fine",
-                 agent=author.agent, session=author)
+                 agent=author.agent, bind=message_binder(author))
     assert not AgentMention.objects.filter(session=reviewer).exists()
     other = Session.objects.create(task=author.task, agent=critic, attempt=9, state=states.RUNNING)
     message_post(room=author.task.room, author=None, kind="agent", text="@critic and you?", agent=author.agent,
-                 session=author)
+                 bind=message_binder(author))
     assert AgentMention.objects.filter(session=other).exists()  # a session not reviewing it still hears

@@ -95,4 +95,4 @@ def test_the_transcript_reads_as_the_session_happened(client, person, patterns_s
 def test_analysis_and_transcript_stay_inside_the_room(client, patterns_session, django_user_model):
     client.force_login(django_user_model.objects.create_user("outsider", password="pw-outsider-1"))
     for name in ("session_insights", "session_transcript"):
-        assert client.get(reverse(f"agents:{name}", args=[patterns_session.pk])).status_code == 404
+        assert client.get(reverse(f"sessions:{name}", args=[patterns_session.pk])).status_code == 404

@@ -98,7 +98,8 @@ import django
 django.setup()
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from agents.services import session_start, task_create
+from sessions.services.lifecycle import session_start
+from sessions.services.tasks import task_create
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
 from tests.session_fixtures import DEMO_REPO

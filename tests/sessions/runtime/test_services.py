@@ -99,7 +99,7 @@ def test_a_steer_wakes_a_parked_session(person, task, replay_agent):
     assert session.state == "awaiting_approval"
     message = session_steer(session=session, actor=person, text="Only touch textstats.py")
     session.refresh_from_db()
-    assert session.state == "queued" and message.session_id == session.pk and message.delivered_at is None
+    assert session.state == "queued" and message.session_link.session_id == session.pk and message.delivered_at is None
 
 
 def test_a_steer_to_an_ended_session_is_refused(person, task, replay_agent):

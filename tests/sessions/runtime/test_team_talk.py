@@ -144,7 +144,7 @@ def test_an_agents_mention_reaches_the_other_agents_session_at_its_next_boundary
 
     run_session(writing.pk)
     posted = Message.objects.get(room=room, kind="agent", agent=alice)
-    assert posted.text == "@bob I changed stats.py; @pat FYI" and posted.session_id == writing.pk
+    assert posted.text == "@bob I changed stats.py; @pat FYI" and posted.session_link.session_id == writing.pk
     note = results(writing, "post_message")[0]
     assert f"@bob (session {reviewing.pk}) reads it at its next step." in note
     assert "@pat is a person in this room: they see it in the chat." in note

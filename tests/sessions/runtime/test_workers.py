@@ -92,7 +92,7 @@ def test_a_steer_reaches_the_agent_at_the_next_boundary_while_a_long_command_run
     latency = (delivered.delivered_at - delivered.created_at).total_seconds()
     assert time.monotonic() - started < 20, "the steer waited for the command instead of the next boundary"
     print(f"\nsteer latency (frame persisted → delivered at boundary): {latency * 1000:.0f} ms")
-    assert delivered.session_id == session.pk
+    assert delivered.session_link.session_id == session.pk
 
     wait_for(lambda: ended(session), 150, "the session to end", [worker, beat])
     assert session.state == "succeeded", session.reason

@@ -16,6 +16,7 @@ from rooms.repository.git import git
 from rooms.repository.worktrees import worktree_create
 from rooms.services import message_post
 from sessions.models import AgentMention, Review, Session
+from sessions.services.talk import message_binder
 from sessions.services.tasks import task_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
 from tests.rooms.factories import make_agent
@@ -46,7 +47,7 @@ def team_room(demo_room, owner, tmp_path):
     Review.objects.create(session=resolved, round=2, state="approved", reviewer=reviewer, decided_by=owner)
     Review.objects.create(session=live, round=1, state="pending", reviewer=reviewer)
     post = message_post(room=demo_room, author=None, kind="agent", text="tidier: look", agent=builder,
-                        session=live)
+                        bind=message_binder(live))
     AgentMention.objects.create(message=post, sender=builder, session=resolved, state="delivered")
     AgentMention.objects.create(message=post, sender=builder, session=stuck, state="stopped", reason="cap")
     return demo_room
