@@ -48,6 +48,17 @@ STOP_TIMEOUT_SECONDS = 20.0
 pytest_plugins = ["tests.session_fixtures"]
 
 
+@pytest.fixture(autouse=True)
+def _a_channel_layer_per_test() -> Iterator[None]:
+    """Each test gets a channel layer of its own. channels-redis refuses two event loops
+    receiving on one layer (Daphne runs one); a test whose loop ended with a read still
+    waiting would otherwise hold the layer's receive locks against the next test's loop."""
+    yield
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
 # --- the environment a hub subprocess needs ---------------------------------------------
 
 
