@@ -7,6 +7,19 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from agents.models import AgentProfile
+from agents.signals import profile_changed
+
+# What a room that uses a profile is told about when its creator changes it: what the
+# agent is told, which model and server get the room's work, with what key and tools.
+FIELDS_A_ROOM_IS_TOLD_OF = (
+    ("role_prompt", "its prompt"),
+    ("model", "its model"),
+    ("fallback_models", "its fallback models"),
+    ("base_url", "the server it sends work to"),
+    ("api_key", "its API key"),
+    ("allowed_tools", "its tools"),
+    ("record_requests", "whether its requests are recorded"),
+)
 
 
 def check_can_edit_profile(profile: AgentProfile, user: AbstractBaseUser) -> None:
@@ -29,6 +42,7 @@ def agent_profile_save(*, profile: AgentProfile, actor: AbstractBaseUser) -> Age
     if profile.pk is None:
         if profile.created_by_id is None or not getattr(actor, "is_staff", False):
             profile.created_by = actor
+        stored = None
     else:
         stored = AgentProfile.objects.select_for_update().get(pk=profile.pk)
         check_can_edit_profile(stored, actor)
@@ -36,4 +50,25 @@ def agent_profile_save(*, profile: AgentProfile, actor: AbstractBaseUser) -> Age
             profile.created_by_id = stored.created_by_id
     profile.full_clean()
     profile.save()
+    if stored is not None and (changes := profile_changes(stored, profile)):
+        profile_changed.send(sender=AgentProfile, profile=profile, actor=actor, changes=changes)
     return profile
+
+
+def profile_changes(before: AgentProfile, after: AgentProfile) -> tuple[str, ...]:
+    """What changed between two versions of a profile that rooms using it are told of."""
+    return tuple(words for field, words in FIELDS_A_ROOM_IS_TOLD_OF
+                 if getattr(before, field) != getattr(after, field))
+
+
+def creator_deleted(user: AbstractBaseUser) -> None:
+    """A deleted account's profiles stop spending it. A profile without a creator is the
+    operator's to share (rooms.own_key): its own key and server would be anyone's then,
+    so they are cleared (it runs on the hub's keys) and the rooms using it are told."""
+    for profile in AgentProfile.objects.filter(created_by=user).exclude(api_key="", base_url=""):
+        before = AgentProfile(api_key=profile.api_key, base_url=profile.base_url)
+        profile.api_key = profile.base_url = ""
+        profile.save(update_fields=["api_key", "base_url"])
+        changes = tuple(words for field, words in FIELDS_A_ROOM_IS_TOLD_OF
+                        if field in ("api_key", "base_url") and getattr(before, field))
+        profile_changed.send(sender=AgentProfile, profile=profile, actor=None, changes=changes)

@@ -26,7 +26,7 @@ from endpoint.models import GatewayConversation, GatewayKey
 from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Room, RoomAgent
-from rooms.own_key import check_may_spend_here, may_spend_here
+from rooms.own_key import check_may_spend_here, may_spend_here, spends_its_creators
 from rooms.selectors import check_may_act_in, membership_of
 
 TOKEN_PREFIX = "atr-gw-"
@@ -48,10 +48,10 @@ class MadeKey:
 
 def may_key(agent: AgentProfile, actor: AbstractBaseUser) -> bool:
     """Whether ``actor`` may make keys for ``agent``. A profile on the hub's provider keys
-    is the operator's to share: anyone who may act in the room. One that carries its own
-    provider key spends its creator's account, and a key spends it from anywhere, at any
-    volume: only its creator (or staff)."""
-    return not agent.api_key or getattr(actor, "is_staff", False) or agent.created_by_id == actor.pk
+    is the operator's to share: anyone who may act in the room. One that spends its
+    creator's account (its own key or server: rooms.own_key) is spent from anywhere, at
+    any volume, through a key: only its creator (or staff)."""
+    return not spends_its_creators(agent) or getattr(actor, "is_staff", False) or agent.created_by_id == actor.pk
 
 
 @transaction.atomic
@@ -68,8 +68,8 @@ def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, na
     if room_agent is None:
         raise RoomError("That agent is not assigned to this room.", code="unknown_agent")
     if not may_key(room_agent.agent, actor):
-        raise RoomPermissionError(f"{room_agent.agent.name} uses its creator's own provider key: only they (or staff) "
-                                  "can make gateway keys for it.")
+        raise RoomPermissionError(f"{room_agent.agent.name} spends its creator's own account (its own key or "
+                                  "server): only they (or staff) can make gateway keys for it.")
     check_may_spend_here(room_agent.agent, room)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     key = GatewayKey.objects.create(

@@ -257,6 +257,7 @@ ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CL
 ATRIUM_UPLOAD_MAX_BYTES = envint("ATRIUM_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024))
 # The files of any branch of an imported repository may add up to at most this much.
 ATRIUM_CHECKOUT_MAX_BYTES = envint("ATRIUM_CHECKOUT_MAX_BYTES", str(1024 * 1024 * 1024))
+ATRIUM_CHECKOUT_MAX_FILES = envint("ATRIUM_CHECKOUT_MAX_FILES", "500000")
 
 # --- the sandbox every command of a room runs in (agents.tools.sandbox) -----------------
 # "bwrap" (the default) confines agents' commands, jobs and room checks with bubblewrap,
@@ -274,6 +275,8 @@ ATRIUM_SANDBOX_CPU_SECONDS = envint("ATRIUM_SANDBOX_CPU_SECONDS", "3600")
 ATRIUM_SANDBOX_MEMORY_MB = envint("ATRIUM_SANDBOX_MEMORY_MB", "8192")
 ATRIUM_SANDBOX_PROCESSES = envint("ATRIUM_SANDBOX_PROCESSES", "1024")
 ATRIUM_SANDBOX_FILE_MB = envint("ATRIUM_SANDBOX_FILE_MB", "1024")
+# Of a command's (or the room's check's) output, what is kept; the rest is read and dropped.
+ATRIUM_COMMAND_OUTPUT_MB = envint("ATRIUM_COMMAND_OUTPUT_MB", "32")
 # Disk a session's worktree may take: a command past it is stopped and the session ends.
 ATRIUM_WORKTREE_MAX_MB = envint("ATRIUM_WORKTREE_MAX_MB", "4096")
 # Below this much free space on the data folder's disk no new session starts (/healthz says so).

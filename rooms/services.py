@@ -29,7 +29,7 @@ from rooms.checks import (
 )
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Message, Room, RoomAgent
-from rooms.own_key import check_may_spend_here
+from rooms.own_key import check_may_assign
 from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
 from rooms.selectors import membership_of, room_agent_for
 
@@ -278,7 +278,7 @@ def _membership_of(room: Room, user: AbstractBaseUser) -> Membership:
 @transaction.atomic
 def agent_assign(*, room: Room, actor: AbstractBaseUser, agent: AgentProfile) -> RoomAgent:
     check_can_assign_agents(membership_of(room, actor))
-    check_may_spend_here(agent, room)
+    check_may_assign(agent, actor)
     if RoomAgent.objects.filter(room=room, agent=agent).exists():
         raise RoomError(f"{agent.name} is already assigned to this room.", code="exists")
     room_agent = RoomAgent.objects.create(room=room, agent=agent, added_by=actor)
@@ -295,3 +295,15 @@ def agent_unassign(*, room: Room, actor: AbstractBaseUser, agent_id: int) -> Non
     room_agent.delete()
     message_post(room=room, author=actor, kind=Message.Kind.SYSTEM,
                  text=f"{actor.get_username()} unassigned {room_agent.agent.name}.")
+
+
+def agent_changed_tell_rooms(*, agent: AgentProfile, actor: AbstractBaseUser | None,
+                             changes: tuple[str, ...]) -> None:
+    """A profile is anyone's to use but only its creator's to change: every room using it
+    hears of a change that reaches its next sessions, in the room itself, at once.
+    ``actor`` None: the hub changed it (its creator's account was deleted)."""
+    who = actor.get_username() if actor is not None else "The hub (its creator's account was deleted)"
+    text = (f"{who} changed {agent.name} ({', '.join(changes)}); sessions started from now "
+            "on use the change; a room's owner can unassign it from the room.")
+    for room in Room.objects.filter(room_agents__agent=agent).order_by("pk"):
+        message_post(room=room, author=None, kind=Message.Kind.SYSTEM, text=text)

@@ -15,7 +15,9 @@ work, and ``git worktree add <path> <branch>`` brings it back.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -66,7 +68,35 @@ def old_worktrees_remove(now: datetime | None = None) -> int:
             continue
         removed += 1
         Session.objects.filter(pk=session.pk, worktree_path=session.worktree_path).update(worktree_path="")
+        _remove_session_files(session.pk)
+    old_session_files_remove(cutoff)
     return removed
+
+
+def old_session_files_remove(cutoff: datetime) -> None:
+    """The /tmp, jobs and output of sessions with no worktree left to remove (a reviewer
+    reads its author's; one stopped past the disk limit lost its own), once they ended
+    before ``cutoff``, and of sessions whose room was deleted."""
+    try:
+        ids = sorted(int(entry.name) for entry in os.scandir(settings.JOBS_DIR) if entry.name.isdigit())
+    except FileNotFoundError:
+        return
+    for start in range(0, len(ids), 500):
+        batch = ids[start:start + 500]
+        known = set(Session.objects.filter(pk__in=batch).values_list("pk", flat=True))
+        ended = set(Session.objects.filter(pk__in=batch, state__in=sorted(states.TERMINAL), finished_at__lt=cutoff,
+                                           worktree_path="").values_list("pk", flat=True))
+        for session_id in batch:
+            if session_id in ended or session_id not in known:
+                _remove_session_files(session_id)
+
+
+def _remove_session_files(session_id: int) -> None:
+    """Nothing reads them once the session has ended. A folder a command made unreadable
+    (a hub that is not root) is opened up first."""
+    folder = Path(settings.JOBS_DIR) / str(session_id)
+    subprocess.run(["chmod", "-R", "u+rwx", "--", str(folder)], capture_output=True, check=False)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove(session: Session, worktree: Worktree) -> None:

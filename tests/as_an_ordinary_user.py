@@ -42,6 +42,7 @@ def load_sandbox() -> types.ModuleType:
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
+    sys.path[:0] = spec.get("python_path", [])
     sandbox = load_sandbox()
     handover = sys.modules["agents.tools.handover"]  # loaded by the sandbox module
     limits = sandbox.RoomLimits(**spec["limits"]) if spec.get("limits") else sandbox.RoomLimits()
@@ -56,8 +57,9 @@ def main() -> None:
 
     def start(index: int, command: str) -> subprocess.Popen:
         confined = sandbox.confine(policy, places[index], command)
-        return subprocess.Popen(confined.argv, env=confined.env, cwd=confined.cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+        with sandbox.launched(confined) as (argv, pass_fds):
+            return subprocess.Popen(argv, env=confined.env, cwd=confined.cwd, pass_fds=pass_fds,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     background = [start(index, command) for index, command in spec.get("background", [])]
     time.sleep(spec.get("settle", 0))

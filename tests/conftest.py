@@ -280,6 +280,11 @@ def as_an_ordinary_user() -> Iterator[Callable[..., dict]]:
         pytest.skip("needs root to become an ordinary user, and the system's python3")
     home = Path(tempfile.mkdtemp(prefix="atrium-hub-user-"))  # pytest's tmp_path is root's alone
     os.chmod(home, 0o755)
+    # The seccomp program is made with pyseccomp, which the system's python3 does not have.
+    import pyseccomp
+
+    (home / "lib").mkdir()
+    shutil.copy(pyseccomp.__file__, home / "lib")
 
     def place(name: str, **options) -> dict:
         (home / name / "wt").mkdir(parents=True)
@@ -294,7 +299,7 @@ def as_an_ordinary_user() -> Iterator[Callable[..., dict]]:
             ["/bin/sh", "-c", join, "sh", *map(str, procs), "--",
              "setpriv", f"--reuid={ORDINARY_USER}", f"--regid={ORDINARY_USER}", "--clear-groups", "--",
              str(SYSTEM_PYTHON), "-I", str(AS_AN_ORDINARY_USER),
-             json.dumps({"places": places, "commands": commands, **spec})],
+             json.dumps({"places": places, "commands": commands, "python_path": [str(home / "lib")], **spec})],
             env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)

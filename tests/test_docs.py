@@ -31,6 +31,7 @@ COMPUTED = {
                                       "ATRIUM_SEGMENT_RATIO"},
     ("agents/providers/factory.py", "_endpoint"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
     ("agents/providers/factory.py", "_check_profile_url"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
+    ("agents/providers/factory.py", "operator_url"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
     # Each provider kind's key (PROVIDER_KINDS' prefixes).
     ("agents/providers/factory.py", "upstream_endpoint"): {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"},
     ("agents/providers/addresses.py", "allowed_from"): {"ATRIUM_BASE_URL_ALLOW"},

@@ -186,10 +186,15 @@ def check_model_spec(
     return None
 
 
+def operator_url(base_url: str, env: Mapping[str, str]) -> bool:
+    """Whether ``base_url`` is the operator's own: a provider kind's environment base URL."""
+    return any(_same_url(base_url, env.get(f"{kind.env_prefix}_BASE_URL") or "") for kind in PROVIDER_KINDS.values())
+
+
 def _check_profile_url(base_url: str, env: Mapping[str, str]) -> None:
     """A profile's own base URL leads to the internet (agents/providers/addresses.py),
     unless it is the operator's own (an environment base URL)."""
-    if any(_same_url(base_url, env.get(f"{prefix}_BASE_URL") or "") for prefix in ("OPENAI", "ANTHROPIC")):
+    if operator_url(base_url, env):
         return
     try:
         check_base_url(base_url, allowed_from(os.environ))  # the operator's, whatever env a caller passes

@@ -79,7 +79,9 @@ def main(argv: list[str]) -> int:
     separator = command.index("--")  # bubblewrap's options, then the command it runs
     argv_bwrap = [command[0], "--info-fd", str(info_w), "--block-fd", str(block_r), *command[1:separator + 1],
                   *GATE, *command[separator + 1:]]
-    child = subprocess.Popen(argv_bwrap, pass_fds=(info_w, block_r, GATE_FD))
+    # The seccomp program's descriptor (bubblewrap's --seccomp), as the caller passed it.
+    program = [int(command[i + 1]) for i, arg in enumerate(command[:separator]) if arg == "--seccomp"]
+    child = subprocess.Popen(argv_bwrap, pass_fds=(info_w, block_r, GATE_FD, *program))
     for fd in (info_w, block_r, GATE_FD):
         os.close(fd)
     groups: list[str] = []

@@ -6,7 +6,10 @@ spawned it (SIGKILL included). It records its own pid and start time before the
 command runs (how other processes tell it is still alive), sends the command's stdout
 and stderr to ``output.log``, and publishes ``result.json`` with a hard link, which
 fails if a result already exists: the first ending (exit, or cancel/dead declared by
-the registry) wins, exactly once. While the command runs it touches ``heartbeat`` every
+the registry) wins, exactly once. The command writes into a pipe, never into a file of
+the hub's: the wrapper copies what it writes into ``output.log`` up to a bound
+(``spec["output_max_bytes"]``) and drops the rest (a descriptor of the hub's disk held
+in the sandbox could reserve any amount of it, unseen, with fallocate). While the command runs it touches ``heartbeat`` every
 few seconds (how a process on another machine tells it is alive) and ends the command
 if someone else recorded an ending (a cancel or a silence verdict from any machine), or
 once the session's folders take more of the disk than their limit (``spec["disk"]``: a
@@ -14,14 +17,17 @@ room's command is stopped before it fills the machine's disk for the other rooms
 Stdlib only: it must run without the project on ``sys.path``.
 """
 
+import base64
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 KILL_GRACE_SECONDS = 5.0
@@ -32,6 +38,11 @@ DU_TIMEOUT_SECONDS = 10.0  # the heartbeat waits while du counts
 UNCOUNTABLE = 1 << 62
 EXIT_OVER_DISK = 125
 EXIT_NO_SPACE = 75  # EX_TEMPFAIL: the disk was full before the command started, so it never ran
+DEFAULT_OUTPUT_MAX_BYTES = 32 << 20
+# Where a confined command line names the descriptor of its seccomp program (bubblewrap's
+# --seccomp): each process that starts it puts the program on a descriptor of its own.
+SECCOMP_FD = "{seccomp-fd}"
+COPY_DRAIN_SECONDS = 2.0  # after the command ends, what is still in the pipe
 
 
 class OverDisk(Exception):
@@ -57,6 +68,49 @@ def disk_usage(paths, *, timeout=DU_TIMEOUT_SECONDS):
     last = done.stdout.splitlines()[-1:]
     first = last[0].split(None, 1)[:1] if last else []
     return int(first[0]) if first and first[0].isdigit() else None
+
+
+def program_descriptor(program):
+    """A descriptor holding ``program`` from its start, numbered 10 or more (clear of the
+    descriptors the confiner sets up), for bubblewrap's --seccomp. Also used by the hub."""
+    memfd = os.memfd_create("atrium-seccomp", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(program)
+        while view:
+            view = view[os.write(memfd, view):]
+        fd = fcntl.fcntl(memfd, fcntl.F_DUPFD_CLOEXEC, 10)
+    finally:
+        os.close(memfd)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def copy_capped(source, log, max_bytes):
+    """Copy what a command writes to ``source`` (its pipe) into ``log``, up to ``max_bytes``
+    in all; past that it is read and dropped, so the command never blocks on a full pipe,
+    and the log says once that it was. Also used for the room's check."""
+    kept, dropped = 0, False
+    try:
+        while chunk := os.read(source, 1 << 16):
+            room = max_bytes - kept
+            if room > 0:
+                log.write(chunk[:room])
+                kept += min(room, len(chunk))
+            if len(chunk) > room and not dropped:
+                dropped = True
+                log.write(f"\n[output past {size_text(max_bytes)} was not kept]\n".encode())
+    except ValueError:  # the log was closed: a process holding the pipe outlived the wait for it
+        pass
+    finally:
+        os.close(source)
+
+
+def _copying(child, log, max_bytes):
+    """A thread copying ``child``'s output into ``log`` (copy_capped)."""
+    thread = threading.Thread(target=copy_capped, args=(os.dup(child.stdout.fileno()), log, max_bytes), daemon=True)
+    child.stdout.close()
+    thread.start()
+    return thread
 
 
 def _publish(job_dir, name, data):
@@ -154,20 +208,26 @@ def main(job_dir):
     if os.path.exists(os.path.join(job_dir, "result.json")):
         return  # declared dead while it was starting (agents.tools.jobs): the command never runs
 
+    argv, pass_fds = spec["argv"], ()
+    if spec.get("seccomp"):
+        fd = program_descriptor(base64.b64decode(spec["seccomp"]))
+        argv, pass_fds = [str(fd) if arg == SECCOMP_FD else arg for arg in argv], (fd,)
     with open(os.path.join(job_dir, "output.log"), "ab", buffering=0) as log:
         try:
             child = subprocess.Popen(
-                spec["argv"],  # the command, confined (agents.tools.sandbox)
+                argv,  # the command, confined (agents.tools.sandbox)
                 cwd=spec["cwd"],
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
+                pass_fds=pass_fds,
             )
         except OSError as exc:
             log.write(f"could not start the command: {exc}\n".encode())
             _publish(job_dir, "result.json",
                      {"state": "finished", "exit_code": 127, "ended_at": time.time()})
             return
+        copying = _copying(child, log, spec.get("output_max_bytes", DEFAULT_OUTPUT_MAX_BYTES))
         timed_out, reason = False, ""
         try:
             code = _wait(child, job_dir, spec.get("timeout"), spec.get("disk"))
@@ -178,10 +238,11 @@ def main(job_dir):
             code = 124
         except OverDisk as over:
             _stop(child, at_once=True)  # every second of grace is more of the disk
-            reason = (f"stopped: the worktree and /tmp took {size_text(over.args[0])} of disk, past the "
+            reason = (f"stopped: the session's files took {size_text(over.args[0])} of disk, past the "
                       f"room's limit of {size_text(spec['disk']['max_bytes'])}")
             log.write(f"\n[{reason}]\n".encode())
             code = EXIT_OVER_DISK
+        copying.join(COPY_DRAIN_SECONDS)  # what the command wrote last; a process it left may hold the pipe
     if code < 0:  # killed by a signal: report it the way shells do
         code = 128 - code
     _publish(job_dir, "result.json", {

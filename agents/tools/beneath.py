@@ -287,8 +287,8 @@ MAX_DEPTH = 200  # deeper folders are not walked (and cannot exhaust the recursi
 
 def walk(where: Located) -> Iterator[tuple[str, list[str], list[str], int]]:
     """Top-down, like ``os.fwalk``, over the folder ``where`` names: each folder's path
-    relative to the root, its subfolders (links to folders among them; prune in place),
-    its other entries, and its descriptor. Every folder is opened with ``O_NOFOLLOW``,
+    relative to the root, its subfolders (prune in place), its other entries (links
+    among them, whatever they point at), and its descriptor. Every folder is opened with ``O_NOFOLLOW``,
     ``O_DIRECTORY`` and ``O_NONBLOCK`` on its parent's descriptor: a link is never walked
     into, and an entry swapped for a FIFO or a link mid-walk is skipped, never opened
     (``os.fwalk`` opens a folder by name with neither flag: a FIFO there blocks forever)."""
@@ -311,7 +311,9 @@ def _walk_fd(fd: int, relative: str, depth: int) -> Iterator[tuple[str, list[str
     with os.scandir(fd) as entries:
         for entry in entries:
             try:
-                is_dir = entry.is_dir()  # a link to a folder is listed as one, and not walked
+                # Never followed: a link is an entry like a file (the hub is root; following
+                # one would tell the room what lies where it may not look).
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
             (dirnames if is_dir else filenames).append(entry.name)

@@ -96,7 +96,7 @@ class ToolBox:
         place = Place(worktree=self.worktree, tmp=self.state_dir / "tmp", git_dir=git_dir,
                       network=network, group=group, uid=uid)
         self.shell_config = ShellConfig(place=place, sandbox=sandbox or interpreter_policy(),
-                                        yield_seconds=yield_seconds)
+                                        yield_seconds=yield_seconds, disk_paths=(self.worktree, self.state_dir))
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(s for s in TOOL_SCHEMAS if s.name in self.allowed)
@@ -150,8 +150,9 @@ class ToolBox:
         return outcome
 
     def check_disk(self) -> None:
-        """WorktreeFull if the worktree and the session's /tmp take more disk than their limit."""
-        check_worktree([self.worktree, self.shell_config.place.tmp], self.shell_config.sandbox.limits.worktree_bytes)
+        """WorktreeFull if the session's files (its worktree, /tmp, jobs and their output)
+        take more disk than their limit."""
+        check_worktree(self.shell_config.counted, self.shell_config.sandbox.limits.worktree_bytes)
 
     def cannot_apply(self, call: ToolCall) -> str | None:
         """Why ``call`` would fail as things stand, changing nothing, for a call worth no

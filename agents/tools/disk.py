@@ -1,4 +1,4 @@
-"""How much disk a session's files take (its worktree and its /tmp), checked against the
+"""How much disk a session's files take (its worktree, /tmp, jobs and their output), checked against the
 limit after each command, after the room's check and before a commit; the job wrapper
 stops a command that passes it while it runs (`_jobwrapper.disk_usage` counts for both)."""
 
@@ -27,5 +27,6 @@ def check_worktree(paths: list[Path], max_bytes: int) -> None:
     if used is None:
         used = UNCOUNTABLE
     if used > max_bytes:
-        raise WorktreeFull(f"the worktree and its /tmp take {size_text(used)} of disk, past the room's limit of "
+        raise WorktreeFull(f"the session's files (worktree, /tmp, command output) take {size_text(used)} of disk, "
+                           f"past the room's limit of "
                            f"{size_text(max_bytes)} (ATRIUM_WORKTREE_MAX_MB)")

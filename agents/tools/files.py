@@ -194,10 +194,9 @@ def _listing(place: Located, pattern: str | None, limits: ListLimits) -> tuple[l
     for directory, dirnames, filenames, dirfd in walk(place):
         # Sorted in place so the walk (and the output) is deterministic.
         dirnames[:] = sorted(d for d in dirnames if d != ".git")
-        entries = [(name, False) for name in filenames if name != ".git"]
-        # Links to folders are listed among the folders, and never walked into.
-        entries += [(name, True) for name in dirnames if _is_link(name, dirfd)]
-        for name, is_dir_link in sorted(entries):
+        # A link is listed as one, whatever it points at: never followed, not even to say.
+        entries = [(name, _is_link(name, dirfd)) for name in filenames if name != ".git"]
+        for name, is_link in sorted(entries):
             scanned += 1
             if scanned > limits.max_scanned:
                 return matches, total, True
@@ -207,7 +206,7 @@ def _listing(place: Located, pattern: str | None, limits: ListLimits) -> tuple[l
                 continue
             total += 1
             if len(matches) < limits.max_entries:
-                matches.append(shown + ("/ (symlink, not followed)" if is_dir_link else ""))
+                matches.append(shown + (" (symlink, not followed)" if is_link else ""))
     return matches, total, False
 
 

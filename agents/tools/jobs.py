@@ -14,6 +14,7 @@ process can answer "running, finished or dead?" later:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -179,18 +180,24 @@ class JobRegistry:
 
     def spawn(self, *, handle: str, call_id: str, command: str, argv: list[str], cwd: Path,
               env: Mapping[str, str], timeout: float | None = None,
-              disk_limit: tuple[list[Path], int] | None = None) -> JobStatus:
+              disk_limit: tuple[list[Path], int] | None = None, output_max_bytes: int | None = None,
+              seccomp: bytes = b"") -> JobStatus:
         """Start ``argv`` (``command`` confined: see agents.tools.sandbox) as a job.
 
         ``env`` is the whole environment of the wrapper and the command: the wrapper
         never holds more than the command may see. With ``disk_limit`` (folders, bytes)
-        the command is stopped once those folders take more bytes of disk than that.
+        the command is stopped once those folders take more bytes of disk than that; of its
+        output, ``output_max_bytes`` are kept (the wrapper's default otherwise).
         """
         job_dir = self._dir(handle)
         self.directory.mkdir(parents=True, exist_ok=True)
         job_dir.mkdir()  # FileExistsError: the handle is taken; never start twice
         spec = {"handle": handle, "call_id": call_id, "command": command, "argv": list(argv),
                 "cwd": os.path.abspath(cwd), "timeout": timeout, "created_at": time.time()}
+        if output_max_bytes is not None:
+            spec["output_max_bytes"] = output_max_bytes
+        if seccomp:
+            spec["seccomp"] = base64.b64encode(seccomp).decode()  # the wrapper loads it for bubblewrap
         if disk_limit is not None:
             spec["disk"] = {"paths": [os.path.abspath(path) for path in disk_limit[0]], "max_bytes": disk_limit[1]}
         try:

@@ -28,6 +28,7 @@ settings arrive as a `SandboxPolicy`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -38,13 +39,16 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from agents.tools import seccomp
 from agents.tools._confiner import room_group
-from agents.tools.handover import prepare
+from agents.tools._jobwrapper import SECCOMP_FD, program_descriptor
+from agents.tools.handover import mount_points_in_tmp, prepare
+from agents.tools.mounts import Mounts
 
 SANDBOX_UID = 65534  # "nobody": the user commands run as inside the sandbox
 CONFINER = Path(__file__).with_name("_confiner.py")
@@ -79,9 +83,10 @@ class Limits:
     cpu_seconds: int = 3600
     memory_bytes: int = 8 << 30  # address space; JIT runtimes reserve far more than they use
     processes: int = 1024  # counted per user: all sandboxes of the machine when the hub is root
-    file_bytes: int = 1 << 30  # no file (output logs included) grows past this
+    file_bytes: int = 1 << 30  # no file the command writes grows past this
     open_files: int = 4096
-    worktree_bytes: int = 4 << 30  # disk the worktree may take: a command past it is stopped
+    worktree_bytes: int = 4 << 30  # disk the session's files may take: a command past it is stopped
+    output_bytes: int = 32 << 20  # of a command's output, what is kept (the rest is read and dropped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,21 @@ class Confined:
     argv: list[str]
     env: dict[str, str]
     cwd: str
+    seccomp: bytes = b""  # the program bubblewrap loads (agents.tools.seccomp), if confined
+
+
+@contextlib.contextmanager
+def launched(confined: Confined) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """``confined``'s command line with its seccomp program on a descriptor of this
+    process, and the descriptors to pass to the child that runs it."""
+    if not confined.seccomp:
+        yield confined.argv, ()
+        return
+    fd = program_descriptor(confined.seccomp)
+    try:
+        yield [str(fd) if arg == SECCOMP_FD else arg for arg in confined.argv], (fd,)
+    finally:
+        os.close(fd)
 
 
 def interpreter_policy(**overrides) -> SandboxPolicy:
@@ -200,7 +220,7 @@ def confine(policy: SandboxPolicy, place: Place, command: str, *, shell: str = "
     spec = _confiner_spec(policy, place)
     if spec:
         argv = [sys.executable, "-I", "-S", str(CONFINER), json.dumps(spec), *argv]
-    return Confined(argv, env, str(place.worktree))
+    return Confined(argv, env, str(place.worktree), seccomp=seccomp.program())
 
 
 def _confiner_spec(policy: SandboxPolicy, place: Place) -> dict:
@@ -249,21 +269,21 @@ def cgroups_usable(root: str) -> bool:
 
 def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list[str]:
     argv = [policy.bwrap, "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-pid",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox", "--seccomp", SECCOMP_FD]
     # Always a network namespace of its own: with the network on, `_confiner` gives it
     # a user-mode NAT that cannot reach the machine's loopback or private ranges.
     argv.append("--unshare-net")
     if not policy.drops_user:
         # Not root: a user namespace of our own, mapped to the hub's (unprivileged) user.
         argv += ["--unshare-user", "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
-    mounts = _Mounts()
+    mounts = Mounts()
     for tree in SYSTEM_TREES:
         mounts.system(tree)
     # The private /tmp first: what is shown below it (a toolchain, the worktree) goes on top.
     mounts.args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--bind", str(place.tmp), "/tmp",
                     "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
     mounts.made.update({"/proc", "/dev", "/tmp", "/var"})
-    mounts.writable_roots.append("/tmp")
+    mounts.writable_roots += ["/tmp", "/var/tmp"]  # /var/tmp is /tmp in there
     for tree in policy.read_only:
         mounts.read_only(tree)
     for path in policy.hidden:
@@ -279,6 +299,8 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
     if dot_git.exists() or dot_git.is_symlink():
         # Where git finds the repository: the agent must not point it elsewhere.
         mounts.args += ["--ro-bind", str(dot_git), str(dot_git)]
+    if mounts.in_tmp:  # a data folder or a toolchain under /tmp (a test run's, say)
+        mount_points_in_tmp(place.tmp, [p.removeprefix("/var") for p in mounts.in_tmp])
     argv += mounts.args + ["--chdir", str(place.worktree), "--"]
     if policy.drops_user:
         uid, gid = place.user(policy)
@@ -291,55 +313,6 @@ def _bwrap_argv(policy: SandboxPolicy, place: Place, command: list[str]) -> list
              f"--fsize={limits.file_bytes}",
              f"--nofile={limits.open_files}", "--core=0", "--"]
     return argv + command
-
-
-class _Mounts:
-    """bwrap mount arguments, with every missing parent folder created traversable (0755):
-    bubblewrap would otherwise copy the mode of the host's folder (``/root`` is 0700)."""
-
-    def __init__(self) -> None:
-        self.args: list[str] = []
-        self.read_only_roots: list[str] = []
-        self.writable_roots: list[str] = []
-        self.made: set[str] = {"/"}
-
-    def system(self, tree: str) -> None:
-        if os.path.islink(tree):
-            self.args += ["--symlink", os.readlink(tree), tree]
-            self.made.add(tree)
-        elif os.path.isdir(tree):
-            self.args += ["--ro-bind", tree, tree]
-            self.read_only_roots.append(tree)
-
-    def read_only(self, tree: str) -> None:
-        tree = os.path.realpath(tree)
-        if os.path.isdir(tree) and not _under(tree, self.read_only_roots):
-            self.bind(tree, writable=False)
-
-    def hide(self, path: str) -> None:
-        path = os.path.realpath(path)
-        if os.path.isdir(path) and _under(path, self.read_only_roots):
-            self.args += ["--tmpfs", path, "--remount-ro", path]
-
-    def bind(self, path: str, *, writable: bool) -> None:
-        self._parents(path)
-        self.args += ["--bind" if writable else "--ro-bind", path, path]
-        (self.writable_roots if writable else self.read_only_roots).append(path)
-
-    def _parents(self, path: str) -> None:
-        parts = Path(path).parts
-        for k in range(2, len(parts)):
-            parent = str(Path(*parts[:k]))
-            if parent in self.made:
-                continue
-            self.made.add(parent)
-            if _under(parent, self.read_only_roots):
-                return  # it exists there, or cannot be made: bubblewrap says which
-            self.args += ["--perms", "0755", "--dir", parent]
-
-
-def _under(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def _tool(name: str) -> str:
@@ -370,10 +343,16 @@ def _probe(policy: SandboxPolicy) -> str:
         place = Place(worktree=Path(scratch) / "work", tmp=Path(scratch) / "tmp")
         place.worktree.mkdir()
         prepare(policy, place)
-        argv = _bwrap_argv(policy, place, ["/bin/sh", "-c", "test -w . && test \"$(id -u)\" != 0"])
         try:
-            done = subprocess.run(argv, env=environment(policy, place), cwd=scratch, capture_output=True,
-                                  timeout=30, stdin=subprocess.DEVNULL)
+            program = seccomp.program()
+        except seccomp.SeccompUnavailable as exc:
+            return str(exc)
+        probe = Confined(_bwrap_argv(policy, place, ["/bin/sh", "-c", "test -w . && test \"$(id -u)\" != 0"]),
+                         environment(policy, place), scratch, seccomp=program)
+        try:
+            with launched(probe) as (argv, pass_fds):
+                done = subprocess.run(argv, env=probe.env, cwd=scratch, capture_output=True, timeout=30,
+                                      stdin=subprocess.DEVNULL, pass_fds=pass_fds)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap could not be started: {exc}"
     if done.returncode != 0:

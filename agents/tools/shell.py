@@ -30,6 +30,13 @@ class ShellConfig:
     sandbox: SandboxPolicy  # how they are confined there
     yield_seconds: float
     max_output_chars: int = 16_000
+    # The session's files, counted against its disk limit while a command runs: the
+    # worktree, and the folder of its /tmp, jobs and their output (the place's by default).
+    disk_paths: tuple[Path, ...] = ()
+
+    @property
+    def counted(self) -> list[Path]:
+        return list(self.disk_paths) or [self.place.worktree, self.place.tmp]
 
     @property
     def cwd(self) -> Path:
@@ -66,7 +73,8 @@ def run_shell(registry: JobRegistry, config: ShellConfig, *, call_id: str, comma
         confined = config.confine(command)
         registry.spawn(handle=handle, call_id=call_id, command=command, argv=confined.argv,
                        cwd=Path(confined.cwd), env=confined.env, timeout=timeout,
-                       disk_limit=([config.place.worktree, config.place.tmp], config.sandbox.limits.worktree_bytes))
+                       disk_limit=(config.counted, config.sandbox.limits.worktree_bytes),
+                       output_max_bytes=config.sandbox.limits.output_bytes, seccomp=confined.seccomp)
         (status,), was_interrupted = registry.wait(
             [handle], seconds=config.yield_seconds, interrupted=interrupted, pause=pause)
     except SandboxUnavailable as exc:

@@ -12,8 +12,13 @@ transport. Nothing else in the hub calls ``git``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 # Commits made by the hub itself (initial commits, intent files, merges).
@@ -85,17 +90,76 @@ def hardened_env() -> dict[str, str]:
     return env
 
 
-def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120) -> str:
-    """Run ``git args`` in ``cwd`` and return its stdout; raise GitError on failure."""
-    completed = subprocess.run(
-        ["git", "--no-pager", *args],
-        cwd=cwd,
-        env=hardened_env(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if check and completed.returncode != 0:
-        raise GitError(list(args), completed.returncode, completed.stderr)
-    return completed.stdout
+def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120, input: str | None = None,
+        index_file: Path | None = None) -> str:
+    """Run ``git args`` in ``cwd`` (``input`` on its stdin, ``index_file`` a scratch index
+    of the hub's own instead of the checkout's) and return its stdout; raise GitError on
+    failure.
+
+    git runs in a process group of its own: past ``timeout`` the whole group is killed
+    (a clone's ``index-pack`` too), not git alone, and the caller gets a GitError."""
+    with _started(args, cwd, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                  stderr=subprocess.PIPE, index_file=index_file) as process:
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except BaseException as exc:
+            _kill(process)
+            process.communicate()
+            if isinstance(exc, subprocess.TimeoutExpired):  # a huge or hostile repository
+                raise _took_too_long(args, timeout) from None
+            raise
+    if check and process.returncode != 0:
+        raise GitError(list(args), process.returncode, stderr)
+    return stdout
+
+
+def git_records(*args: str, cwd: Path | str, timeout: float = 120) -> Iterator[str]:
+    """The NUL-terminated records git writes (``-z`` output), read as it writes them: a
+    caller that has seen enough stops (close the iterator, or let it go) and git is
+    stopped, rather than its whole output held in memory first. Paths git writes as raw
+    bytes come back with undecodable bytes escaped (``surrogateescape``)."""
+    with tempfile.TemporaryFile() as errors, _started(args, cwd, stdin=subprocess.DEVNULL, stderr=errors,
+                                                     text=False) as process:
+        expired = threading.Event()
+        timer = threading.Timer(timeout, lambda: (expired.set(), _kill(process)))
+        timer.start()
+        read_all = False
+        try:
+            pending = b""
+            while chunk := process.stdout.read1(1 << 16):
+                *records, pending = (pending + chunk).split(b"\0")
+                for record in records:
+                    yield record.decode("utf-8", "surrogateescape")
+            if pending:
+                yield pending.decode("utf-8", "surrogateescape")
+            read_all = True
+        finally:
+            if not read_all:  # the caller stopped early: git goes too
+                _kill(process)
+            process.wait()
+            timer.cancel()
+        if expired.is_set():
+            raise _took_too_long(args, timeout)
+        if process.returncode != 0:
+            errors.seek(0)
+            raise GitError(list(args), process.returncode, errors.read().decode("utf-8", "replace"))
+
+
+def _started(args: tuple[str, ...], cwd: Path | str, *, stdin, stderr, text: bool = True,
+             index_file: Path | None = None) -> subprocess.Popen:
+    env = hardened_env()
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
+    # UTF-8 whatever the locale; a path's bytes that are not (git writes some raw) round-trip.
+    encoding = {"encoding": "utf-8", "errors": "surrogateescape"} if text else {}
+    return subprocess.Popen(["git", "--no-pager", *args], cwd=cwd, env=env, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=stderr, start_new_session=True, **encoding)
+
+
+def _kill(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _took_too_long(args: tuple[str, ...], timeout: float) -> GitError:
+    return GitError(list(args), -1, f"git {args[0] if args else ''} took longer than {timeout:g} seconds")

@@ -10,10 +10,12 @@ files add up past the checkout cap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rooms.repository.git import git
+from rooms.repository.trees import Entry, too_large, tree_entries
 from rooms.repository.worktrees import HUB_OWNED
 
 GITLINK_MODE = "160000"
@@ -23,28 +25,31 @@ class ImportRefused(ValueError):
     """The repository brings something the hub does not take in; the message says what."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    mode: str
-    size: int  # 0 for a gitlink
-    path: str
-
-
-def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int) -> None:
-    """Raise ImportRefused when any branch of ``repo`` holds what the hub does not take in."""
+def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int, max_checkout_files: int) -> None:
+    """Raise ImportRefused when any ref of ``repo`` holds what the hub does not take in;
+    a ref of a tree or a blob (not checked out as a branch, but ``git checkout TREE -- .``
+    writes it whole) is dropped from the import."""
     # Every ref a clone brought: its other branches (refs/remotes) and tags too, which a
-    # person or an agent may check out or merge later. Each tree is checked once.
-    listed = git("for-each-ref", "--format=%(refname) %(*objecttype) %(objecttype)", cwd=repo, timeout=60)
+    # person or an agent may check out or merge later, each peeled to what it names at
+    # last (a tag of a tag of a commit is the commit). Each tree is checked once.
+    refs = git("for-each-ref", "--format=%(refname)", cwd=repo, timeout=60).split()
+    # One git for all of them: per ref, its fully peeled type and its tree ("missing" when
+    # it names no commit), in the order asked.
+    asked = "".join(f"{ref}^{{}}\n{ref}^{{tree}}\n" for ref in refs)
+    answers = git("cat-file", "--batch-check=%(objecttype) %(objectname)", cwd=repo, timeout=300,
+                  input=asked).splitlines()
     seen: set[str] = set()
-    for line in listed.splitlines():
-        ref, *types = line.split()
-        if "commit" not in types:
-            continue  # a tag of a blob or a tree: nothing is checked out from it
-        tree = git("rev-parse", f"{ref}^{{tree}}", cwd=repo, timeout=60).strip()
+    for ref, peeled, tree in zip(refs, answers[::2], answers[1::2], strict=True):
+        if not peeled.startswith("commit "):
+            git("update-ref", "-d", ref, cwd=repo, timeout=60)
+            continue
+        tree = tree.split()[-1]
         if tree in seen:
             continue
         seen.add(tree)
-        check_tree(list(tree_entries(repo, tree)), where=_shown(ref), max_checkout_bytes=max_checkout_bytes)
+        with contextlib.closing(tree_entries(repo, tree)) as entries:
+            check_tree(entries, where=_shown(ref), max_checkout_bytes=max_checkout_bytes,
+                       max_checkout_files=max_checkout_files)
 
 
 def _shown(ref: str) -> str:
@@ -54,30 +59,21 @@ def _shown(ref: str) -> str:
     return ref
 
 
-def tree_entries(repo: Path, ref: str):
-    out = git("ls-tree", "-r", "-z", "-l", "--full-tree", ref, cwd=repo, timeout=300)
-    for record in out.split("\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition("\t")
-        mode, _kind, _oid, size = meta.split()
-        yield Entry(mode=mode, size=int(size) if size.isdigit() else 0, path=path)
+def check_tree(entries: Iterable[Entry], *, where: str, max_checkout_bytes: int, max_checkout_files: int) -> None:
+    """The decision for one branch's tree, in plain Python, read only as far as it takes."""
 
+    def refused_or_kept() -> Iterator[Entry]:
+        for entry in entries:
+            parts = entry.path.split("/")
+            if entry.mode == GITLINK_MODE:
+                raise ImportRefused(f"{entry.path} on {where} is a submodule: the hub takes in no submodules "
+                                    "(git would run what their configuration says); remove it or vendor its files.")
+            if any(part.casefold() == ".git" for part in parts):
+                raise ImportRefused(f"{entry.path} on {where} is inside a nested .git folder; remove it.")
+            if parts[0] == HUB_OWNED:
+                raise ImportRefused(f"{entry.path} on {where}: the repository ships {HUB_OWNED}/, where only the "
+                                    f"hub writes (its intent files); remove it (git rm -r {HUB_OWNED}) and try again.")
+            yield entry
 
-def check_tree(entries: list[Entry], *, where: str, max_checkout_bytes: int) -> None:
-    """The decision for one branch's tree, in plain Python."""
-    total = 0
-    for entry in entries:
-        parts = entry.path.split("/")
-        if entry.mode == GITLINK_MODE:
-            raise ImportRefused(f"{entry.path} on {where} is a submodule: the hub takes in no submodules "
-                                "(git would run what their configuration says); remove it or vendor its files.")
-        if any(part.casefold() == ".git" for part in parts):
-            raise ImportRefused(f"{entry.path} on {where} is inside a nested .git folder; remove it.")
-        if parts[0] == HUB_OWNED:
-            raise ImportRefused(f"{entry.path} on {where}: the repository ships {HUB_OWNED}/, where only the hub "
-                                f"writes (its intent files); remove it (git rm -r {HUB_OWNED}) and try again.")
-        total += entry.size
-    if total > max_checkout_bytes:
-        raise ImportRefused(f"The files of {where} add up to {total // (1024 * 1024)} MB, more than the "
-                            f"{max_checkout_bytes // (1024 * 1024)} MB a room's checkout may hold.")
+    if reason := too_large(refused_or_kept(), max_bytes=max_checkout_bytes, max_files=max_checkout_files):
+        raise ImportRefused(f"{where} is too large: {reason}.")

@@ -5,6 +5,7 @@ tool call and re-read at every cycle start. The file is authoritative."""
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 from agents.tools.beneath import (
@@ -62,19 +63,36 @@ def intent_write(*, repo_path: Path | str, task_id: int, text: str, author: str 
         staged = False
         try:
             write_atomically(where, data)
-            git("add", "--", relpath, cwd=repo)
+            head, blob, commit = _commit_of_one_file(repo, relpath, text,
+                                                     f"Intent of task {task_id}{f' by {author}' if author else ''}")
+            git("update-index", "--add", "--cacheinfo", f"100644,{blob},{relpath}", cwd=repo)
             staged = True
-            who = f" by {author}" if author else ""
-            # A person's git config may demand signing, and the room's repository may
-            # have hooks; the hub's own commits are unsigned and skip hooks.
-            git("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
-                "-m", f"Intent of task {task_id}{who}", "--", relpath, cwd=repo)
+            git("update-ref", "HEAD", commit, head, cwd=repo)  # only from where it was read
         except BaseException:
             if staged:
                 _restore_index_entry(repo, relpath, index_entry)
             _restore_file(repo, where, before)
             raise
     return True
+
+
+def _commit_of_one_file(repo: Path, relpath: str, text: str, message: str) -> tuple[str, str, str]:
+    """HEAD, and a blob of ``text`` with a commit on top of HEAD changing ``relpath`` to it
+    and nothing else; the branch is not moved.
+
+    Stored as given, whatever the repository's .gitattributes (the agents' to write) say
+    of its path: no filter, no encoding, no end-of-line rule. Built in a scratch index
+    from HEAD, so nothing else staged in the checkout comes along; unsigned and without
+    hooks (a person's config may demand signing, the repository may have hooks)."""
+    blob = git("hash-object", "-w", "--no-filters", "--stdin", cwd=repo, input=text).strip()
+    head = git("rev-parse", "--verify", "HEAD^{commit}", cwd=repo).strip()
+    with tempfile.TemporaryDirectory(prefix="atrium-index-") as scratch:
+        index = Path(scratch) / "index"
+        git("read-tree", head, cwd=repo, index_file=index)
+        git("update-index", "--add", "--cacheinfo", f"100644,{blob},{relpath}", cwd=repo, index_file=index)
+        tree = git("write-tree", cwd=repo, index_file=index).strip()
+    commit = git("-c", "commit.gpgsign=false", "commit-tree", tree, "-p", head, "-m", message, cwd=repo).strip()
+    return head, blob, commit
 
 
 def _restore_index_entry(repo: Path, relpath: str, entry: str) -> None:

@@ -10,6 +10,7 @@ at a room's path and no repository folder outlives a failed create.
 
 from __future__ import annotations
 
+import codecs
 import os
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ from rooms.repository.imported import ImportRefused, refuse_hostile_content
 
 DEFAULT_BRANCH = "main"
 CLONE_TIMEOUT_SECONDS = 600
+BRANCH_MAX_LENGTH = 100  # Room.default_branch
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ def prepare_repository(source: RepositorySource, *, parent: Path) -> PreparedRep
         if not branch:  # the original had a detached HEAD: give the room a real branch
             git("switch", "--quiet", "--create", DEFAULT_BRANCH, cwd=workdir)
             branch = DEFAULT_BRANCH
+        _refuse_option_like(branch, workdir)
     except GitError as exc:
         shutil.rmtree(workdir, ignore_errors=True)
         raise RoomError(f"git could not create the repository: {exc.stderr or exc}", code="repo") from exc
@@ -112,6 +115,16 @@ def prepare_repository(source: RepositorySource, *, parent: Path) -> PreparedRep
         shutil.rmtree(workdir, ignore_errors=True)
         raise
     return PreparedRepository(workdir, branch)
+
+
+def _refuse_option_like(branch: str, repo: Path) -> None:
+    """The room's branch is passed to git on later commands (worktrees, merges): a name
+    that git would read as an option (``-x``, which a copied folder's HEAD may name) is
+    refused here rather than misread there."""
+    if (branch.startswith("-") or len(branch) > BRANCH_MAX_LENGTH
+            or git("check-ref-format", "--branch", branch, cwd=repo, check=False).strip() != branch):
+        raise RoomError(f"The repository's current branch {branch!r} cannot be a room's branch; "
+                        "check out another branch in it first.", code="repo")
 
 
 def check_clone_source(raw_path: str) -> CloneRepository:
@@ -200,26 +213,33 @@ def _refuse_hub_data(path: Path, *, shown: Path) -> None:
 def _refuse_hub_git_dirs(path: Path) -> None:
     """A folder in an allowed place can still keep its git data elsewhere: a ``.git``
     file pointing at another repository (as worktrees have), or borrowed objects
-    (``objects/info/alternates``), which a local clone borrows too. Both must be in the
-    operator's folders and outside the hub's data folder."""
+    (``objects/info/alternates``, followed by git through up to five hops), which a
+    local clone copies too. All of them must be in the operator's folders and outside
+    the hub's data folder."""
     git_dirs = []
     for flag in ("--absolute-git-dir", "--git-common-dir"):
         found = git("rev-parse", flag, cwd=path, check=False, timeout=30).strip()
         if found:
             git_dirs.append(path / found)  # relative answers are relative to ``path``
-    for git_dir in git_dirs:
-        _refuse_outside_clone_roots(git_dir, shown=path)
-        _refuse_hub_data(git_dir, shown=path)
-        objects = git_dir / "objects"
-        try:
-            alternates = (objects / "info" / "alternates").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for line in alternates.splitlines():
-            line = line.strip().strip('"')
-            if line and not line.startswith("#"):
-                _refuse_outside_clone_roots(objects / line, shown=path)
-                _refuse_hub_data(objects / line, shown=path)
+    for place in [*git_dirs, *borrowed_object_dirs(path)]:
+        _refuse_outside_clone_roots(place, shown=path)
+        _refuse_hub_data(place, shown=path)
+
+
+def borrowed_object_dirs(repo: Path) -> list[Path]:
+    """Every object folder git reads for ``repo`` besides its own, as git itself finds
+    them (relative lines, quoting, links and every hop resolved its way, not ours)."""
+    counted = git("count-objects", "-v", cwd=repo, check=False, timeout=30)
+    return [Path(_unquoted(line.removeprefix("alternate: ")))
+            for line in counted.splitlines() if line.startswith("alternate: ")]
+
+
+def _unquoted(path: str) -> str:
+    """git's C-style quoting of an unusual path (quotes, backslash and octal escapes) undone."""
+    if len(path) < 2 or not (path.startswith('"') and path.endswith('"')):
+        return path
+    raw = codecs.escape_decode(path[1:-1].encode("utf-8", "surrogateescape"))[0]
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _build(workdir: Path, source: RepositorySource) -> None:
@@ -230,8 +250,9 @@ def _build(workdir: Path, source: RepositorySource) -> None:
             _refuse_outside_clone_roots(path, shown=path)
             _refuse_hub_data(path, shown=path)
             _refuse_hub_git_dirs(path)
-            # --no-hardlinks: the room gets its own objects, independent of the original.
-            git("clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", str(path), str(workdir),
+            # --no-hardlinks and --dissociate: the room gets its own objects (borrowed ones
+            # copied in), independent of the original and of whatever it borrows from.
+            git("clone", "--quiet", "--no-checkout", "--no-hardlinks", "--dissociate", "--", str(path), str(workdir),
                 cwd=workdir.parent, timeout=CLONE_TIMEOUT_SECONDS)
             _check_out_if_acceptable(workdir)
         case BundleRepository(path=path):
@@ -255,7 +276,8 @@ def _build(workdir: Path, source: RepositorySource) -> None:
 def _check_out_if_acceptable(workdir: Path) -> None:
     """Check the imported objects (every branch), then check out HEAD's files."""
     try:
-        refuse_hostile_content(workdir, max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES)
+        refuse_hostile_content(workdir, max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
+                               max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
     except ImportRefused as exc:
         raise RoomError(str(exc), code="repo") from None
     git("reset", "--quiet", "--hard", "HEAD", cwd=workdir, timeout=CLONE_TIMEOUT_SECONDS)

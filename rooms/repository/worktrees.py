@@ -22,6 +22,7 @@ from typing import Literal
 from agents.tools.beneath import PathRefused, read_bytes
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
+from rooms.repository.trees import checkout_refused
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,10 @@ HUB_OWNED = ".atrium"
 
 class WorktreeError(RuntimeError):
     """A worktree operation could not be carried out; the message says why."""
+
+
+class CheckoutTooLarge(WorktreeError):
+    """A branch's checkout would pass the bounds a room's checkout is held to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,8 @@ class MergeResult:
     main_after: str  # equal to main_before unless status == "merged"
     conflicts: tuple[str, ...] = ()
     detail: str = ""  # git's conflict messages, for people resolving a needs_merge
+    # Not the session's to resolve (files only the hub writes, a tree too large): a person's.
+    for_a_person: bool = False
 
     @property
     def merged(self) -> bool:
@@ -100,22 +107,25 @@ def _ensure_excludes(repo: Path) -> None:
             handle.write("\n# added by Atrium\n" + "\n".join(missing) + "\n")
 
 
-def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str,
-                    base: str = MAIN_BRANCH) -> Worktree:
+def worktree_create(*, repo: Path, worktrees_dir: Path, session_id: int | str, base: str = MAIN_BRANCH,
+                    max_checkout_bytes: int | None = None, max_checkout_files: int | None = None) -> Worktree:
     """The session's worktree, created on first call and found again on every later one.
 
     The checkout is made under a temporary name and moved into place when complete, so
     a crash mid-checkout never leaves a half-filled worktree at the final path. Every
     step holds the room lock: a ``worktree prune`` of one worker racing another's ``add``
     or ``move`` breaks the other's checkout (``could not open .git/worktrees/…/locked``).
+    The session's branch, checked out again (a session resumed elsewhere), is held to the
+    ``max_checkout_*`` bounds a merge is: its commits may hold one file linked many times.
     """
     repo = Path(os.path.realpath(repo))
     worktrees_dir.mkdir(parents=True, exist_ok=True)
     with room_repo_lock(repo):
-        return _worktree_create_locked(repo, worktrees_dir, session_id, base)
+        return _worktree_create_locked(repo, worktrees_dir, session_id, base, (max_checkout_bytes, max_checkout_files))
 
 
-def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | str, base: str) -> Worktree:
+def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | str, base: str,
+                            bounds: tuple[int | None, int | None]) -> Worktree:
     """worktree_create's work; called while holding the room lock."""
     final = Path(os.path.realpath(worktrees_dir)) / str(session_id)
     partial = final.with_name(f".{final.name}.partial")
@@ -134,6 +144,10 @@ def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | s
     if partial.exists():
         shutil.rmtree(partial)
     if _branch_exists(repo, branch):
+        max_bytes, max_files = bounds
+        if max_bytes is not None and (reason := checkout_refused(repo, branch, max_bytes=max_bytes,
+                                                                 max_files=max_files or 1 << 62)):
+            raise CheckoutTooLarge(f"{branch} cannot be checked out again: {reason}")
         git("worktree", "add", str(partial), branch, cwd=repo)
     else:
         git("worktree", "add", "-b", branch, str(partial), base, cwd=repo)
@@ -216,8 +230,9 @@ def branch_diff(*, repo: Path, branch: str, target: str = MAIN_BRANCH) -> str:
     """``git diff target...branch`` of committed refs in the room repository (a review's
     diff): what the branch changed since it left ``target``, the hub's files left out.
     Read from the repository, never through a worktree, with no external diff driver or
-    text conversion (the repository's attributes are the agents' to write)."""
-    return git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--stat", "--patch",
+    text conversion, and every file as text (the repository's attributes are the agents'
+    to write: ``*.py -diff`` would hide a change from its reviewer as "binary")."""
+    return git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--stat", "--patch",
                f"{target}...{branch}", "--", ".", f":(exclude){HUB_OWNED}", cwd=repo)
 
 
@@ -283,10 +298,12 @@ def _preflight(repo: Path, main: str, branch: str, target: str) -> tuple[str | N
     return tree, (), ""
 
 
-def worktree_merge(*, repo: Path, branch: str, message: str | None = None,
-                   target: str = MAIN_BRANCH) -> MergeResult:
+def worktree_merge(*, repo: Path, branch: str, message: str | None = None, target: str = MAIN_BRANCH,
+                   max_checkout_bytes: int | None = None, max_checkout_files: int | None = None) -> MergeResult:
     """Merge ``branch`` into ``target`` (the room's main branch, whatever its name) under
-    the room lock; a conflict changes nothing.
+    the room lock; a conflict changes nothing. A merged tree a checkout could not hold
+    (``max_checkout_*``: every path's size counts, however the session linked its files)
+    is refused the same way, for a person to decide.
 
     Idempotent: merging a branch that main already contains answers ``up_to_date``
     (so a worker that crashed after merging can safely merge again).
@@ -302,12 +319,16 @@ def worktree_merge(*, repo: Path, branch: str, message: str | None = None,
         if hub_owned:
             # Commits made with shell git can still carry them: a person decides.
             return MergeResult(status="conflict", branch=branch, main_before=main_before,
-                               main_after=main_before, conflicts=tuple(hub_owned),
+                               main_after=main_before, conflicts=tuple(hub_owned), for_a_person=True,
                                detail=f"the session changed files under {HUB_OWNED}/, which only the hub writes")
         tree, conflicts, detail = _preflight(repo, main_before, tip, target)
         if tree is None:
             return MergeResult(status="conflict", branch=branch, main_before=main_before,
                                main_after=main_before, conflicts=conflicts, detail=detail)
+        if max_checkout_bytes is not None and (reason := checkout_refused(
+                repo, tree, max_bytes=max_checkout_bytes, max_files=max_checkout_files or 1 << 62)):
+            return MergeResult(status="conflict", branch=branch, main_before=main_before, main_after=main_before,
+                               for_a_person=True, detail=f"{target} after the merge would be too large: {reason}")
         commit = git("-c", "commit.gpgsign=false", "commit-tree", tree, "-p", main_before, "-p", tip, "-m",
                      message or f"Merge {branch}", cwd=repo).strip()
         _advance_main(repo, main_before, commit, target)

@@ -20,6 +20,7 @@ from agents.models import AgentProfile
 from rooms.checks import check_message_text
 from rooms.errors import RoomError
 from rooms.models import Message, Room, RoomAgent
+from rooms.own_key import may_spend_here
 from rooms.selectors import check_may_act_in
 from rooms.services import message_post
 from sessions.events import session_event_append
@@ -38,6 +39,13 @@ def room_reviewer(room_id: int) -> AgentProfile | None:
     """The room's reviewer agent, or None: review is off."""
     row = RoomAgent.objects.filter(room_id=room_id, reviewer=True).select_related("agent").first()
     return row.agent if row else None
+
+
+def reviewer_who_may_run(room_id: int) -> AgentProfile | None:
+    """The room's reviewer if it may run here. One that spends its creator's account where
+    they may no longer (rooms.own_key) leaves each round to people: never unreviewed."""
+    reviewer = room_reviewer(room_id)
+    return reviewer if reviewer is not None and may_spend_here(reviewer, room_id) else None
 
 
 @transaction.atomic
@@ -77,10 +85,10 @@ def review_open(*, session: Session, round_number: int, brief: str) -> Review:
                                                    defaults={"brief": brief})
     if not created:
         return review
-    reviewer = room_reviewer(session.task.room_id)
+    reviewer = reviewer_who_may_run(session.task.room_id)
     if reviewer is None or reviewer.pk == session.agent_id:
-        # Unassigned meanwhile, or the reviewer's own work (it would approve itself, in a
-        # second session at the task): people decide the round.
+        # Unassigned or unable to run meanwhile, or the reviewer's own work (it would
+        # approve itself, in a second session at the task): people decide the round.
         return review
     last = (Review.objects.filter(session=session, reviewer_session__isnull=False).exclude(pk=review.pk)
             .select_related("reviewer_session", "reviewer_session__task").order_by("-round").first())

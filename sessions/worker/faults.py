@@ -152,7 +152,7 @@ def _release(session_id: int, owner: str, kind: str, reason: str, delay_of, *, s
 
 def remove_files_past_the_limit(session_id: int, toolbox: ToolBox, worktree: Worktree) -> None:
     """What passed the disk limit goes: the session's jobs stop, its worktree (never
-    committed: the branch keeps what was) and its /tmp are removed."""
+    committed: the branch keeps what was), its /tmp and its jobs' output are removed."""
     toolbox.jobs.cancel_running("the session's files passed the disk limit")
     for folder in (toolbox.worktree, toolbox.shell_config.place.tmp):
         # A folder the command made unreadable (a hub that is not root) is opened up first.
@@ -163,4 +163,5 @@ def remove_files_past_the_limit(session_id: int, toolbox: ToolBox, worktree: Wor
         log.exception("session %s: its worktree could not be removed; old_worktrees_remove tries again", session_id)
         return
     shutil.rmtree(toolbox.shell_config.place.tmp, ignore_errors=True)
+    shutil.rmtree(toolbox.state_dir / "jobs", ignore_errors=True)  # their output counted too
     Session.objects.filter(pk=session_id).update(worktree_path="")

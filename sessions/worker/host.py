@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,9 +20,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents.providers import Completion, ProviderError
+from agents.tools._jobwrapper import COPY_DRAIN_SECONDS, copy_capped
 from agents.tools.box import ToolBox
 from agents.tools.outcome import ToolOutcome
 from agents.tools.paths import PathRefused, resolve_path
+from agents.tools.sandbox import launched
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from observations.gateway.messages import Request, ToolCall, serialize_request
@@ -31,7 +36,6 @@ from rooms.repository.worktrees import (
     Worktree,
     WorktreeError,
     branch_diff,
-    hub_owned,
     worktree_bring_in,
     worktree_commit,
     worktree_merge,
@@ -137,19 +141,31 @@ class DjangoHost:
 
     def run_check(self) -> CheckResult:
         """The room's check, confined like every command of the session; raises
-        SandboxUnavailable when it cannot be. Its output goes to a file (bounded by the
-        sandbox's file-size limit) and comes back as head and tail."""
+        SandboxUnavailable when it cannot be. Its output comes through a pipe into a file
+        (bounded as every command's is: copy_capped) and back as head and tail."""
         started = time.monotonic()
         confined = self.toolbox.confine(self.check_command)
         log_path = self.toolbox.state_dir / "check-output.log"
         limit = settings.ATRIUM_CHECK_TIMEOUT_SECONDS
-        with log_path.open("wb") as log:
+        with log_path.open("wb", buffering=0) as log, launched(confined) as (argv, pass_fds):
+            child = subprocess.Popen(argv, cwd=confined.cwd, env=confined.env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                     pass_fds=pass_fds)
+            copying = threading.Thread(target=copy_capped, daemon=True, args=(
+                os.dup(child.stdout.fileno()), log, self.toolbox.shell_config.sandbox.limits.output_bytes))
+            child.stdout.close()
+            copying.start()
+            code = 124
             try:
-                code = subprocess.run(confined.argv, cwd=confined.cwd, env=confined.env, stdin=subprocess.DEVNULL,
-                                      stdout=log, stderr=subprocess.STDOUT, timeout=limit,
-                                      start_new_session=True).returncode
+                code = child.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                code = 124
+                pass
+            finally:  # past its time, or the worker stopping under it: the check does not run on
+                if child.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.pid, signal.SIGKILL)
+                    child.wait()
+            copying.join(COPY_DRAIN_SECONDS)
         output = read_log_bounded(log_path, CHECK_OUTPUT_MAX)
         if code == 124 and time.monotonic() - started >= limit:
             output += f"\n[the check was stopped after {limit} s]"
@@ -199,10 +215,14 @@ class DjangoHost:
         session = self.session
         result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
                                 message=f"Merge {self.worktree.branch}: {session.task.title}",
-                                target=self.room.default_branch)
+                                target=self.room.default_branch,
+                                max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
+                                max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
         if result.status == "conflict":
             self._conflict = result
-            return False, "merge conflict in " + ", ".join(result.conflicts or ("the repository",))
+            if not result.conflicts:
+                return False, f"not merged: {result.detail}"
+            return False, "merge conflict in " + ", ".join(result.conflicts)
         if commit is None and result.status == "up_to_date":
             return True, "no changes to merge"
         return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
@@ -211,7 +231,7 @@ class DjangoHost:
         """Main merged into the session's branch, conflicts left for the agent; None for a
         conflict in files only the hub writes (a person decides)."""
         result = self._conflict
-        if result is None or any(hub_owned(path) for path in result.conflicts):
+        if result is None or result.for_a_person:
             return None
         return self._report(self._bring_in(), round_number)
 

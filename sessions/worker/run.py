@@ -22,6 +22,8 @@ from django.db import (
 from agents.providers.errors import InvalidModelSpec
 from agents.tools.beneath import PathRefused
 from agents.tools.disk import WorktreeFull
+from rooms.errors import RoomPermissionError
+from rooms.repository.worktrees import CheckoutTooLarge
 from sessions import dispatch
 from sessions.models import Session
 from sessions.runtime import states
@@ -67,11 +69,8 @@ def _run_claimed(session_id: int, owner: str) -> str:
         return "ran"
     except LeaseLost:
         return "lease lost"
-    except InvalidModelSpec as exc:  # e.g. the replay file was removed, no API key is set
-        _fail(session_id, owner, f"the agent's model cannot be used: {exc}")
-        return "failed"
-    except PathRefused as exc:  # the room's files hold a link where the hub's own files go
-        _fail(session_id, owner, f"refused by the hub: {exc}")
+    except (InvalidModelSpec, PathRefused, RoomPermissionError, CheckoutTooLarge) as exc:
+        _fail(session_id, owner, _refusal(exc))
         return "failed"
     except WorktreeFull as exc:
         if _fail(session_id, owner, f"stopped by the hub: {exc}") and runner is not None:
@@ -97,6 +96,15 @@ def _run_claimed(session_id: int, owner: str) -> str:
             runner.doorbell.close()  # first: a provider that fails to close must not leak its thread
             runner.provider.close()
         close_old_connections()
+
+
+def _refusal(exc: InvalidModelSpec | PathRefused | RoomPermissionError | CheckoutTooLarge) -> str:
+    """Why a session that cannot go on fails, as a person reads it."""
+    if isinstance(exc, InvalidModelSpec):  # e.g. the replay file was removed, no API key is set
+        return f"the agent's model cannot be used: {exc}"
+    if isinstance(exc, PathRefused | CheckoutTooLarge):  # a link where the hub's files go, a branch too large
+        return f"refused by the hub: {exc}"
+    return f"refused: {exc.message}"  # e.g. its profile spends an account whose owner left the room
 
 
 @transaction.atomic

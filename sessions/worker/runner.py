@@ -27,6 +27,7 @@ from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import Record, StateJournal
 from observations.gateway.state import load_state
 from rooms.models import Message
+from rooms.own_key import check_may_spend_here
 from rooms.repository.activity import branch_tip
 from rooms.repository.intent import intent_read, intent_relpath
 from rooms.repository.worktrees import Worktree, worktree_create
@@ -68,6 +69,7 @@ class SessionRunner:
         self.session, self.owner, self.keeper = session, owner, keeper
         task, agent = session.task, session.agent
         room = task.room
+        check_may_spend_here(agent, room)  # before any work: its creator may have left the room since
         # A reviewer reads the author's worktree, as the author left it, and writes nowhere.
         self.reviewed = review_rows.reviewed_session(session)
         if self.reviewed is not None:
@@ -75,7 +77,9 @@ class SessionRunner:
                                      repo=Path(room.repo_path))
         else:
             self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
-                                            session_id=session.pk, base=room.default_branch)
+                                            session_id=session.pk, base=room.default_branch,
+                                            max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
+                                            max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
         if not session.branch and self.reviewed is None:
             # A new worktree's branch is main as it was: room_status's "since you started".
             base = branch_tip(Path(room.repo_path), self.worktree.branch)

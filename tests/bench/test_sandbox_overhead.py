@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from agents.tools.handover import hand_over, prepare
-from agents.tools.sandbox import Place, cgroups_usable, confine, interpreter_policy
+from agents.tools.sandbox import Place, cgroups_usable, confine, interpreter_policy, launched
 
 RUNS = 30
 
@@ -35,7 +35,8 @@ def _median_run(policy, place: Place, command: str) -> float:
         started = time.perf_counter()
         prepare(policy, place)
         confined = confine(policy, place, command)
-        done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True)
+        with launched(confined) as (argv, pass_fds):
+            done = subprocess.run(argv, env=confined.env, cwd=confined.cwd, capture_output=True, pass_fds=pass_fds)
         times.append(time.perf_counter() - started)
         assert done.returncode == 0, done.stderr
     return statistics.median(times)

@@ -20,6 +20,7 @@ from endpoint.keys import (
 )
 from endpoint.models import GatewayConversation, GatewayKey
 from rooms.errors import RoomError, RoomPermissionError
+from rooms.services import agent_assign
 from sessions.models import Session, Task
 from tests.rooms.factories import make_agent, make_room, make_user
 
@@ -131,13 +132,14 @@ def test_staff_revoke_keys_from_the_admin_and_make_none_there(room, people):
 
 
 def test_a_profile_on_its_creators_own_provider_key_is_keyed_by_its_creator_or_staff_only(people):
-    """An attacker who owns a room and assigned the victim's profile (profiles are shared)
-    cannot make a key that spends the victim's provider account from anywhere."""
+    """In a room the attacker owns, where the victim assigned their profile themselves, the
+    attacker cannot make a key that spends the victim's provider account from anywhere."""
     victim, attacker = people["mo"], people["olga"]
     own = make_agent("mos-gpt", "openai:gpt-4.1", owner=victim, api_key="sk-mo-own-account-0001")
     shared = make_agent("hub-gpt", "openai:gpt-4.1", owner=victim)  # on the hub's keys
-    room = make_room(attacker, "Attacker's room", members=[victim], agents=[own, shared])
-    with pytest.raises(RoomPermissionError, match="its creator's own provider key"):
+    room = make_room(attacker, "Attacker's room", members=[victim], agents=[shared])
+    agent_assign(room=room, actor=victim, agent=own)
+    with pytest.raises(RoomPermissionError, match="its creator's own account"):
         gateway_key_create(room=room, actor=attacker, agent_id=own.pk, name="spend it")
     assert gateway_key_create(room=room, actor=attacker, agent_id=shared.pk, name="hub's").key.agent == shared
     assert gateway_key_create(room=room, actor=victim, agent_id=own.pk, name="mine").key.agent == own

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from django.conf import settings
 
 from rooms.errors import RoomError
-from rooms.repository.git import git
+from rooms.repository.git import GitError, git
 from rooms.repository.prepare import (
     CloneRepository,
     NewRepository,
@@ -113,6 +114,44 @@ def test_an_existing_target_folder_is_refused_and_left_alone(tmp_path):
     prepared.discard()
     assert (target / "keep.txt").read_text() == "mine"
     assert leftovers(tmp_path / "repos") == ["taken"]
+
+
+@pytest.mark.parametrize("name", ["-x", "--upload-pack=touch", "b" * 101])
+def test_a_clone_whose_branch_git_would_read_as_an_option_is_refused(tmp_path, name):
+    """The room's branch is an argument of later git commands (``worktree add … <branch>``)."""
+    source = make_git_repo(tmp_path / "src")
+    git("update-ref", f"refs/heads/{name}", "HEAD", cwd=source)
+    git("symbolic-ref", "HEAD", f"refs/heads/{name}", cwd=source)
+    with pytest.raises(RoomError, match="cannot be a room's branch; check out another branch"):
+        prepare_repository(check_clone_source(str(source)), parent=tmp_path / "repos")
+    assert leftovers(tmp_path / "repos") == []
+
+
+def test_a_git_command_past_its_time_is_a_git_error_and_leaves_no_process(tmp_path, monkeypatch):
+    """A clone of a huge repository runs helpers of its own (``index-pack``): a timeout
+    stops all of them, not git alone."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    helper_pid = tmp_path / "helper.pid"
+    (bin_dir / "git").write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {helper_pid}\nwait\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    with pytest.raises(GitError, match="git clone took longer than 1 seconds"):
+        git("clone", "somewhere", cwd=tmp_path, timeout=1)
+    assert not _alive(int(helper_pid.read_text()))
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping; a killed process whose parent died may linger as a zombie."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def test_a_git_failure_leaves_nothing_on_disk(tmp_path):

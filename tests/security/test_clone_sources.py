@@ -4,6 +4,7 @@ operator lists (none by default), or an uploaded git bundle."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,12 @@ from django.urls import reverse
 from rooms.errors import RoomError
 from rooms.models import Room
 from rooms.repository.git import git
-from rooms.repository.prepare import CloneRepository, check_clone_source, prepare_repository
+from rooms.repository.prepare import (
+    CloneRepository,
+    borrowed_object_dirs,
+    check_clone_source,
+    prepare_repository,
+)
 from tests.rooms.factories import make_git_repo, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,6 +76,64 @@ def test_a_repository_inside_whose_git_data_is_outside_is_refused(allowed, tmp_p
     (borrowing / ".git" / "objects" / "info" / "alternates").write_text(str(outside / ".git" / "objects") + "\n")
     with pytest.raises(RoomError, match="is not inside the folders"):
         check_clone_source(str(borrowing))
+
+
+def test_a_chain_of_borrowed_objects_leading_to_another_rooms_repository_is_refused(clone_roots, tmp_path, settings):
+    """git follows an alternate's own alternates (up to five hops): a folder in the allowed
+    place that borrows from another allowed folder, which borrows from a room's repository
+    in the hub's data folder, would copy that room's files for anyone knowing one commit id."""
+    allowed = tmp_path / "allowed"  # every folder is allowed (``/``): the data folder still is not
+    allowed.mkdir()
+    victim = make_git_repo(Path(settings.DATA_DIR) / "repos" / "victim", files={"secret.txt": "VICTIM\n"})
+    victim_commit = git("rev-parse", "HEAD", cwd=victim).strip()
+    middle = allowed / "middle"
+    git("init", "-q", "--bare", str(middle), cwd=allowed)
+    (middle / "objects" / "info" / "alternates").write_text(str(victim / ".git" / "objects") + "\n")
+    borrowing = make_git_repo(allowed / "borrowing")
+    (borrowing / ".git" / "objects" / "info" / "alternates").write_text("../../../middle/objects\n")
+    git("update-ref", "refs/heads/stolen", victim_commit, cwd=borrowing, check=False)
+    with pytest.raises(RoomError, match="inside the hub's data folder"):
+        check_clone_source(str(borrowing))
+    with pytest.raises(RoomError, match="inside the hub's data folder"):
+        prepare_repository(CloneRepository(borrowing), parent=tmp_path / "rooms")
+
+
+@pytest.mark.parametrize("hop", ["quoted", "through a link"])
+def test_borrowing_is_judged_where_git_reads_it_not_where_the_line_seems_to_point(clone_roots, tmp_path,
+                                                                                  settings, hop):
+    """A quoted line (``\\056`` is a dot to git) or a relative line read from a linked
+    folder (git resolves the link first) points elsewhere than its text seems to."""
+    victim = make_git_repo(Path(settings.DATA_DIR) / "repos" / f"victim-{hop[0]}", files={"secret.txt": "V\n"})
+    allowed = tmp_path / "allowed"
+    borrowing = make_git_repo(allowed / "borrowing")
+    alternates = borrowing / ".git" / "objects" / "info" / "alternates"
+    if hop == "quoted":  # up to / and down again, relative to the borrowing objects folder
+        alternates.write_text('"' + "\\056\\056/" * 40 + str(victim / ".git" / "objects").lstrip("/") + '"\n')
+    else:  # git reads the middle's line from where the link leads, two folders higher up
+        middle = allowed / "middle"
+        git("init", "-q", "--bare", str(middle), cwd=allowed)
+        (allowed / "deep" / "down").mkdir(parents=True)
+        (allowed / "deep" / "down" / "link").symlink_to(middle)
+        alternates.write_text(str(allowed / "deep" / "down" / "link" / "objects") + "\n")
+        up_to_root = "../" * len((middle / "objects").resolve().parts[1:])
+        (middle / "objects" / "info" / "alternates").write_text(
+            up_to_root + str(victim / ".git" / "objects").lstrip("/") + "\n")
+    assert ".." not in alternates.read_text()
+    assert (victim / ".git" / "objects").resolve() in [d.resolve() for d in borrowed_object_dirs(borrowing)]
+    with pytest.raises(RoomError, match="inside the hub's data folder"):
+        check_clone_source(str(borrowing))
+
+
+def test_a_copy_of_a_borrowing_repository_keeps_its_own_objects(allowed):
+    """A legitimate borrower (``git clone --shared``) is copied whole: the room does not go on
+    reading objects from a folder its owner may change or remove."""
+    lender = make_git_repo(allowed / "lender", files={"app.py": "print(1)\n"})
+    git("clone", "-q", "--shared", str(lender), str(allowed / "borrower"), cwd=allowed)
+    prepared = prepare_repository(check_clone_source(str(allowed / "borrower")), parent=allowed.parent / "rooms")
+    assert not (prepared.path / ".git" / "objects" / "info" / "alternates").exists()
+    shutil.rmtree(lender)
+    assert git("show", "HEAD:app.py", cwd=prepared.path) == "print(1)\n"
+    prepared.discard()
 
 
 def test_a_repository_inside_the_operators_folders_is_copied(allowed):

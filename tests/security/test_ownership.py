@@ -56,7 +56,7 @@ def test_another_persons_profile_on_its_own_key_is_listed_never_spent_and_its_ke
     from tests.rooms.factories import make_room
 
     # It spends its creator's account: not in a room they cannot act in (issue 24).
-    with pytest.raises(RoomPermissionError, match="its creator may act in"):
+    with pytest.raises(RoomPermissionError, match="only they may assign it to a room"):
         make_room(maker, agents=[victims_agent])
     listing = client.get(reverse("agents:list")).content.decode()
     assert "Victim&#x27;s fixer" in listing and "sk-victim-secret" not in listing

@@ -59,7 +59,7 @@ def test_a_disk_filler_is_stopped_at_its_worktrees_limit_while_the_other_room_wr
             attacker.execute(call("await", handles=[started.job_handle]))
     assert "past the room's limit of 48 MB" in str(full.value)
     report = attacker.jobs.output(started.job_handle, 4000)
-    assert "[stopped: the worktree and /tmp took" in report and "filled" not in report, report
+    assert "[stopped: the session's files took" in report and "filled" not in report, report
     status = attacker.jobs.status(started.job_handle)
     assert status.exit_code == 125 and "past the room's limit of 48 MB" in status.describe()
     # Stopped within about a second of writing: nowhere near the 2 GB it meant to write.
@@ -103,7 +103,7 @@ def test_a_session_that_fills_its_worktree_ends_saying_so_and_merges_nothing(hub
     wait_for(lambda: ended(session), 180, "the session to end", [worker])
     session.refresh_from_db()
     assert session.state == Session.State.FAILED, session.reason
-    assert session.reason.startswith("stopped by the hub: the worktree and its /tmp take") and "limit of 48 MB" in session.reason
+    assert session.reason.startswith("stopped by the hub: the session's files (worktree, /tmp, command output) take") and "limit of 48 MB" in session.reason
     assert "fill/0" not in git("ls-tree", "-r", "--name-only", "main", cwd=Path(room.repo_path))
     # Its files removed (just after the session ended).
     wait_for(lambda: not Session.objects.get(pk=session.pk).worktree_path, 30, "the worktree to be removed", [worker])

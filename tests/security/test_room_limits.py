@@ -128,8 +128,9 @@ def test_a_confiner_killed_while_it_sets_up_the_sandbox_runs_nothing(tmp_path):
     import subprocess
     import sys
 
+    from agents.tools import seccomp
     from agents.tools.handover import prepare
-    from agents.tools.sandbox import CONFINER, Place, _bwrap_argv, _tool
+    from agents.tools.sandbox import CONFINER, Confined, Place, _bwrap_argv, _tool, launched
 
     place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp", network=True)
     place.worktree.mkdir()
@@ -139,9 +140,12 @@ def test_a_confiner_killed_while_it_sets_up_the_sandbox_runs_nothing(tmp_path):
     stuck.write_text("#!/bin/sh\nsleep 30\n")  # never says it is ready
     stuck.chmod(0o755)
     spec = {"network": True, "slirp4netns": str(stuck), "nsenter": _tool("nsenter"), "ip": _tool("ip"), "root": True}
-    argv = [sys.executable, "-I", "-S", str(CONFINER), json.dumps(spec),
-            *_bwrap_argv(policy, place, ["/bin/sh", "-c", "touch made"])]
-    confiner = subprocess.Popen(argv, cwd=place.worktree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    confined = Confined([sys.executable, "-I", "-S", str(CONFINER), json.dumps(spec),
+                         *_bwrap_argv(policy, place, ["/bin/sh", "-c", "touch made"])], {}, str(place.worktree),
+                        seccomp=seccomp.program())
+    with launched(confined) as (argv, pass_fds):
+        confiner = subprocess.Popen(argv, cwd=place.worktree, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    pass_fds=pass_fds)
     time.sleep(1.5)
     confiner.send_signal(signal.SIGKILL)
     confiner.wait()

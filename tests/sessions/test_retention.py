@@ -130,3 +130,30 @@ def test_beat_sends_the_pass_to_a_session_worker_not_the_sweeper():
     entry = hub_settings.CELERY_BEAT_SCHEDULE["remove-old-worktrees"]
     assert entry["task"] == remove_old_worktrees.name and entry["schedule"] == 600.0
     assert remove_old_worktrees.name not in hub_settings.CELERY_TASK_ROUTES  # the sweeper's one process stays free
+
+
+def test_the_files_of_sessions_without_a_worktree_go_too(demo_room, replay_agent, person, settings, tmp_path):
+    """A reviewer reads its author's worktree and has none of its own; a session stopped past
+    the disk limit lost its own: their /tmp and job output still go once they are due, as do
+    those of sessions whose room was deleted. A running session's stay."""
+    settings.ATRIUM_WORKTREE_KEEP_DAYS, settings.JOBS_DIR = 7, tmp_path / "jobs"
+    task = Task.objects.create(room=demo_room, title="t", objective="o", created_by=person)
+
+    def session_files(state: str, ended_days_ago: float | None) -> Path:
+        row = Session.objects.create(task=task, agent=replay_agent, state=state,
+                                     attempt=Session.objects.filter(task=task).count() + 1,
+                                     finished_at=None if ended_days_ago is None
+                                     else timezone.now() - timedelta(days=ended_days_ago))
+        folder = tmp_path / "jobs" / str(row.pk)
+        (folder / "tmp" / "locked").mkdir(parents=True)
+        (folder / "tmp" / "locked" / "big").write_bytes(b"x" * 1000)
+        (folder / "tmp" / "locked").chmod(0)  # as a command may leave it
+        return folder
+
+    old_reviewer, recent, running = (session_files(states.SUCCEEDED, 9), session_files(states.SUCCEEDED, 1),
+                                     session_files(states.RUNNING, None))
+    orphan = tmp_path / "jobs" / "999999"  # its session (and room) deleted
+    orphan.mkdir()
+    assert old_worktrees_remove() == 0
+    assert not old_reviewer.exists() and not orphan.exists()
+    assert recent.exists() and running.exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -163,6 +164,7 @@ ALONE = Path(__file__).resolve().parents[2] / "as_an_ordinary_user.py"
 IN_A_VENV = r"""
 import importlib.util, subprocess, sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[4])  # pyseccomp, which the bare venv lacks
 spec = importlib.util.spec_from_file_location("alone", sys.argv[1])
 alone = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(alone)
@@ -172,7 +174,8 @@ policy = sandbox.interpreter_policy()
 place = sandbox.Place(worktree=Path(sys.argv[2]), tmp=Path(sys.argv[3]))
 handover.prepare(policy, place)
 confined = sandbox.confine(policy, place, "python -c 'import sys; print(sys.prefix)'")
-done = subprocess.run(confined.argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True)
+with sandbox.launched(confined) as (argv, pass_fds):
+    done = subprocess.run(argv, env=confined.env, cwd=confined.cwd, capture_output=True, text=True, pass_fds=pass_fds)
 print(done.returncode, done.stdout.strip(), done.stderr.strip())
 """
 
@@ -191,8 +194,12 @@ def test_python_runs_when_the_hubs_venv_was_made_from_a_link_under_tmp(tmp_path)
     assert os.readlink(venv / "bin" / "python3").startswith(str(shim.parent)) or \
         os.path.realpath(venv / "bin" / "python3") == os.path.realpath(sys.executable)
     (tmp_path / "wt").mkdir()
+    import pyseccomp
+
+    (tmp_path / "lib").mkdir()
+    shutil.copy(pyseccomp.__file__, tmp_path / "lib")
     done = subprocess.run([str(venv / "bin" / "python3"), "-c", IN_A_VENV, str(ALONE), str(tmp_path / "wt"),
-                           str(tmp_path / "tmp")], capture_output=True, text=True, timeout=120)
+                           str(tmp_path / "tmp"), str(tmp_path / "lib")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(" ", 1)[0] == "0", done.stdout
     assert str(venv) in done.stdout

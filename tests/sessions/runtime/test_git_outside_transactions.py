@@ -21,14 +21,14 @@ from sessions.worker.run import run_session
 def git_calls(monkeypatch):
     """Every git command the hub runs, with whether a transaction was open around it."""
     calls: list[tuple[str, bool]] = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def run(argv, *args, **kwargs):
+    def popen(argv, *args, **kwargs):
         if isinstance(argv, list) and argv and argv[0] == "git":
             calls.append((" ".join(argv[1:]), connection.in_atomic_block))
-        return real_run(argv, *args, **kwargs)
+        return real_popen(argv, *args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "Popen", popen)
     return calls
 
 
@@ -46,14 +46,14 @@ def test_no_git_command_runs_inside_a_transaction_from_room_to_merged_session(
 
 
 def _failing_commit(monkeypatch):
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def run(argv, *args, **kwargs):
-        if isinstance(argv, list) and argv[:1] == ["git"] and "commit" in argv:
-            return subprocess.CompletedProcess(argv, 1, "", "simulated: disk full")
-        return real_run(argv, *args, **kwargs)
+    def popen(argv, *args, **kwargs):
+        if isinstance(argv, list) and argv[:1] == ["git"] and {"commit", "commit-tree"} & set(argv):
+            argv = ["sh", "-c", "echo 'simulated: disk full' >&2; exit 1"]
+        return real_popen(argv, *args, **kwargs)
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "Popen", popen)
 
 
 def test_a_task_whose_intent_cannot_be_committed_leaves_no_row(monkeypatch, person, demo_room):
