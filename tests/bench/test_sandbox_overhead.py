@@ -7,8 +7,8 @@ their ratio, and the time to hand a 20,000-file worktree to the sandbox user (a 
 does that before each command). A shell call adds the job machinery's ~0.1 s polling to
 both alike.
 
-It also prints what the room's control group and a networked command add, each as a
-ratio against the plain bubblewrap sandbox measured in the same run (a networked
+It also prints what the seccomp filter, the room's control group and a networked command
+add, each as a ratio against the plain bubblewrap sandbox measured in the same run (a networked
 command starts slirp4netns and sets its namespace's routes before the command runs).
 """
 
@@ -24,17 +24,24 @@ from pathlib import Path
 import pytest
 
 from agents.tools.handover import hand_over, prepare
-from agents.tools.sandbox import Place, cgroups_usable, confine, interpreter_policy, launched
+from agents.tools.sandbox import (
+    Confined,
+    Place,
+    cgroups_usable,
+    confine,
+    interpreter_policy,
+    launched,
+)
 
 RUNS = 30
 
 
-def _median_run(policy, place: Place, command: str) -> float:
+def _median_run(policy, place: Place, command: str, adjust=lambda confined: confined) -> float:
     times = []
     for _ in range(RUNS):
         started = time.perf_counter()
         prepare(policy, place)
-        confined = confine(policy, place, command)
+        confined = adjust(confine(policy, place, command))
         with launched(confined) as (argv, pass_fds):
             done = subprocess.run(argv, env=confined.env, cwd=confined.cwd, capture_output=True, pass_fds=pass_fds)
         times.append(time.perf_counter() - started)
@@ -55,6 +62,24 @@ def test_sandbox_overhead_per_command(tmp_path):
         boxed = _median_run(sandboxed, place, command)
         print(f"{command!r}: unconfined {base * 1000:.1f} ms, sandboxed {boxed * 1000:.1f} ms, "
               f"ratio {boxed / base:.2f}x, overhead {(boxed - base) * 1000:.1f} ms")
+
+
+@pytest.mark.bench
+def test_what_the_seccomp_filter_adds(tmp_path):
+    """The same bubblewrap command line with and without its seccomp program."""
+    place = Place(worktree=tmp_path / "wt", tmp=tmp_path / "tmp")
+    place.worktree.mkdir()
+    policy = interpreter_policy()
+
+    def without_filter(confined: Confined) -> Confined:
+        at = confined.argv.index("--seccomp")
+        return dataclasses.replace(confined, argv=confined.argv[:at] + confined.argv[at + 2:], seccomp=b"")
+
+    print()
+    base = _median_run(policy, place, "true", adjust=without_filter)
+    filtered = _median_run(policy, place, "true")
+    print(f"bubblewrap without the seccomp filter {base * 1000:.1f} ms, with it {filtered * 1000:.1f} ms per "
+          f"command: {filtered / base:.2f}x")
 
 
 @pytest.mark.bench
