@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from agents.models import AgentProfile
+from agents.providers.factory import operator_url
 from agents.signals import profile_changed
 
 # What a room that uses a profile is told about when its creator changes it: what the
@@ -67,8 +70,12 @@ def creator_deleted(user: AbstractBaseUser) -> None:
     so they are cleared (it runs on the hub's keys) and the rooms using it are told."""
     for profile in AgentProfile.objects.filter(created_by=user).exclude(api_key="", base_url=""):
         before = AgentProfile(api_key=profile.api_key, base_url=profile.base_url)
-        profile.api_key = profile.base_url = ""
+        profile.api_key = ""
+        if not operator_url(profile.base_url, os.environ):  # the operator's server stays
+            profile.base_url = ""
+        if (profile.api_key, profile.base_url) == (before.api_key, before.base_url):
+            continue
         profile.save(update_fields=["api_key", "base_url"])
         changes = tuple(words for field, words in FIELDS_A_ROOM_IS_TOLD_OF
-                        if field in ("api_key", "base_url") and getattr(before, field))
+                        if field in ("api_key", "base_url") and getattr(before, field) != getattr(profile, field))
         profile_changed.send(sender=AgentProfile, profile=profile, actor=None, changes=changes)

@@ -121,7 +121,13 @@ def git_records(*args: str, cwd: Path | str, timeout: float = 120) -> Iterator[s
     with tempfile.TemporaryFile() as errors, _started(args, cwd, stdin=subprocess.DEVNULL, stderr=errors,
                                                      text=False) as process:
         expired = threading.Event()
-        timer = threading.Timer(timeout, lambda: (expired.set(), _kill(process)))
+
+        def expire() -> None:
+            if process.poll() is None:  # not one that ended just as its time ran out
+                expired.set()
+                _kill(process)
+
+        timer = threading.Timer(timeout, expire)
         timer.start()
         read_all = False
         try:
@@ -150,8 +156,9 @@ def _started(args: tuple[str, ...], cwd: Path | str, *, stdin, stderr, text: boo
     env = hardened_env()
     if index_file is not None:
         env["GIT_INDEX_FILE"] = str(index_file)
-    # UTF-8 whatever the locale; a path's bytes that are not (git writes some raw) round-trip.
-    encoding = {"encoding": "utf-8", "errors": "surrogateescape"} if text else {}
+    # UTF-8 whatever the locale. What is not (a binary file in a diff, a path's raw bytes)
+    # reads as U+FFFD: the text is shown and stored, and a lone surrogate could be neither.
+    encoding = {"encoding": "utf-8", "errors": "replace"} if text else {}
     return subprocess.Popen(["git", "--no-pager", *args], cwd=cwd, env=env, stdin=stdin,
                             stdout=subprocess.PIPE, stderr=stderr, start_new_session=True, **encoding)
 

@@ -32,16 +32,21 @@ def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int, max_checkout_
     # Every ref a clone brought: its other branches (refs/remotes) and tags too, which a
     # person or an agent may check out or merge later, each peeled to what it names at
     # last (a tag of a tag of a commit is the commit). Each tree is checked once.
-    refs = git("for-each-ref", "--format=%(refname)", cwd=repo, timeout=60).split()
+    # Names go to git as object ids: a ref's name may hold any character but a newline
+    # (spaces of every kind), and a name could mean another ref than the one listed.
+    listed = git("for-each-ref", "--format=%(objectname) %(refname)", cwd=repo, timeout=60).split("\n")
+    refs = [line.split(" ", 1) for line in listed if line]
     # One git for all of them: per ref, its fully peeled type and its tree ("missing" when
     # it names no commit), in the order asked.
-    asked = "".join(f"{ref}^{{}}\n{ref}^{{tree}}\n" for ref in refs)
+    asked = "".join(f"{oid}^{{}}\n{oid}^{{tree}}\n" for oid, _ref in refs)
     answers = git("cat-file", "--batch-check=%(objecttype) %(objectname)", cwd=repo, timeout=300,
-                  input=asked).splitlines()
+                  input=asked).split("\n")[:2 * len(refs)]
+    if len(answers) != 2 * len(refs):
+        raise ImportRefused("git could not tell what each of the repository's branches and tags holds.")
     seen: set[str] = set()
-    for ref, peeled, tree in zip(refs, answers[::2], answers[1::2], strict=True):
+    for (_oid, ref), peeled, tree in zip(refs, answers[0::2], answers[1::2], strict=True):
         if not peeled.startswith("commit "):
-            git("update-ref", "-d", ref, cwd=repo, timeout=60)
+            git("update-ref", "--no-deref", "-d", ref, cwd=repo, timeout=60)
             continue
         tree = tree.split()[-1]
         if tree in seen:

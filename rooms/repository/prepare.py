@@ -250,9 +250,10 @@ def _build(workdir: Path, source: RepositorySource) -> None:
             _refuse_outside_clone_roots(path, shown=path)
             _refuse_hub_data(path, shown=path)
             _refuse_hub_git_dirs(path)
-            # --no-hardlinks and --dissociate: the room gets its own objects (borrowed ones
-            # copied in), independent of the original and of whatever it borrows from.
-            git("clone", "--quiet", "--no-checkout", "--no-hardlinks", "--dissociate", "--", str(path), str(workdir),
+            # --no-local: objects come through git's own transport, which reads what the
+            # source borrows exactly as the check above did (a local copy reads the
+            # alternates file its own way), and the room gets its own objects.
+            git("clone", "--quiet", "--no-checkout", "--no-local", "--", str(path), str(workdir),
                 cwd=workdir.parent, timeout=CLONE_TIMEOUT_SECONDS)
             _check_out_if_acceptable(workdir)
         case BundleRepository(path=path):

@@ -145,7 +145,7 @@ def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | s
         shutil.rmtree(partial)
     if _branch_exists(repo, branch):
         max_bytes, max_files = bounds
-        if max_bytes is not None and (reason := checkout_refused(repo, branch, max_bytes=max_bytes,
+        if max_bytes is not None and (reason := checkout_refused(repo, f"refs/heads/{branch}", max_bytes=max_bytes,
                                                                  max_files=max_files or 1 << 62)):
             raise CheckoutTooLarge(f"{branch} cannot be checked out again: {reason}")
         git("worktree", "add", str(partial), branch, cwd=repo)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -103,7 +105,7 @@ def test_borrowing_is_judged_where_git_reads_it_not_where_the_line_seems_to_poin
                                                                                   settings, hop):
     """A quoted line (``\\056`` is a dot to git) or a relative line read from a linked
     folder (git resolves the link first) points elsewhere than its text seems to."""
-    victim = make_git_repo(Path(settings.DATA_DIR) / "repos" / f"victim-{hop[0]}", files={"secret.txt": "V\n"})
+    victim = make_git_repo(Path(settings.DATA_DIR) / "repos" / f"victim-{uuid.uuid4().hex}", files={"secret.txt": "V\n"})
     allowed = tmp_path / "allowed"
     borrowing = make_git_repo(allowed / "borrowing")
     alternates = borrowing / ".git" / "objects" / "info" / "alternates"
@@ -122,6 +124,37 @@ def test_borrowing_is_judged_where_git_reads_it_not_where_the_line_seems_to_poin
     assert (victim / ".git" / "objects").resolve() in [d.resolve() for d in borrowed_object_dirs(borrowing)]
     with pytest.raises(RoomError, match="inside the hub's data folder"):
         check_clone_source(str(borrowing))
+
+
+@pytest.mark.parametrize("line", ["crlf", "quoted for a copy"])
+def test_what_git_does_not_read_as_borrowing_is_not_borrowed_by_the_copy_either(clone_roots, tmp_path,
+                                                                                  settings, line):
+    """git's alternates reader and a local copy's read one file two ways: a line ending
+    in CR (ignored by git, trimmed by the copy) or a quoted line (unquoted by git, taken
+    literally by the copy) passed the check and borrowed another room's objects. The
+    copy goes through git's own transport now, which reads the file as the check did."""
+    victim = make_git_repo(Path(settings.DATA_DIR) / "repos" / f"victim-{uuid.uuid4().hex}", files={"secret.txt": "V\n"})
+    secret = git("rev-parse", "HEAD", cwd=victim).strip()
+    borrowing = make_git_repo(tmp_path / "allowed" / "borrowing")
+    objects = borrowing / ".git" / "objects"
+    if line == "crlf":
+        (objects / "info" / "alternates").write_bytes(str(victim / ".git" / "objects").encode() + b"\r\n")
+    else:  # the copy reads objects/"../decoy"/ literally, git reads .git/decoy (which does not exist)
+        decoy = objects / '"..' / 'decoy"'
+        (decoy / "info").mkdir(parents=True)
+        (decoy / "info" / "alternates").write_text(str(victim / ".git" / "objects") + "\n")
+        (objects / "info" / "alternates").write_text('"../decoy"\n')
+    # A commit of the source's own whose parent is the victim's.
+    tree = git("rev-parse", "HEAD^{tree}", cwd=borrowing).strip()
+    commit = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--literally", "--stdin"], cwd=borrowing,
+                            input=f"tree {tree}\nparent {secret}\nauthor a <a@x> 0 +0000\n"
+                                  "committer a <a@x> 0 +0000\n\nmine\n",
+                            capture_output=True, text=True, check=True).stdout.strip()
+    git("update-ref", "refs/heads/main", commit, cwd=borrowing)
+    assert borrowed_object_dirs(borrowing) == []  # git reads no borrowing here
+    with pytest.raises(RoomError):
+        prepare_repository(CloneRepository(borrowing), parent=tmp_path / "rooms")
+    assert not any((tmp_path / "rooms").iterdir())
 
 
 def test_a_copy_of_a_borrowing_repository_keeps_its_own_objects(allowed):

@@ -75,6 +75,8 @@ def test_a_session_branch_a_checkout_could_not_hold_is_not_checked_out_again(tmp
         os.link(worktree.path / "links" / "0", worktree.path / "links" / str(n))
     worktree_commit(worktree=worktree, message="work")
     shutil.rmtree(worktree.path)  # the worker that held it is gone, and its disk
+    # A tag of the branch's name (an import may bring one) is not what is checked out.
+    git("tag", worktree.branch, git("rev-list", "--max-parents=0", "main", cwd=repo).split()[0], cwd=repo)
     with pytest.raises(CheckoutTooLarge, match="cannot be checked out again: its files add up to more than the 8 MB"):
         worktree_create(repo=repo, worktrees_dir=tmp_path / "worktrees", session_id=1,
                         max_checkout_bytes=8 * MB, max_checkout_files=10_000)
@@ -127,6 +129,44 @@ def test_a_tag_of_a_tag_brings_in_nothing_the_import_refuses(tmp_path):
     plain_git("bundle", "create", str(bundle), "--all", cwd=source)
     with pytest.raises(RoomError, match=r"v1: the repository ships \.atrium/"):
         room_create(owner=make_user("attacker"), name="Tagged", source=BundleRepository(bundle))
+
+
+def test_a_branch_whose_name_holds_a_space_of_another_kind_is_checked_too(tmp_path):
+    """A ref's name may hold a no-break space: split as whitespace, the name read as two
+    refs (one of them main) and the hostile branch was never checked."""
+    source = source_repo(tmp_path)
+    plain_git("add", "-A", cwd=source)
+    plain_git("commit", "-q", "-m", "c", cwd=source)
+    plain_git("checkout", "-q", "-b", "evil\u00a0refs/heads/main", cwd=source)
+    (source / ".atrium").mkdir()
+    (source / ".atrium" / "x").write_text("planted\n")
+    plain_git("add", ".atrium", cwd=source)
+    plain_git("commit", "-q", "-m", "evil", cwd=source)
+    plain_git("checkout", "-q", "main", cwd=source)
+    bundle = tmp_path / "spaced.bundle"
+    plain_git("bundle", "create", str(bundle), "--all", cwd=source)
+    with pytest.raises(RoomError, match=r"the repository ships \.atrium/"):
+        room_create(owner=make_user("attacker"), name="Spaced", source=BundleRepository(bundle))
+
+
+def test_a_binary_file_in_a_review_diff_is_text_a_database_stores(tmp_path):
+    """The diff shows binary files as text (--text): bytes that are not UTF-8 read as
+    U+FFFD, never as lone surrogates no database takes."""
+    from rooms.repository.worktrees import branch_diff
+    from sessions.models import Review, Session, Task
+    from tests.rooms.factories import make_agent
+
+    owner = make_user("owner")
+    room = room_create(owner=owner, name="Binary", source=TemplateRepository(source_repo(tmp_path)))
+    repo = Path(room.repo_path)
+    worktree = worktree_create(repo=repo, worktrees_dir=tmp_path / "worktrees", session_id=1)
+    (worktree.path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x80 not utf-8")
+    worktree_commit(worktree=worktree, message="a logo")
+    diff = branch_diff(repo=repo, branch=worktree.branch)
+    assert "logo.png" in diff and "\ufffd" in diff
+    task = Task.objects.create(room=room, title="t", objective="o", created_by=owner)
+    session = Session.objects.create(task=task, agent=make_agent("author"), attempt=1)
+    assert Review.objects.create(session=session, round=1, brief=diff).pk
 
 
 def test_a_tag_of_a_tree_is_dropped_from_the_import(tmp_path):

@@ -86,3 +86,15 @@ def test_a_deleted_creators_own_key_and_server_are_nobodys_to_spend(lure_in_vict
     assert _system_texts(room)[-1] == (
         "The hub (its creator's account was deleted) changed Careful reviewer (the server it sends work to, "
         "its API key); sessions started from now on use the change; a room's owner can unassign it from the room.")
+
+
+def test_a_deleted_creators_profile_on_the_operators_server_keeps_it(lure_in_victims_room, monkeypatch):
+    attacker, lure, victim, room = lure_in_victims_room
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://llm.internal.example/v1")
+    lure.base_url = "https://llm.internal.example/v1"  # the operator's, not the creator's
+    lure.save()
+    before = _system_texts(room)
+    attacker.delete()
+    lure.refresh_from_db()
+    assert lure.base_url == "https://llm.internal.example/v1"
+    assert _system_texts(room) == before  # nothing changed that the room feels
