@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from agents.tools.beneath import PathRefused, read_bytes
+from agents.tools.text import clean_text
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.trees import checkout_refused
@@ -231,9 +232,10 @@ def branch_diff(*, repo: Path, branch: str, target: str = MAIN_BRANCH) -> str:
     diff): what the branch changed since it left ``target``, the hub's files left out.
     Read from the repository, never through a worktree, with no external diff driver or
     text conversion, and every file as text (the repository's attributes are the agents'
-    to write: ``*.py -diff`` would hide a change from its reviewer as "binary")."""
-    return git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--stat", "--patch",
-               f"{target}...{branch}", "--", ".", f":(exclude){HUB_OWNED}", cwd=repo)
+    to write: ``*.py -diff`` would hide a change from its reviewer as "binary"). Made
+    storable (``clean_text``): a binary file's NUL bytes are marked, as in tool output."""
+    return clean_text(git("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--stat", "--patch",
+                          f"{target}...{branch}", "--", ".", f":(exclude){HUB_OWNED}", cwd=repo))
 
 
 def worktree_unresolved(*, worktree: Worktree) -> tuple[str, ...]:

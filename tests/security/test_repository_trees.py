@@ -150,8 +150,9 @@ def test_a_branch_whose_name_holds_a_space_of_another_kind_is_checked_too(tmp_pa
 
 
 def test_a_binary_file_in_a_review_diff_is_text_a_database_stores(tmp_path):
-    """The diff shows binary files as text (--text): bytes that are not UTF-8 read as
-    U+FFFD, never as lone surrogates no database takes."""
+    """The diff shows binary files as text (--text): bytes that are not UTF-8, and NUL,
+    read as U+FFFD, never as lone surrogates or NULs no database takes (PostgreSQL's text
+    refuses NUL)."""
     from rooms.repository.worktrees import branch_diff
     from sessions.models import Review, Session, Task
     from tests.rooms.factories import make_agent
@@ -163,7 +164,7 @@ def test_a_binary_file_in_a_review_diff_is_text_a_database_stores(tmp_path):
     (worktree.path / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x80 not utf-8")
     worktree_commit(worktree=worktree, message="a logo")
     diff = branch_diff(repo=repo, branch=worktree.branch)
-    assert "logo.png" in diff and "\ufffd" in diff
+    assert "logo.png" in diff and "\ufffd" in diff and "\0" not in diff
     task = Task.objects.create(room=room, title="t", objective="o", created_by=owner)
     session = Session.objects.create(task=task, agent=make_agent("author"), attempt=1)
     assert Review.objects.create(session=session, round=1, brief=diff).pk
