@@ -1,16 +1,12 @@
 """Gateway keys: made and revoked by a room's people, looked up by the endpoint.
 
-A token is ``atr-gw-`` and 43 URL-safe characters (256 random bits). Only its SHA-256
-is stored, so a copy of the database lets nobody call the endpoint, and a lookup by
-digest is an exact index match (nothing to learn from its timing: the digest of a
-guess says nothing about the digests near it).
+A token is ``atr-gw-`` and 43 URL-safe characters, stored as its SHA-256 alone
+(``rooms.secret_tokens``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -27,15 +23,11 @@ from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Room, RoomAgent
 from rooms.own_key import check_may_spend_here, may_spend_here, spends_its_creators
+from rooms.secret_tokens import could_be, mint, token_digest
 from rooms.selectors import check_may_act_in, membership_of
 
 TOKEN_PREFIX = "atr-gw-"
-TOKEN_MAX_LENGTH = 200  # anything longer is not one of ours; not even hashed
 NAME_MAX_LENGTH = 80  # GatewayKey.name's column
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -71,7 +63,7 @@ def gateway_key_create(*, room: Room, actor: AbstractBaseUser, agent_id: int, na
         raise RoomPermissionError(f"{room_agent.agent.name} spends its creator's own account (its own key or "
                                   "server): only they (or staff) can make gateway keys for it.")
     check_may_spend_here(room_agent.agent, room)
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = mint(TOKEN_PREFIX)
     key = GatewayKey.objects.create(
         room=room, agent=room_agent.agent, name=name, digest=token_digest(token),
         prefix=token[: len(TOKEN_PREFIX) + 4], created_by=actor,
@@ -127,7 +119,7 @@ async def gateway_key_lookup(token: str | None, *, room_slug: str | None = None)
     At most ``LOOKUP_SLOTS`` lookups of a process run at once, each on a connection it
     closes when done: a request then holds no database connection while it waits for
     the upstream, so a hundred streaming clients do not take a hundred connections."""
-    if not token or len(token) > TOKEN_MAX_LENGTH or not token.startswith(TOKEN_PREFIX) or not token.isascii():
+    if not could_be(token, TOKEN_PREFIX):
         return None
     async with _lookup_slots():
         return await sync_to_async(_lookup)(token_digest(token), room_slug)

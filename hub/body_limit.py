@@ -5,7 +5,8 @@ request to the hub, so a 400 MB body was read in full before the gateway's 401. 
 Daphne's request learns its route's limit when its headers are in: a body declared
 larger is refused with 413 at once (nothing of it read), and one without a declared
 length is refused once it grows past the limit. The limits: a room's bundle upload
-``ATRIUM_UPLOAD_MAX_BYTES`` (and a little for the form), the gateway endpoint the
+``ATRIUM_UPLOAD_MAX_BYTES`` (and a little for the form), as a push to the git remote is
+(a fetch's request 10 MB, git's own cap), the gateway endpoint the
 providers' own request limit, everything else Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``.
 """
 
@@ -19,11 +20,16 @@ from endpoint.wire import MAX_BODY_BYTES
 
 FORM_ALLOWANCE = 1024 * 1024  # the upload form's other fields and multipart framing
 _ENDPOINT = re.compile(r"^/(?:rooms/[^/]+/)?v1/")
+_GIT_PUSH = re.compile(r"^/rooms/[^/]+\.git/git-receive-pack$")
+_GIT = re.compile(r"^/rooms/[^/]+\.git/")
+GIT_FETCH_MAX_BYTES = 10 * 1024 * 1024  # a fetch's negotiation: git's own cap on what it sends
 
 
 def limit_for(path: str) -> int:
-    if path == "/rooms/new/":
+    if path == "/rooms/new/" or _GIT_PUSH.match(path):  # a bundle, or a push's pack
         return settings.ATRIUM_UPLOAD_MAX_BYTES + FORM_ALLOWANCE
+    if _GIT.match(path):
+        return GIT_FETCH_MAX_BYTES
     if _ENDPOINT.match(path):
         return MAX_BODY_BYTES
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "sessions",
     "endpoint",
     "evals",
+    "remote",
     "observations",
 ]
 

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("sessions.urls")),
     path("", include("endpoint.page_urls")),
     path("", include("evals.urls")),
+    path("", include("remote.urls")),
 ]
 
 handler500 = "hub.views.server_error"

@@ -248,6 +248,29 @@ def message_mark_delivered(*, message: Message) -> bool:
     return True
 
 
+PUSH_REFS_NAMED = 10  # a push of more refs names this many, then how many more
+
+
+def repository_pushed(*, room: Room, actor: AbstractBaseUser,
+                      moved: list[tuple[str, str | None, str | None]]) -> Message:
+    """Tell the room what a person's push moved: each ``(ref, before, after)``, None where
+    the ref was not there. Running sessions take main's new commits at their next
+    bring-in, as they take a merge's."""
+    parts = []
+    for ref, before, after in moved[:PUSH_REFS_NAMED]:
+        name = ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else \
+            "tag " + ref.removeprefix("refs/tags/")
+        if after is None:
+            parts.append(f"deleted {name}")
+        elif before is None:
+            parts.append(f"{name} (new, {after[:7]})")
+        else:
+            parts.append(f"{name} {before[:7]}..{after[:7]}")
+    if len(moved) > PUSH_REFS_NAMED:
+        parts.append(f"and {len(moved) - PUSH_REFS_NAMED} more")
+    return _post_system(room=room, actor=actor, text=f"{actor.get_username()} pushed " + ", ".join(parts) + ".")
+
+
 def _next_seq(room: Room) -> int:
     """Allocate the room's next message seq.
 

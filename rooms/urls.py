@@ -2,12 +2,13 @@ from __future__ import annotations
 
 from django.urls import path
 
-from rooms.views import agents, rooms
+from rooms.views import agents, code, rooms
 
 app_name = "rooms"
 
 urlpatterns = [
     path("rooms/new/", rooms.room_create, name="create"),
+    path("rooms/<slug:slug>/code/", code.room_code, name="code"),
     path("rooms/<slug:slug>/messages/", rooms.room_messages, name="messages"),
     path("rooms/<slug:slug>/members/", rooms.member_add, name="member_add"),
     path("rooms/<slug:slug>/members/<id:user_id>/remove/", rooms.member_remove, name="member_remove"),

@@ -44,7 +44,9 @@ COMPUTED = {
 }
 # Read, but not the hub's settings: Django's own, defaulted by the entry points, and the
 # test run's bookkeeping between pytest-xdist's controller and its workers.
-NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE", "PYTEST_XDIST_WORKER", "ATRIUM_TEST_RUN_SET"}
+# The hub sets the ATRIUM_PUSH_* ones for its own pre-receive check (remote/smart_http.py).
+NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE", "PYTEST_XDIST_WORKER", "ATRIUM_TEST_RUN_SET", "ATRIUM_PUSH_MAIN",
+                "ATRIUM_PUSH_MAX_BYTES", "ATRIUM_PUSH_MAX_FILES"}
 
 
 def _environ(node: ast.AST) -> bool:

@@ -41,7 +41,7 @@ def keys_pointing_up(models, floors: dict[str, int]) -> list[str]:
 
 def test_every_app_of_the_house_is_on_a_floor():
     floors = _floors()
-    assert set(floors) == {"hub", "endpoint", "evals", "agent_sessions", "rooms", "agents", "observations"}
+    assert set(floors) == {"hub", "endpoint", "evals", "remote", "agent_sessions", "rooms", "agents", "observations"}
 
 
 def test_no_foreign_key_points_up():

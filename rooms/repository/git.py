@@ -13,6 +13,7 @@ transport. Nothing else in the hub calls ``git``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import subprocess
@@ -70,10 +71,36 @@ _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"
             "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PROXY_COMMAND")
 
 
-def hardened_env() -> dict[str, str]:
-    """The environment every git the hub starts runs with."""
+# The object folders of a push not yet accepted (git's quarantine), which a pre-receive
+# check reads from; set only by `reading_quarantine`.
+_QUARANTINE_VARIABLES = ("GIT_QUARANTINE_PATH", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+_quarantine: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar("git_quarantine", default=())
+
+
+@contextlib.contextmanager
+def reading_quarantine(receive_pack_environment: dict[str, str]) -> Iterator[None]:
+    """Within: every git started also reads the objects of the push under way, as
+    receive-pack's environment for its pre-receive check names them."""
+    token = _quarantine.set(tuple((name, receive_pack_environment[name]) for name in _QUARANTINE_VARIABLES
+                                  if name in receive_pack_environment))
+    try:
+        yield
+    finally:
+        _quarantine.reset(token)
+
+
+# What a git serving people over HTTP keeps of the hub's environment (``inherit=False``):
+# it needs no secret of the hub's, so it is given none.
+_KEPT = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+def hardened_env(extra_config: tuple[tuple[str, str], ...] = (), *, inherit: bool = True) -> dict[str, str]:
+    """The environment every git the hub starts runs with; ``extra_config`` comes after
+    the hardened settings, so a setting named there wins (the git remote's own hook
+    folder, in place of none). ``inherit=False``: of the hub's own environment, only
+    ``_KEPT``."""
     env = {name: value for name, value in os.environ.items()
-           if name not in _DROPPED and not name.startswith("GIT_CONFIG_")}
+           if name not in _DROPPED and not name.startswith("GIT_CONFIG_") and (inherit or name in _KEPT)}
     env.update(HUB_IDENTITY)
     env.update({
         "GIT_TERMINAL_PROMPT": "0",  # never hang waiting for credentials
@@ -82,9 +109,9 @@ def hardened_env() -> dict[str, str]:
         "GIT_PAGER": "cat",
         "GIT_EDITOR": "false",
         "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_CONFIG_COUNT": str(len(HARDENED_CONFIG)),
+        "GIT_CONFIG_COUNT": str(len(HARDENED_CONFIG) + len(extra_config)),
     })
-    for index, (key, value) in enumerate(HARDENED_CONFIG):
+    for index, (key, value) in enumerate(HARDENED_CONFIG + extra_config):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
@@ -98,8 +125,18 @@ def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120, i
 
     git runs in a process group of its own: past ``timeout`` the whole group is killed
     (a clone's ``index-pack`` too), not git alone, and the caller gets a GitError."""
+    return _run(args, cwd=cwd, check=check, timeout=timeout, input=input, index_file=index_file, text=True)
+
+
+def git_bytes(*args: str, cwd: Path | str, timeout: float = 120) -> bytes:
+    """``git``'s stdout as the bytes git wrote (a patch to download, whatever its files hold)."""
+    return _run(args, cwd=cwd, check=True, timeout=timeout, input=None, index_file=None, text=False)
+
+
+def _run(args: tuple[str, ...], *, cwd: Path | str, check: bool, timeout: float, input: str | None,
+         index_file: Path | None, text: bool):
     with _started(args, cwd, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                  stderr=subprocess.PIPE, index_file=index_file) as process:
+                  stderr=subprocess.PIPE, index_file=index_file, text=text) as process:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
         except BaseException as exc:
@@ -109,7 +146,7 @@ def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120, i
                 raise _took_too_long(args, timeout) from None
             raise
     if check and process.returncode != 0:
-        raise GitError(list(args), process.returncode, stderr)
+        raise GitError(list(args), process.returncode, stderr if text else stderr.decode("utf-8", "replace"))
     return stdout
 
 
@@ -153,7 +190,7 @@ def git_records(*args: str, cwd: Path | str, timeout: float = 120) -> Iterator[s
 
 def _started(args: tuple[str, ...], cwd: Path | str, *, stdin, stderr, text: bool = True,
              index_file: Path | None = None) -> subprocess.Popen:
-    env = hardened_env()
+    env = hardened_env() | dict(_quarantine.get())
     if index_file is not None:
         env["GIT_INDEX_FILE"] = str(index_file)
     # UTF-8 whatever the locale. What is not (a binary file in a diff, a path's raw bytes)

@@ -64,8 +64,11 @@ def _shown(ref: str) -> str:
     return ref
 
 
-def check_tree(entries: Iterable[Entry], *, where: str, max_checkout_bytes: int, max_checkout_files: int) -> None:
-    """The decision for one branch's tree, in plain Python, read only as far as it takes."""
+def check_tree(entries: Iterable[Entry], *, where: str, max_checkout_bytes: int, max_checkout_files: int,
+               hub_files_judged_apart: bool = False) -> None:
+    """The decision for one branch's tree, in plain Python, read only as far as it takes.
+    ``hub_files_judged_apart``: the tree is a room's own (a push), whose ``.atrium/`` holds
+    the hub's intent files; whether they were changed is judged against main instead."""
 
     def refused_or_kept() -> Iterator[Entry]:
         for entry in entries:
@@ -75,7 +78,7 @@ def check_tree(entries: Iterable[Entry], *, where: str, max_checkout_bytes: int,
                                     "(git would run what their configuration says); remove it or vendor its files.")
             if any(part.casefold() == ".git" for part in parts):
                 raise ImportRefused(f"{entry.path} on {where} is inside a nested .git folder; remove it.")
-            if parts[0] == HUB_OWNED:
+            if parts[0] == HUB_OWNED and not hub_files_judged_apart:
                 raise ImportRefused(f"{entry.path} on {where}: the repository ships {HUB_OWNED}/, where only the "
                                     f"hub writes (its intent files); remove it (git rm -r {HUB_OWNED}) and try again.")
             yield entry

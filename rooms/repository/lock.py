@@ -7,9 +7,10 @@ and the kernel releases it if the holder dies.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 
@@ -17,6 +18,33 @@ from pathlib import Path
 def room_repo_lock(repo_path: Path | str) -> Iterator[None]:
     with _flock(Path(repo_path) / ".git" / "atrium-room.lock"):
         yield
+
+
+class LockBusy(TimeoutError):
+    """The room lock stayed taken past the wait a caller allows."""
+
+
+@asynccontextmanager
+async def room_repo_lock_async(repo_path: Path | str, *, wait_seconds: float) -> AsyncIterator[None]:
+    """``room_repo_lock`` for the event loop (a push over the git remote, for as long as
+    git receives it): asked for without blocking, again and again, so a waiter holds no
+    thread (a cancelled one nothing at all); LockBusy past ``wait_seconds``."""
+    handle = open(Path(repo_path) / ".git" / "atrium-room.lock", "a+")  # noqa: SIM115 (closed below)
+    try:
+        deadline = asyncio.get_running_loop().time() + wait_seconds
+        pause = 0.01
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise LockBusy(f"the room's repository stayed busy for {wait_seconds:g} s") from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.25)
+        yield
+    finally:
+        handle.close()  # closing the descriptor releases the lock
 
 
 @contextmanager

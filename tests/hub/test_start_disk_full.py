@@ -18,7 +18,7 @@ import pytest
 from tests.agents.tools.test_full_disk import fill, tmpfs
 from tests.hub.test_start_faults import Hub
 
-STEPS = 30
+STEPS = 60  # enough that a loaded machine cannot finish them before the disk fills
 
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mount") is None, reason="mounts a tmpfs")

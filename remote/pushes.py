@@ -1,0 +1,76 @@
+"""Who may read or push a room's repository over the git remote, and what the room hears
+when a push moved its branches. Read fresh on every request: a person removed from a
+room, made a viewer or deactivated loses what the role gave at their next request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
+
+from remote.tokens import token_user
+from rooms.checks import may_act
+from rooms.models import Room
+from rooms.repository.git import git
+from rooms.repository.pushes import ZERO_OID, RefUpdate
+from rooms.selectors import membership_of
+from rooms.services import repository_pushed
+
+NOT_FOUND = "Repository not found."
+
+
+@dataclass(frozen=True)
+class Access:
+    """A git request's answer before git runs: a refusal (status and sentence) or the
+    person and room it may go on with."""
+
+    status: int = 200
+    refusal: str = ""
+    user: AbstractBaseUser | None = None
+    room: Room | None = None
+
+    @property
+    def repo(self) -> Path:
+        return Path(self.room.repo_path)
+
+
+def repository_access(token: str | None, slug: str, *, push: bool) -> Access:
+    """Members and owners read and push, viewers read; anyone else, the room is not there."""
+    try:
+        user = token_user(token)
+        if user is None:
+            return Access(status=401, refusal="A personal access token is needed (make one on your profile page); "
+                                              "give it as the password.")
+        room = Room.objects.filter(slug=slug).first()
+        membership = membership_of(room, user) if room else None
+        if membership is None:
+            return Access(status=404, refusal=NOT_FOUND)
+        if push and not may_act(membership):
+            return Access(status=403, refusal=f"You are a viewer of {room.name}: you may clone and pull, "
+                                              "not push.")
+        return Access(user=user, room=room)
+    finally:
+        if not connection.in_atomic_block:  # a long clone holds no database connection
+            connection.close()
+
+
+def tell_room(access: Access, commands: list[str]) -> None:
+    """The room's message for what the push moved: each ref it named that now holds what
+    it asked for (nothing when git refused it all)."""
+    now = refs_of(access.repo)
+    moved = []
+    for command in commands:
+        update = RefUpdate.parse(command)
+        if now.get(update.ref) == (None if update.deletes else update.new):
+            moved.append((update.ref, None if update.old == ZERO_OID else update.old,
+                          None if update.deletes else update.new))
+    if moved:
+        repository_pushed(room=access.room, actor=access.user, moved=moved)
+
+
+def refs_of(repo: Path) -> dict[str, str]:
+    """Every branch and tag of the repository, by name, with what it names."""
+    listed = git("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags", cwd=repo)
+    return dict(line.rsplit(" ", 1) for line in listed.splitlines() if line)
