@@ -254,6 +254,9 @@ REPLAYS_DIR = Path(env("ATRIUM_REPLAY_DIR", str(BASE_DIR / "agents" / "replays")
 EVAL_SCRIPTS_DIR = DATA_DIR / "evals"
 # A room may be copied from a local repository only inside these folders (none by default).
 ATRIUM_CLONE_ROOTS = [Path(p).expanduser().resolve() for p in envlist("ATRIUM_CLONE_ROOTS")]
+# A room may be linked to an upstream repository only on these hosts (none by default):
+# `github.com` allows HTTPS there, `http://host:port` that exact plain-HTTP origin.
+ATRIUM_UPSTREAM_HOSTS = envlist("ATRIUM_UPSTREAM_HOSTS")
 # A git bundle uploaded to create a room may be at most this large.
 ATRIUM_UPLOAD_MAX_BYTES = envint("ATRIUM_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024))
 # The files of any branch of an imported repository may add up to at most this much.

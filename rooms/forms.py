@@ -7,15 +7,17 @@ from django import forms
 from django.conf import settings
 
 from rooms.errors import RoomError
-from rooms.models import Membership
+from rooms.models import Membership, RoomUpstream
 from rooms.repository.prepare import (
     BundleRepository,
     NewRepository,
     RepositorySource,
+    UpstreamRepository,
     check_bundle,
     check_clone_source,
     clone_roots_text,
 )
+from rooms.repository.upstream import Upstream, check_upstream_url
 
 
 class RoomCreateForm(forms.Form):
@@ -27,7 +29,7 @@ class RoomCreateForm(forms.Form):
     calls ``discard_upload`` when it is done, whatever happened.
     """
 
-    NEW, BUNDLE, CLONE = "new", "bundle", "clone"
+    NEW, BUNDLE, CLONE, UPSTREAM = "new", "bundle", "clone", "upstream"
 
     name = forms.CharField(max_length=120)
     source = forms.ChoiceField(label="Repository", initial=NEW, widget=forms.RadioSelect)
@@ -39,11 +41,30 @@ class RoomCreateForm(forms.Form):
         label="Path of the repository to copy",
         required=False,
     )
+    upstream_url = forms.CharField(
+        label="Upstream repository URL", max_length=500, required=False,
+        help_text="Where the team's code lives, e.g. `https://github.com/org/repo.git`; fetched before each "
+                  "session starts.")
+    upstream_branch = forms.CharField(label="Upstream branch", max_length=100, required=False, initial="main")
+    upstream_token = forms.CharField(
+        label="Upstream token", max_length=300, required=False, widget=forms.PasswordInput(render_value=False),
+        help_text="A token that may read and push the repository (and open pull requests when proposing). "
+                  "Kept by the hub alone: no page shows it again, no agent sees it.")
+    upstream_after_work = forms.ChoiceField(label="After a session's work", required=False,
+                                            choices=RoomUpstream.AfterWork.choices,
+                                            initial=RoomUpstream.AfterWork.PUSH_MAIN)
+    upstream_forge = forms.ChoiceField(label="Forge (for pull requests)", required=False,
+                                       choices=RoomUpstream.ForgeKind.choices)
+    upstream_api_url = forms.CharField(label="Forge API URL", max_length=300, required=False,
+                                       help_text="Only for a self-hosted forge; empty: the forge's own.")
     check_command = forms.CharField(
         max_length=500,
         required=False,
         help_text="Run in the sandbox when an agent says it is done, e.g. `python -m pytest -q`.",
     )
+
+    UPSTREAM_FIELDS = ("upstream_url", "upstream_branch", "upstream_token", "upstream_after_work", "upstream_forge",
+                       "upstream_api_url")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -54,6 +75,11 @@ class RoomCreateForm(forms.Form):
                 f"An absolute path on the hub's machine, inside {clone_roots_text()}.")
         else:
             del self.fields["clone_path"]
+        if settings.ATRIUM_UPSTREAM_HOSTS:
+            choices.append((self.UPSTREAM, "A repository on a forge, linked as the room's upstream"))
+        else:
+            for name in self.UPSTREAM_FIELDS:
+                del self.fields[name]
         self.fields["source"].choices = choices
         self._upload: Path | None = None
 
@@ -69,7 +95,34 @@ class RoomCreateForm(forms.Form):
                 self.add_error("clone_path", exc.message)
         elif source == self.BUNDLE:
             cleaned["repository"] = self._bundle(cleaned.get("bundle"))
+        elif source == self.UPSTREAM:
+            cleaned["repository"] = self._upstream(cleaned)
         return cleaned
+
+    def _upstream(self, cleaned: dict) -> NewRepository | UpstreamRepository:
+        try:
+            url = check_upstream_url(cleaned.get("upstream_url") or "", settings.ATRIUM_UPSTREAM_HOSTS)
+        except ValueError as exc:
+            self.add_error("upstream_url", str(exc))
+            return NewRepository()
+        branch = (cleaned.get("upstream_branch") or "main").strip()
+        if branch.startswith("-") or not branch or any(c in branch for c in " ~^:?*[\\"):
+            self.add_error("upstream_branch", "That is not a branch name git takes.")
+            return NewRepository()
+        after_work, forge = cleaned.get("upstream_after_work") or RoomUpstream.AfterWork.PUSH_MAIN, \
+            cleaned.get("upstream_forge") or ""
+        if after_work == RoomUpstream.AfterWork.PROPOSE and not forge:
+            self.add_error("upstream_forge", "Proposing opens a pull request: name the forge.")
+            return NewRepository()
+        api_url = (cleaned.get("upstream_api_url") or "").strip()
+        if api_url:
+            try:
+                check_upstream_url(api_url, settings.ATRIUM_UPSTREAM_HOSTS)
+            except ValueError as exc:
+                self.add_error("upstream_api_url", str(exc))
+                return NewRepository()
+        return UpstreamRepository(upstream=Upstream(url=url, branch=branch, token=cleaned.get("upstream_token") or ""),
+                                  after_work=after_work, forge=forge, api_url=api_url)
 
     def _bundle(self, upload) -> NewRepository | BundleRepository:
         if upload is None:

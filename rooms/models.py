@@ -115,3 +115,33 @@ class RoomAgent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent} in {self.room}"
+
+
+class RoomUpstream(models.Model):
+    """Where a room's code lives outside the hub: a repository on a forge, fetched before
+    each session starts and given the room's work after it (rooms/repository/upstream.py,
+    rooms/upstream_link.py). The token is the hub's alone: no page shows it, no agent or
+    sandbox sees it, no message carries it."""
+
+    class AfterWork(models.TextChoices):
+        PUSH_MAIN = "push_main", "Merge into main and push main to the upstream"
+        PUSH_BRANCH = "push_branch", "Merge into main and push each session's branch to the upstream"
+        PROPOSE = "propose", "Propose, don't merge: push the session's branch and open a pull request"
+
+    class ForgeKind(models.TextChoices):
+        NONE = "", "None"
+        GITHUB = "github", "GitHub"
+        GITLAB = "gitlab", "GitLab"
+
+    room = models.OneToOneField(Room, on_delete=models.CASCADE, related_name="upstream")
+    url = models.CharField(max_length=500)
+    branch = models.CharField(max_length=100, default="main")
+    token = models.CharField(max_length=300, blank=True)
+    after_work = models.CharField(max_length=20, choices=AfterWork.choices, default=AfterWork.PUSH_MAIN)
+    forge = models.CharField(max_length=10, choices=ForgeKind.choices, blank=True)
+    api_url = models.CharField(max_length=300, blank=True)  # an enterprise forge's API; empty: the forge's own
+    last_said = models.CharField(max_length=500, blank=True)  # what the last fetch or push came to
+    last_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.room} ← {self.url} ({self.branch})"

@@ -28,9 +28,14 @@ from rooms.checks import (
     check_room_name,
 )
 from rooms.errors import RoomError, RoomPermissionError
-from rooms.models import Membership, Message, Room, RoomAgent
+from rooms.models import Membership, Message, Room, RoomAgent, RoomUpstream
 from rooms.own_key import check_may_assign
-from rooms.repository.prepare import NewRepository, RepositorySource, prepare_repository
+from rooms.repository.prepare import (
+    NewRepository,
+    RepositorySource,
+    UpstreamRepository,
+    prepare_repository,
+)
 from rooms.selectors import membership_of, room_agent_for
 
 SLUG_MAX_LENGTH = 60  # leaves room for a "-<n>" suffix within the 80-character column
@@ -68,6 +73,10 @@ def room_create(
                 default_branch=prepared.default_branch, check_command=check_command,
             )
             Membership.objects.create(room=room, user=owner, role=Membership.Role.OWNER)
+            if isinstance(source, UpstreamRepository):
+                RoomUpstream.objects.create(room=room, url=source.upstream.url, branch=source.upstream.branch,
+                                            token=source.upstream.token, after_work=source.after_work,
+                                            forge=source.forge, api_url=source.api_url)
             _post_system(room=room, actor=owner, text=f"{owner.get_username()} created the room.")
             prepared.install(target)
     except IntegrityError as exc:
@@ -269,6 +278,11 @@ def repository_pushed(*, room: Room, actor: AbstractBaseUser,
     if len(moved) > PUSH_REFS_NAMED:
         parts.append(f"and {len(moved) - PUSH_REFS_NAMED} more")
     return _post_system(room=room, actor=actor, text=f"{actor.get_username()} pushed " + ", ".join(parts) + ".")
+
+
+def upstream_said(*, room: Room, text: str) -> Message:
+    """The room hears what its upstream came to (a fetch, a push, a proposal)."""
+    return _post_system(room=room, actor=None, text=text)
 
 
 def _next_seq(room: Room) -> int:

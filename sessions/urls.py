@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from sessions.views import analysis, changes, ledger, room_settings, session, tasks
+from sessions.views import analysis, changes, ledger, proposal, room_settings, session, tasks
 
 app_name = "sessions"
 
@@ -26,6 +26,7 @@ urlpatterns = [
     path("sessions/<id:session_id>/transcript.md", analysis.session_transcript, name="session_transcript"),
     path("sessions/<id:session_id>/changes/", changes.session_changes, name="session_changes"),
     path("sessions/<id:session_id>/changes.patch", changes.session_patch, name="session_patch"),
+    path("sessions/<id:session_id>/proposal/", proposal.proposal_refresh, name="proposal_refresh"),
     path("sessions/<id:session_id>/steer/", session.session_steer, name="session_steer"),
     path("sessions/<id:session_id>/cancel/", session.session_cancel, name="session_cancel"),
     path("sessions/<id:session_id>/segment/", session.session_new_segment, name="session_new_segment"),

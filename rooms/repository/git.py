@@ -118,14 +118,16 @@ def hardened_env(extra_config: tuple[tuple[str, str], ...] = (), *, inherit: boo
 
 
 def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120, input: str | None = None,
-        index_file: Path | None = None) -> str:
+        index_file: Path | None = None, config: tuple[tuple[str, str], ...] = ()) -> str:
     """Run ``git args`` in ``cwd`` (``input`` on its stdin, ``index_file`` a scratch index
     of the hub's own instead of the checkout's) and return its stdout; raise GitError on
-    failure.
+    failure. ``config``: settings of this git alone, after the hardened ones (in its
+    environment, never on its command line).
 
     git runs in a process group of its own: past ``timeout`` the whole group is killed
     (a clone's ``index-pack`` too), not git alone, and the caller gets a GitError."""
-    return _run(args, cwd=cwd, check=check, timeout=timeout, input=input, index_file=index_file, text=True)
+    return _run(args, cwd=cwd, check=check, timeout=timeout, input=input, index_file=index_file, text=True,
+                config=config)
 
 
 def git_bytes(*args: str, cwd: Path | str, timeout: float = 120) -> bytes:
@@ -134,9 +136,9 @@ def git_bytes(*args: str, cwd: Path | str, timeout: float = 120) -> bytes:
 
 
 def _run(args: tuple[str, ...], *, cwd: Path | str, check: bool, timeout: float, input: str | None,
-         index_file: Path | None, text: bool):
+         index_file: Path | None, text: bool, config: tuple[tuple[str, str], ...] = ()):
     with _started(args, cwd, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                  stderr=subprocess.PIPE, index_file=index_file, text=text) as process:
+                  stderr=subprocess.PIPE, index_file=index_file, text=text, config=config) as process:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
         except BaseException as exc:
@@ -189,8 +191,8 @@ def git_records(*args: str, cwd: Path | str, timeout: float = 120) -> Iterator[s
 
 
 def _started(args: tuple[str, ...], cwd: Path | str, *, stdin, stderr, text: bool = True,
-             index_file: Path | None = None) -> subprocess.Popen:
-    env = hardened_env() | dict(_quarantine.get())
+             index_file: Path | None = None, config: tuple[tuple[str, str], ...] = ()) -> subprocess.Popen:
+    env = hardened_env(config) | dict(_quarantine.get())
     if index_file is not None:
         env["GIT_INDEX_FILE"] = str(index_file)
     # UTF-8 whatever the locale. What is not (a binary file in a diff, a path's raw bytes)

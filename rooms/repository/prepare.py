@@ -22,6 +22,7 @@ from django.conf import settings
 from rooms.errors import RoomError
 from rooms.repository.git import GitError, git
 from rooms.repository.imported import ImportRefused, refuse_hostile_content
+from rooms.repository.upstream import Upstream, UpstreamError, clone
 
 DEFAULT_BRANCH = "main"
 CLONE_TIMEOUT_SECONDS = 600
@@ -54,7 +55,17 @@ class TemplateRepository:
     path: Path
 
 
-RepositorySource = NewRepository | CloneRepository | BundleRepository | TemplateRepository
+@dataclass(frozen=True)
+class UpstreamRepository:
+    """The branch of a repository on a forge the room stays linked to (its upstream)."""
+
+    upstream: Upstream
+    after_work: str = "push_main"
+    forge: str = ""
+    api_url: str = ""
+
+
+RepositorySource = NewRepository | CloneRepository | BundleRepository | TemplateRepository | UpstreamRepository
 
 
 class PreparedRepository:
@@ -269,6 +280,12 @@ def _build(workdir: Path, source: RepositorySource) -> None:
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
             git("add", "--all", cwd=workdir)
             _initial_commit(workdir)
+        case UpstreamRepository(upstream=upstream):
+            try:
+                clone(upstream, workdir)
+            except UpstreamError as exc:
+                raise RoomError(f"The upstream could not be read: {exc}", code="repo") from None
+            _check_out_if_acceptable(workdir)
         case NewRepository():
             git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
             _initial_commit(workdir, "--allow-empty")

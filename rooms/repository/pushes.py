@@ -81,8 +81,9 @@ def check_push(repo: Path, updates: Iterable[RefUpdate], *, main: str, max_check
     for update in updates:
         reason = name_refusal(update, main=main, branches=branches, tags=tags)
         if reason is None and not update.deletes:
-            reason = _content_refusal(repo, update, main_ref=main_ref, main_tip=main_tip,
-                                      bounds=(max_checkout_bytes, max_checkout_files))
+            reason = _fast_forward_refusal(repo, update, main_ref=main_ref) or content_refusal(
+                repo, update.new, shown=update.shown, main_tip=main_tip,
+                bounds=(max_checkout_bytes, max_checkout_files))
         if reason:
             reasons.append(reason)
         elif not update.deletes:  # one push may not make a branch and a tag of one name either
@@ -91,23 +92,28 @@ def check_push(repo: Path, updates: Iterable[RefUpdate], *, main: str, max_check
         raise PushRefused("\n".join(reasons))
 
 
-def _content_refusal(repo: Path, update: RefUpdate, *, main_ref: str, main_tip: str,
-                     bounds: tuple[int, int]) -> str | None:
-    peeled = git("cat-file", "-t", f"{update.new}^{{}}", cwd=repo, check=False).strip()
-    if peeled != "commit":
-        return f"{update.shown}: names a {peeled or 'missing object'}, not a commit"
+def _fast_forward_refusal(repo: Path, update: RefUpdate, *, main_ref: str) -> str | None:
     if update.ref == main_ref and update.old != ZERO_OID and not _is_ancestor(repo, update.old, update.new):
         return (f"{update.shown}: not a fast-forward (main is never rewritten): pull, merge or rebase "
                 "onto it, and push again")
+    return None
+
+
+def content_refusal(repo: Path, new: str, *, shown: str, main_tip: str, bounds: tuple[int, int]) -> str | None:
+    """Why the commit ``new`` may not come into the room (what a push or an upstream
+    brings), or None: held to what an import is, with ``.atrium/`` as main has it."""
+    peeled = git("cat-file", "-t", f"{new}^{{}}", cwd=repo, check=False).strip()
+    if peeled != "commit":
+        return f"{shown}: names a {peeled or 'missing object'}, not a commit"
     max_bytes, max_files = bounds
     try:
-        with contextlib.closing(tree_entries(repo, f"{update.new}^{{tree}}")) as entries:
-            check_tree(entries, where=update.shown, max_checkout_bytes=max_bytes, max_checkout_files=max_files,
+        with contextlib.closing(tree_entries(repo, f"{new}^{{tree}}")) as entries:
+            check_tree(entries, where=shown, max_checkout_bytes=max_bytes, max_checkout_files=max_files,
                        hub_files_judged_apart=True)
     except ImportRefused as exc:
         return str(exc)
-    if main_tip and (changed := _hub_files_changed(repo, main_tip, update.new)):
-        return (f"{update.shown} changes {changed[0]}: only the hub writes {HUB_OWNED}/ (the tasks' intent "
+    if main_tip and (changed := _hub_files_changed(repo, main_tip, new)):
+        return (f"{shown} changes {changed[0]}: only the hub writes {HUB_OWNED}/ (the tasks' intent "
                 "files); take that change out and push again")
     return None
 

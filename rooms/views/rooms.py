@@ -35,7 +35,7 @@ def room_create(request: HttpRequest) -> HttpResponse:
                     check_command=form.cleaned_data["check_command"],
                 )
             except RoomError as exc:
-                fields = {form.CLONE: "clone_path", form.BUNDLE: "bundle"}
+                fields = {form.CLONE: "clone_path", form.BUNDLE: "bundle", form.UPSTREAM: "upstream_url"}
                 form.add_error(fields.get(form.cleaned_data["source"]) if exc.code == "repo" else None, exc.message)
             else:
                 return redirect("room", slug=room.slug)

@@ -14,12 +14,13 @@ from sessions.models.ledger import (
     Segment,
     StateRecord,
 )
+from sessions.models.proposals import SessionProposal
 from sessions.models.reviews import Review
 from sessions.models.talk import AgentMention, SessionMessage, message_session_id
 from sessions.models.work import Session, SessionQuerySet, Task
 
 __all__ = [
     "AgentMention", "Approval", "ApprovalRule", "Decision", "Fold", "HistoryEntry", "LedgerEntry", "Observation",
-    "Payload", "ProviderCall", "Review", "Segment", "Session", "SessionEvent", "SessionMessage",
+    "Payload", "ProviderCall", "Review", "Segment", "Session", "SessionEvent", "SessionMessage", "SessionProposal",
     "SessionQuerySet", "StateRecord", "Task", "message_session_id",
 ]

@@ -28,6 +28,8 @@ from agents.tools.sandbox import launched
 from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from observations.gateway.messages import Request, ToolCall, serialize_request
+from rooms import upstream_link
+from rooms.repository.changes import session_change
 from rooms.repository.git import GitError
 from rooms.repository.intent import intent_read
 from rooms.repository.worktrees import (
@@ -44,7 +46,7 @@ from rooms.repository.worktrees import (
 from sessions.approval_rules import room_rules
 from sessions.events import model_waiting_broadcast
 from sessions.models import Approval as ApprovalRow
-from sessions.models import Observation, Session
+from sessions.models import Observation, Session, SessionProposal
 from sessions.runtime import reviews
 from sessions.runtime.approvals import Rule
 from sessions.runtime.conflicts import conflict_report, markers_left_report
@@ -213,6 +215,8 @@ class DjangoHost:
             return False, "conflict markers left in " + ", ".join(left)
         commit = self._commit_work()
         session = self.session
+        if upstream_link.proposes(self.room):
+            return self._propose()
         result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
                                 message=f"Merge {self.worktree.branch}: {session.task.title}",
                                 target=self.room.default_branch,
@@ -225,7 +229,26 @@ class DjangoHost:
             return False, "merge conflict in " + ", ".join(result.conflicts)
         if commit is None and result.status == "up_to_date":
             return True, "no changes to merge"
+        upstream_link.give_work(self.room, branch=self.worktree.branch)
         return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
+
+    def _propose(self) -> tuple[bool, str]:
+        """The room proposes rather than merges: the branch goes upstream as a pull request
+        (its link on the session), main stays as it is. A forge that cannot be reached
+        leaves the work on its branch, said in the room and in the outcome."""
+        session, branch = self.session, self.worktree.branch
+        change = session_change(Path(self.room.repo_path), branch, self.room.default_branch)
+        if change is None or not change.files:
+            return True, "no changes to propose"
+        body = (f"{session.task.objective}\n\n---\nProposed by Atrium: session {session.pk} "
+                f"({session.agent.name}, attempt {session.attempt}) of the task {session.task.title!r} in the room "
+                f"{self.room.name!r}, /sessions/{session.pk}/ on the hub.")
+        proposal = upstream_link.propose(self.room, branch=branch, title=session.task.title, body=body)
+        if proposal is None:
+            return True, f"not proposed upstream (the room says why); the work stays on {branch}"
+        SessionProposal.objects.update_or_create(session=session, defaults={
+            "number": proposal.number, "url": proposal.url, "state": proposal.state})
+        return True, f"proposed {branch} upstream as {proposal.url}"
 
     def hand_back_conflict(self, round_number: int) -> str | None:
         """Main merged into the session's branch, conflicts left for the agent; None for a

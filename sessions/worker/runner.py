@@ -26,6 +26,7 @@ from observations.gateway.context import SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import Record, StateJournal
 from observations.gateway.state import load_state
+from rooms import upstream_link
 from rooms.models import Message
 from rooms.own_key import check_may_spend_here
 from rooms.repository.activity import branch_tip
@@ -76,6 +77,8 @@ class SessionRunner:
             self.worktree = Worktree(path=Path(self.reviewed.worktree_path), branch=self.reviewed.branch,
                                      repo=Path(room.repo_path))
         else:
+            if not session.branch:  # a new session starts from the upstream's newest work
+                upstream_link.bring_in(room)
             self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
                                             session_id=session.pk, base=room.default_branch,
                                             max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,

@@ -1,0 +1,112 @@
+"""Proposals on a forge: a session's branch, pushed to the room's upstream, opened as a
+GitHub pull request or a GitLab merge request through the forge's REST API (httpx2),
+and its state read back. Only the fields the hub uses are sent and read; the token
+goes in the forge's own header, and what a forge answers is read as data, never shown
+raw (a refusal is summarised, its body cut short, the token scrubbed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+import httpx2
+
+TIMEOUT_SECONDS = 30
+FORGES = ("github", "gitlab")
+
+
+class ForgeError(RuntimeError):
+    """The forge refused or could not be reached; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Forge:
+    kind: str  # "github" or "gitlab"
+    api_url: str  # https://api.github.com, https://gitlab.example.com/api/v4, ...
+    project: str  # owner/name (GitHub) or the project's path (GitLab)
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    number: int
+    url: str
+    state: str  # "open", "merged" or "closed"
+
+
+def forge_for(kind: str, repository_url: str, token: str, api_url: str = "") -> Forge:
+    """The forge of an upstream URL: its project from the URL's path, its API where that
+    forge keeps it unless ``api_url`` says otherwise (an enterprise install)."""
+    if kind not in FORGES:
+        raise ValueError(f"Proposals are opened on {' or '.join(FORGES)}.")
+    parts = urlsplit(repository_url)
+    project = parts.path.strip("/").removesuffix(".git")
+    if not api_url:
+        api_url = "https://api.github.com" if kind == "github" and parts.hostname == "github.com" else \
+            f"{parts.scheme}://{parts.netloc}" + ("/api/v3" if kind == "github" else "/api/v4")
+    return Forge(kind=kind, api_url=api_url.rstrip("/"), project=project, token=token)
+
+
+def open_proposal(forge: Forge, *, head: str, base: str, title: str, body: str) -> Proposal:
+    if forge.kind == "github":
+        answer = _call(forge, "POST", f"/repos/{forge.project}/pulls",
+                       {"title": title, "head": head, "base": base, "body": body})
+        return _github(answer)
+    answer = _call(forge, "POST", f"/projects/{quote(forge.project, safe='')}/merge_requests",
+                   {"source_branch": head, "target_branch": base, "title": title, "description": body})
+    return _gitlab(answer)
+
+
+def proposal_state(forge: Forge, number: int) -> Proposal:
+    if forge.kind == "github":
+        return _github(_call(forge, "GET", f"/repos/{forge.project}/pulls/{number}"))
+    return _gitlab(_call(forge, "GET", f"/projects/{quote(forge.project, safe='')}/merge_requests/{number}"))
+
+
+def _github(answer: dict) -> Proposal:
+    state = "merged" if answer.get("merged_at") or answer.get("merged") else str(answer.get("state", ""))
+    return Proposal(number=_number(answer.get("number")), url=_url(answer.get("html_url")),
+                    state=state if state in ("open", "merged", "closed") else "open")
+
+
+def _gitlab(answer: dict) -> Proposal:
+    state = {"opened": "open", "merged": "merged", "closed": "closed", "locked": "closed"}.get(
+        str(answer.get("state", "")), "open")
+    return Proposal(number=_number(answer.get("iid")), url=_url(answer.get("web_url")), state=state)
+
+
+def _number(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ForgeError("The forge's answer named no proposal number.")
+    return value
+
+
+def _url(value: object) -> str:
+    if not isinstance(value, str) or urlsplit(value).scheme not in ("https", "http") or len(value) > 500:
+        raise ForgeError("The forge's answer named no link to the proposal.")
+    return value
+
+
+def _call(forge: Forge, method: str, path: str, payload: dict | None = None) -> dict:
+    headers = {"Accept": "application/json", "User-Agent": "Atrium"}
+    if forge.kind == "github":
+        headers |= {"Authorization": f"Bearer {forge.token}", "Accept": "application/vnd.github+json",
+                    "X-GitHub-Api-Version": "2022-11-28"}
+    else:
+        headers["PRIVATE-TOKEN"] = forge.token
+    try:
+        with httpx2.Client(timeout=TIMEOUT_SECONDS, follow_redirects=False) as client:
+            response = client.request(method, forge.api_url + path, headers=headers, json=payload)
+    except httpx2.HTTPError as exc:
+        raise ForgeError(f"The forge could not be reached: {type(exc).__name__}.") from None
+    if response.status_code >= 400:
+        said = response.text[:300].replace(forge.token, "[token]") if forge.token else response.text[:300]
+        raise ForgeError(f"The forge refused ({response.status_code}): {said}")
+    try:
+        answer = response.json()
+    except ValueError:
+        raise ForgeError("The forge answered with something other than JSON.") from None
+    if not isinstance(answer, dict):
+        raise ForgeError("The forge's answer was not an object.")
+    return answer

@@ -1,0 +1,146 @@
+"""A room's upstream: the repository the team's code lives in (on a forge, over HTTPS),
+fetched before a session starts and pushed to after the hub merges.
+
+Its token reaches git only as an ``Authorization`` header in git's environment
+(``GIT_CONFIG_*``: not on a command line, not in the repository's config), for this one
+git and the one URL; git follows no redirect with it, speaks no other protocol, and what
+git says is scrubbed of it before anyone reads it. Hosts are the operator's to allow
+(``ATRIUM_UPSTREAM_HOSTS``): ``github.com`` allows HTTPS there, ``http://host:port`` that
+exact plain-HTTP origin (a forge inside the network).
+
+What a fetch brings is held to what an import is (no submodule, no nested ``.git``, no
+checkout past the bounds, ``.atrium/`` as main has it) before main moves, and main only
+moves forward. Plain Python: paths and settings come in as arguments.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rooms.repository.git import GitError, git
+from rooms.repository.lock import room_repo_lock
+from rooms.repository.pushes import content_refusal
+from rooms.repository.worktrees import worktree_merge
+
+FETCHED = "refs/atrium/upstream"
+UP_TO_DATE = "up to date with the upstream"  # where the upstream's branch waits for its checks
+TIMEOUT_SECONDS = 300
+
+
+class UpstreamError(RuntimeError):
+    """The upstream could not be reached, refused, or sent what the room does not take;
+    the message says which, without the token."""
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    url: str
+    branch: str
+    token: str = ""
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).netloc
+
+    def scrub(self, text: str) -> str:
+        if self.token:
+            text = text.replace(self.token, "[token]").replace(_basic(self.token), "[token]")
+        return text
+
+
+def check_upstream_url(url: str, allowed: list[str]) -> str:
+    """``url`` if it names a repository on a host the operator allows; ValueError saying
+    what to change otherwise."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("An upstream is an https:// URL of a repository (e.g. https://github.com/org/repo.git).")
+    if parts.username or parts.password:
+        raise ValueError("Put no credentials in the URL: give the token in its own field.")
+    if parts.query or parts.fragment or parts.path.strip("/") == "":
+        raise ValueError("The URL names a repository: https://host/owner/name(.git), no query.")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if not any(entry == origin if "://" in entry else parts.scheme == "https" and parts.netloc == entry
+               for entry in allowed):
+        hosts = ", ".join(allowed) or "none"
+        raise ValueError(f"{parts.netloc} is not a host this hub may reach (its operator allows: {hosts}).")
+    return url
+
+
+def _basic(token: str) -> str:
+    return base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
+def _config(upstream: Upstream) -> tuple[tuple[str, str], ...]:
+    scheme = urlsplit(upstream.url).scheme
+    config = [("protocol.allow", "never"), (f"protocol.{scheme}.allow", "always"),
+              ("http.followRedirects", "false"), ("credential.helper", "")]
+    if upstream.token:
+        config.append(("http.extraHeader", f"Authorization: Basic {_basic(upstream.token)}"))
+    return tuple(config)
+
+
+def _git(upstream: Upstream, *args: str, cwd: Path) -> str:
+    try:
+        return git(*args, cwd=cwd, timeout=TIMEOUT_SECONDS, config=_config(upstream))
+    except GitError as exc:
+        said = exc.stderr or str(exc)
+        if "could not read Username" in said or "Authentication failed" in said:
+            said = f"{upstream.host} refused the token (it needs to read, and push to, {upstream.url})"
+        raise UpstreamError(upstream.scrub(said)) from None
+
+
+def clone(upstream: Upstream, workdir: Path) -> None:
+    """The upstream's branch, fetched into a new repository at ``workdir`` (no checkout:
+    the caller checks what came, then checks it out)."""
+    git("init", "--quiet", "--initial-branch", upstream.branch, cwd=workdir)
+    _git(upstream, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--update-head-ok", "--", upstream.url,
+         f"+refs/heads/{upstream.branch}:refs/heads/{upstream.branch}", cwd=workdir)
+
+
+def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_bytes: int,
+                    max_checkout_files: int) -> str:
+    """Fetch the upstream's branch and bring it into main: a fast-forward where main has
+    nothing of its own, else a merge (the hub's intent commits, merged sessions not yet
+    pushed back), computed before main moves and left undone on a conflict. What
+    happened, in a sentence; UpstreamError when the upstream cannot be read or what it
+    holds is refused. Takes the room lock only to move main."""
+    _git(upstream, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", upstream.url,
+         f"+refs/heads/{upstream.branch}:{FETCHED}", cwd=repo)
+    fetched = git("rev-parse", "--verify", f"{FETCHED}^{{commit}}", cwd=repo).strip()
+    main_tip = git("rev-parse", "--verify", f"refs/heads/{main}^{{commit}}", cwd=repo).strip()
+    if fetched == main_tip or _is_ancestor(repo, fetched, main_tip):
+        return UP_TO_DATE
+    if reason := content_refusal(repo, fetched, shown=f"the upstream's {upstream.branch}", main_tip=main_tip,
+                                 bounds=(max_checkout_bytes, max_checkout_files)):
+        raise UpstreamError(reason)
+    count = git("rev-list", "--count", f"{main_tip}..{fetched}", cwd=repo).strip()
+    if _is_ancestor(repo, main_tip, fetched):
+        with room_repo_lock(repo):
+            if git("rev-parse", f"refs/heads/{main}", cwd=repo).strip() == main_tip:
+                git("merge", "--ff-only", "--quiet", fetched, cwd=repo)
+                return f"{main} moved forward to the upstream's {upstream.branch} ({count} commits, {fetched[:10]})"
+    merged = worktree_merge(repo=repo, branch=FETCHED, message=f"Merge the upstream's {upstream.branch}",
+                            target=main, max_checkout_bytes=max_checkout_bytes, max_checkout_files=max_checkout_files)
+    if merged.status == "conflict":
+        return (f"the upstream's {upstream.branch} does not merge into {main} cleanly "
+                f"({', '.join(merged.conflicts) or merged.detail}): {main} stays as it is")
+    return f"{main} took in the upstream's {upstream.branch} ({count} commits, merged as {merged.main_after[:10]})"
+
+
+def push(repo: Path, upstream: Upstream, local_ref: str, remote_branch: str) -> str:
+    """Push ``local_ref`` to the upstream's ``remote_branch``; a fast-forward only."""
+    _git(upstream, "push", "--quiet", "--no-verify", "--porcelain", "--", upstream.url,
+         f"{local_ref}:refs/heads/{remote_branch}", cwd=repo)
+    return f"pushed to the upstream's {remote_branch}"
+
+
+def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    try:
+        git("merge-base", "--is-ancestor", ancestor, descendant, cwd=repo)
+    except GitError:
+        return False
+    return True
