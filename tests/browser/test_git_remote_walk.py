@@ -1,30 +1,46 @@
-"""A person's walk with the git remote, in Chromium and with the real git client: make a
-token on the profile page, read the clone command on the room page, clone, push a
-commit, and see the room say so without a reload."""
+"""A person's walk with the room's git remote, in Chromium and with the real git client,
+against a real Daphne and a real worker: make a token on the profile page, read the clone
+command on the room page, clone, push a commit, see the room say so; the session that
+starts next works on the pushed commit; review its change on its Changes page, approve
+its edit, see it merge, and pull the result."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from rooms.services import room_create
-from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
+from rooms.models import Room
+from sessions.models import Session
+from tests.browser.test_demo_walk import SEEN_WITHIN_MS
+from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, open_room_tab
+from tests.hub.test_seed_demo import printed_password, seed
 from tests.remote.git_client import person_git
-from tests.rooms.factories import make_user
+
+
+def _log_in(browser, base_url: str, password: str):
+    page = browser.new_context(base_url=base_url).new_page()
+    page.set_default_timeout(15_000)
+    page.goto("/login/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    expect(page.get_by_role("heading", name="Your rooms")).to_be_visible()
+    return page
 
 
 @pytest.mark.browser
-def test_make_a_token_clone_push_and_the_room_hears_it(daphne_server, tmp_path):
-    person = make_user("ada", password=PASSWORD)
-    room = room_create(owner=person, name="Walk room")
+def test_token_clone_push_the_session_sees_it_review_approve_pull(daphne_server, hub_workers, tmp_path):
+    password = printed_password(seed())
+    room = Room.objects.get()
+    session = Session.objects.get()  # queued: it starts once a worker runs
     run = person_git(tmp_path / "home")
     clone = tmp_path / "clone"
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = log_in(browser, daphne_server.url, "ada")
-            page.get_by_role("link", name="ada").click()
+            page = _log_in(browser, daphne_server.url, password)
+            page.get_by_role("link", name="demo", exact=True).click()
             page.get_by_label("Name").fill("laptop")
             page.get_by_role("button", name="Make a token").click()
             token = page.locator("#access-token-text").inner_text()
@@ -35,17 +51,46 @@ def test_make_a_token_clone_push_and_the_room_hears_it(daphne_server, tmp_path):
 
             page.goto(f"/rooms/{room.slug}/")
             open_room_tab(page, "Keys")
-            command = page.locator("#git-remote-url").inner_text()
-            url = command.removeprefix("git clone ")
+            url = page.locator("#git-remote-url").inner_text().removeprefix("git clone ")
             assert url == f"{daphne_server.url}/rooms/{room.slug}.git"
-
-            with_token = url.replace("http://", f"http://ada:{token}@")
-            run("clone", "--quiet", with_token, str(clone))
-            (clone / "hello.txt").write_text("hello from ada's laptop\n")
-            run("add", "hello.txt", cwd=clone)
-            run("commit", "--quiet", "-m", "Hello from a laptop", cwd=clone)
+            run("clone", "--quiet", url.replace("http://", f"http://demo:{token}@"), str(clone))
+            (clone / "NOTES.md").write_text("Notes from the demo's laptop\n")
+            run("add", "NOTES.md", cwd=clone)
+            run("commit", "--quiet", "-m", "Notes from a laptop", cwd=clone)
+            pushed = run("rev-parse", "HEAD", cwd=clone).stdout.strip()
             run("push", "--quiet", "origin", "main", cwd=clone)
-            expect(page.locator("#messages")).to_contain_text("ada pushed main")
+            expect(page.locator("#messages")).to_contain_text("demo pushed main")
         finally:
             browser.close()
-    assert (tmp_path / "clone" / "hello.txt").exists()
+
+    hub_workers()  # the session starts now, from main with the person's commit in it
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _log_in(browser, daphne_server.url, password)
+            page.goto(f"/sessions/{session.pk}/")
+            expect(page.locator("#session-state")).to_have_text("Waiting", timeout=SEEN_WITHIN_MS)
+            page.fill("#session-steer textarea", "Go ahead, and keep the tests as they are.")
+            page.click("#session-steer button[type=submit]")
+            card = page.locator(".approval").first
+            expect(card).to_be_visible(timeout=SEEN_WITHIN_MS)
+
+            # The change so far, reviewed as a diff before the edit is approved.
+            page.locator("#session-changes-link").click()
+            expect(page.locator("#session-changes")).to_be_visible()
+            page.go_back()
+            page.locator(".approval button[value=approve]").first.click()
+            expect(page.locator("#session-state")).to_have_text("Succeeded", timeout=SEEN_WITHIN_MS)
+
+            page.locator("#session-changes-link").click()
+            expect(page.locator("#change-counts")).to_have_text("1 file changed")
+            changed = page.locator("details[data-path='textstats.py']")
+            expect(changed.locator("tr.del td.diff-code")).to_contain_text(["return ordered[middle]"])
+            expect(page.locator("#change-files")).not_to_contain_text("NOTES.md")  # the person's, not the session's
+        finally:
+            browser.close()
+
+    run("pull", "--quiet", "--ff-only", cwd=clone)
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in (clone / "textstats.py").read_text()
+    run("fetch", "--quiet", "origin", f"atrium/session-{session.pk}", cwd=clone)
+    assert run("merge-base", "--is-ancestor", pushed, "FETCH_HEAD", cwd=clone, check=False).returncode == 0
