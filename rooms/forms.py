@@ -17,7 +17,7 @@ from rooms.repository.prepare import (
     check_clone_source,
     clone_roots_text,
 )
-from rooms.repository.upstream import Upstream, check_upstream_url
+from rooms.repository.upstream import Upstream, check_branch_name, check_upstream_url
 
 
 class RoomCreateForm(forms.Form):
@@ -106,8 +106,12 @@ class RoomCreateForm(forms.Form):
             self.add_error("upstream_url", str(exc))
             return NewRepository()
         branch = (cleaned.get("upstream_branch") or "main").strip()
-        if branch.startswith("-") or not branch or any(c in branch for c in " ~^:?*[\\"):
+        if not check_branch_name(branch):
             self.add_error("upstream_branch", "That is not a branch name git takes.")
+            return NewRepository()
+        token = cleaned.get("upstream_token") or ""
+        if not all(" " < character < "\x7f" for character in token):
+            self.add_error("upstream_token", "A token is printable ASCII, without spaces.")
             return NewRepository()
         after_work, forge = cleaned.get("upstream_after_work") or RoomUpstream.AfterWork.PUSH_MAIN, \
             cleaned.get("upstream_forge") or ""
@@ -121,7 +125,8 @@ class RoomCreateForm(forms.Form):
             except ValueError as exc:
                 self.add_error("upstream_api_url", str(exc))
                 return NewRepository()
-        return UpstreamRepository(upstream=Upstream(url=url, branch=branch, token=cleaned.get("upstream_token") or ""),
+        return UpstreamRepository(upstream=Upstream(url=url, branch=branch, token=token,
+                                                    max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES),
                                   after_work=after_work, forge=forge, api_url=api_url)
 
     def _bundle(self, upload) -> NewRepository | BundleRepository:

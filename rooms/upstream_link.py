@@ -15,7 +15,15 @@ from django.utils import timezone
 from rooms import forges
 from rooms.models import Room, RoomUpstream
 from rooms.repository.git import GitError
-from rooms.repository.upstream import UP_TO_DATE, Upstream, UpstreamError, fetch_into_main, push
+from rooms.repository.upstream import (
+    UP_TO_DATE,
+    Upstream,
+    UpstreamError,
+    check_upstream_url,
+    export_commit,
+    fetch_into_main,
+    push,
+)
 from rooms.repository.worktrees import WorktreeError
 from rooms.services import upstream_said
 
@@ -27,7 +35,21 @@ def link_of(room: Room) -> RoomUpstream | None:
 
 
 def _upstream(link: RoomUpstream) -> Upstream:
-    return Upstream(url=link.url, branch=link.branch, token=link.token)
+    """The link as git uses it, if its host is still one the operator allows."""
+    try:
+        check_upstream_url(link.url, settings.ATRIUM_UPSTREAM_HOSTS)
+    except ValueError as exc:
+        raise UpstreamError(f"the upstream is no longer reachable from this hub: {exc}") from None
+    return Upstream(url=link.url, branch=link.branch, token=link.token, max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES)
+
+
+def _forge(link: RoomUpstream) -> forges.Forge:
+    if link.api_url:
+        try:
+            check_upstream_url(link.api_url, settings.ATRIUM_UPSTREAM_HOSTS)
+        except ValueError as exc:
+            raise forges.ForgeError(f"the forge's API is no longer reachable from this hub: {exc}") from None
+    return forges.forge_for(link.forge, link.url, link.token, api_url=link.api_url)
 
 
 def _record(link: RoomUpstream, said: str) -> None:
@@ -40,13 +62,13 @@ def bring_in(room: Room) -> str | None:
     link = link_of(room)
     if link is None:
         return None
-    upstream = _upstream(link)
     try:
+        upstream = _upstream(link)
         said = fetch_into_main(Path(room.repo_path), upstream, main=room.default_branch,
                                max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
                                max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
     except (UpstreamError, GitError, WorktreeError) as exc:
-        said = f"The upstream could not be brought in ({upstream.scrub(str(exc))}); {room.default_branch} stays " \
+        said = f"The upstream could not be brought in ({_scrub(link, str(exc))}); {room.default_branch} stays " \
                "as the hub has it."
         upstream_said(room=room, text=said)
     else:
@@ -57,21 +79,28 @@ def bring_in(room: Room) -> str | None:
 
 
 def give_work(room: Room, *, branch: str) -> str | None:
-    """After a merge: push main (or the session's branch) to the upstream, as the room
-    says; what happened, or None when the room has no upstream or proposes instead."""
+    """After a merge: give the upstream main's change (or the session's), as the room
+    says: ``export_commit``, on the upstream's newest tip and without the hub's own files;
+    what happened, or None when the room has no upstream or proposes instead."""
     link = link_of(room)
     if link is None or link.after_work == RoomUpstream.AfterWork.PROPOSE:
         return None
-    upstream = _upstream(link)
-    local, remote = (f"refs/heads/{room.default_branch}", link.branch) \
-        if link.after_work == RoomUpstream.AfterWork.PUSH_MAIN else (f"refs/heads/{branch}", branch)
+    repo = Path(room.repo_path)
+    whole_main = link.after_work == RoomUpstream.AfterWork.PUSH_MAIN
+    remote = link.branch if whole_main else branch
     try:
-        said = f"Upstream: {push(Path(room.repo_path), upstream, local, remote)}."
-    except UpstreamError as exc:
-        said = f"The work could not be pushed to the upstream's {remote}: {exc}"
+        upstream = _upstream(link)
+        exported = export_commit(repo, upstream, room.default_branch if whole_main else branch)
+        said = f"Upstream: {push(repo, upstream, exported, remote, force=not whole_main)}."
+    except (UpstreamError, GitError) as exc:
+        said = f"The work could not be pushed to the upstream's {remote}: {_scrub(link, str(exc))}"
     upstream_said(room=room, text=said)
     _record(link, said)
     return said
+
+
+def _scrub(link: RoomUpstream, text: str) -> str:
+    return Upstream(url=link.url, branch=link.branch, token=link.token).scrub(text)
 
 
 def proposes(room: Room) -> bool:
@@ -80,21 +109,19 @@ def proposes(room: Room) -> bool:
 
 
 def propose(room: Room, *, branch: str, title: str, body: str) -> forges.Proposal | None:
-    """Push the session's branch to the upstream and open a pull (merge) request for it
-    on the room's forge; None, said in the room, when either step failed."""
+    """Push the session's change (``export_commit``: on the upstream's tip, without the
+    hub's own files) to the upstream as ``branch`` and open a pull (merge) request for it
+    on the room's forge, or find the one already open for it (a session run again); None,
+    said in the room, when a step failed."""
     link = link_of(room)
-    upstream = _upstream(link)
     try:
-        push(Path(room.repo_path), upstream, f"refs/heads/{branch}", branch)
-        if not link.forge:
-            said = f"Upstream: pushed {branch}; the room names no forge to open a pull request on."
-            upstream_said(room=room, text=said)
-            _record(link, said)
-            return None
-        forge = forges.forge_for(link.forge, link.url, link.token, api_url=link.api_url)
+        upstream = _upstream(link)
+        repo = Path(room.repo_path)
+        push(repo, upstream, export_commit(repo, upstream, branch), branch, force=True)
+        forge = _forge(link)
         proposal = forges.open_proposal(forge, head=branch, base=link.branch, title=title, body=body)
-    except (UpstreamError, forges.ForgeError, ValueError) as exc:
-        said = f"The work could not be proposed upstream: {upstream.scrub(str(exc))}"
+    except (UpstreamError, GitError, forges.ForgeError, ValueError) as exc:
+        said = f"The work could not be proposed upstream: {_scrub(link, str(exc))}"
         upstream_said(room=room, text=said)
         _record(link, said)
         return None
@@ -109,4 +136,4 @@ def proposal_now(room: Room, number: int) -> forges.Proposal:
     link = link_of(room)
     if link is None or not link.forge:
         raise forges.ForgeError("The room names no forge.")
-    return forges.proposal_state(forges.forge_for(link.forge, link.url, link.token, api_url=link.api_url), number)
+    return forges.proposal_state(_forge(link), number)

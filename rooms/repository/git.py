@@ -118,16 +118,18 @@ def hardened_env(extra_config: tuple[tuple[str, str], ...] = (), *, inherit: boo
 
 
 def git(*args: str, cwd: Path | str, check: bool = True, timeout: float = 120, input: str | None = None,
-        index_file: Path | None = None, config: tuple[tuple[str, str], ...] = ()) -> str:
+        index_file: Path | None = None, config: tuple[tuple[str, str], ...] = (),
+        max_file_bytes: int | None = None) -> str:
     """Run ``git args`` in ``cwd`` (``input`` on its stdin, ``index_file`` a scratch index
     of the hub's own instead of the checkout's) and return its stdout; raise GitError on
     failure. ``config``: settings of this git alone, after the hardened ones (in its
-    environment, never on its command line).
+    environment, never on its command line). ``max_file_bytes``: no file git writes (a
+    fetched pack) may grow past it (RLIMIT_FSIZE: git is stopped, and fails).
 
     git runs in a process group of its own: past ``timeout`` the whole group is killed
     (a clone's ``index-pack`` too), not git alone, and the caller gets a GitError."""
     return _run(args, cwd=cwd, check=check, timeout=timeout, input=input, index_file=index_file, text=True,
-                config=config)
+                config=config, max_file_bytes=max_file_bytes)
 
 
 def git_bytes(*args: str, cwd: Path | str, timeout: float = 120) -> bytes:
@@ -136,9 +138,11 @@ def git_bytes(*args: str, cwd: Path | str, timeout: float = 120) -> bytes:
 
 
 def _run(args: tuple[str, ...], *, cwd: Path | str, check: bool, timeout: float, input: str | None,
-         index_file: Path | None, text: bool, config: tuple[tuple[str, str], ...] = ()):
+         index_file: Path | None, text: bool, config: tuple[tuple[str, str], ...] = (),
+         max_file_bytes: int | None = None):
     with _started(args, cwd, stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
-                  stderr=subprocess.PIPE, index_file=index_file, text=text, config=config) as process:
+                  stderr=subprocess.PIPE, index_file=index_file, text=text, config=config,
+                  max_file_bytes=max_file_bytes) as process:
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
         except BaseException as exc:
@@ -191,14 +195,16 @@ def git_records(*args: str, cwd: Path | str, timeout: float = 120) -> Iterator[s
 
 
 def _started(args: tuple[str, ...], cwd: Path | str, *, stdin, stderr, text: bool = True,
-             index_file: Path | None = None, config: tuple[tuple[str, str], ...] = ()) -> subprocess.Popen:
+             index_file: Path | None = None, config: tuple[tuple[str, str], ...] = (),
+             max_file_bytes: int | None = None) -> subprocess.Popen:
     env = hardened_env(config) | dict(_quarantine.get())
     if index_file is not None:
         env["GIT_INDEX_FILE"] = str(index_file)
     # UTF-8 whatever the locale. What is not (a binary file in a diff, a path's raw bytes)
     # reads as U+FFFD: the text is shown and stored, and a lone surrogate could be neither.
     encoding = {"encoding": "utf-8", "errors": "replace"} if text else {}
-    return subprocess.Popen(["git", "--no-pager", *args], cwd=cwd, env=env, stdin=stdin,
+    limit = ["prlimit", f"--fsize={max_file_bytes}", "--"] if max_file_bytes else []
+    return subprocess.Popen([*limit, "git", "--no-pager", *args], cwd=cwd, env=env, stdin=stdin,
                             stdout=subprocess.PIPE, stderr=stderr, start_new_session=True, **encoding)
 
 

@@ -16,14 +16,18 @@ moves forward. Plain Python: paths and settings come in as arguments.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+import contextlib
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.pushes import content_refusal
-from rooms.repository.worktrees import worktree_merge
+from rooms.repository.worktrees import HUB_OWNED, advance_main, worktree_merge
 
 FETCHED = "refs/atrium/upstream"
 UP_TO_DATE = "up to date with the upstream"  # where the upstream's branch waits for its checks
@@ -39,7 +43,8 @@ class UpstreamError(RuntimeError):
 class Upstream:
     url: str
     branch: str
-    token: str = ""
+    token: str = field(default="", repr=False)
+    max_bytes: int = 200 * 1024 * 1024  # no file git writes for it (a pack) grows past this
 
     @property
     def host(self) -> str:
@@ -70,6 +75,14 @@ def check_upstream_url(url: str, allowed: list[str]) -> str:
     return url
 
 
+def check_branch_name(name: str) -> bool:
+    """Whether git takes ``name`` as a branch's (``check-ref-format --branch``), and it
+    cannot be read as an option."""
+    if not name or name.startswith("-"):
+        return False
+    return git("check-ref-format", "--branch", name, cwd=Path.cwd(), check=False).strip() == name
+
+
 def _basic(token: str) -> str:
     return base64.b64encode(f"x-access-token:{token}".encode()).decode()
 
@@ -77,7 +90,8 @@ def _basic(token: str) -> str:
 def _config(upstream: Upstream) -> tuple[tuple[str, str], ...]:
     scheme = urlsplit(upstream.url).scheme
     config = [("protocol.allow", "never"), (f"protocol.{scheme}.allow", "always"),
-              ("http.followRedirects", "false"), ("credential.helper", "")]
+              ("http.followRedirects", "false"), ("credential.helper", ""), ("transfer.fsckObjects", "true"),
+              ("transfer.bundleURI", "false")]
     if upstream.token:
         config.append(("http.extraHeader", f"Authorization: Basic {_basic(upstream.token)}"))
     return tuple(config)
@@ -85,7 +99,8 @@ def _config(upstream: Upstream) -> tuple[tuple[str, str], ...]:
 
 def _git(upstream: Upstream, *args: str, cwd: Path) -> str:
     try:
-        return git(*args, cwd=cwd, timeout=TIMEOUT_SECONDS, config=_config(upstream))
+        return git(*args, cwd=cwd, timeout=TIMEOUT_SECONDS, config=_config(upstream),
+                   max_file_bytes=upstream.max_bytes)
     except GitError as exc:
         said = exc.stderr or str(exc)
         if "could not read Username" in said or "Authentication failed" in said:
@@ -107,34 +122,72 @@ def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_b
     nothing of its own, else a merge (the hub's intent commits, merged sessions not yet
     pushed back), computed before main moves and left undone on a conflict. What
     happened, in a sentence; UpstreamError when the upstream cannot be read or what it
-    holds is refused. Takes the room lock only to move main."""
-    _git(upstream, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", upstream.url,
-         f"+refs/heads/{upstream.branch}:{FETCHED}", cwd=repo)
-    fetched = git("rev-parse", "--verify", f"{FETCHED}^{{commit}}", cwd=repo).strip()
-    main_tip = git("rev-parse", "--verify", f"refs/heads/{main}^{{commit}}", cwd=repo).strip()
-    if fetched == main_tip or _is_ancestor(repo, fetched, main_tip):
-        return UP_TO_DATE
-    if reason := content_refusal(repo, fetched, shown=f"the upstream's {upstream.branch}", main_tip=main_tip,
-                                 bounds=(max_checkout_bytes, max_checkout_files)):
-        raise UpstreamError(reason)
-    count = git("rev-list", "--count", f"{main_tip}..{fetched}", cwd=repo).strip()
-    if _is_ancestor(repo, main_tip, fetched):
-        with room_repo_lock(repo):
-            if git("rev-parse", f"refs/heads/{main}", cwd=repo).strip() == main_tip:
-                git("merge", "--ff-only", "--quiet", fetched, cwd=repo)
-                return f"{main} moved forward to the upstream's {upstream.branch} ({count} commits, {fetched[:10]})"
-    merged = worktree_merge(repo=repo, branch=FETCHED, message=f"Merge the upstream's {upstream.branch}",
-                            target=main, max_checkout_bytes=max_checkout_bytes, max_checkout_files=max_checkout_files)
+    holds is refused. Takes the room lock only to move main. The commit checked is the
+    commit merged: each call fetches to a ref of its own, removed after."""
+    with _fetched(repo, upstream) as fetched:
+        main_tip = git("rev-parse", "--verify", f"refs/heads/{main}^{{commit}}", cwd=repo).strip()
+        if fetched == main_tip or _is_ancestor(repo, fetched, main_tip):
+            return UP_TO_DATE
+        if reason := content_refusal(repo, fetched, shown=f"the upstream's {upstream.branch}", main_tip=main_tip,
+                                     bounds=(max_checkout_bytes, max_checkout_files)):
+            raise UpstreamError(reason)
+        count = git("rev-list", "--count", f"{main_tip}..{fetched}", cwd=repo).strip()
+        if _is_ancestor(repo, main_tip, fetched):
+            with room_repo_lock(repo):
+                if git("rev-parse", f"refs/heads/{main}", cwd=repo).strip() == main_tip:
+                    advance_main(repo, main_tip, fetched, main)
+                    return f"{main} moved forward to the upstream's {upstream.branch} ({count} commits, {fetched[:10]})"
+        merged = worktree_merge(repo=repo, branch=fetched, message=f"Merge the upstream's {upstream.branch}",
+                                target=main, max_checkout_bytes=max_checkout_bytes,
+                                max_checkout_files=max_checkout_files)
     if merged.status == "conflict":
         return (f"the upstream's {upstream.branch} does not merge into {main} cleanly "
                 f"({', '.join(merged.conflicts) or merged.detail}): {main} stays as it is")
     return f"{main} took in the upstream's {upstream.branch} ({count} commits, merged as {merged.main_after[:10]})"
 
 
-def push(repo: Path, upstream: Upstream, local_ref: str, remote_branch: str) -> str:
-    """Push ``local_ref`` to the upstream's ``remote_branch``; a fast-forward only."""
+@contextlib.contextmanager
+def _fetched(repo: Path, upstream: Upstream) -> Iterator[str]:
+    """The upstream branch's tip, fetched to a ref of this call's own, which goes after
+    (a refused tip stays nowhere a person or a session could reach it by name)."""
+    ref = f"{FETCHED}/{uuid.uuid4().hex}"
+    try:
+        _git(upstream, "fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", upstream.url,
+             f"+refs/heads/{upstream.branch}:{ref}", cwd=repo)
+        yield git("rev-parse", "--verify", f"{ref}^{{commit}}", cwd=repo).strip()
+    finally:
+        git("update-ref", "-d", ref, cwd=repo, check=False)
+
+
+def export_commit(repo: Path, upstream: Upstream, branch: str) -> str:
+    """What of ``branch`` goes to the upstream: its change (since it shares history with
+    the upstream's branch) on the upstream's newest tip, without the hub's own files (the
+    tasks' intent files are people's words, not the team's code): a commit of the hub's
+    whose parent is that tip, so pushing it is a fast-forward. UpstreamError when the
+    two do not merge."""
+    with _fetched(repo, upstream) as tip:
+        merged = git("merge-tree", "--write-tree", "--name-only", "-z", tip, f"refs/heads/{branch}", cwd=repo,
+                     check=False)
+        tree, _, conflicts = merged.partition("\0")
+        if conflicts.strip("\0") or not tree.strip():
+            raise UpstreamError(f"{branch} does not merge into the upstream's {upstream.branch} cleanly")
+        with tempfile.TemporaryDirectory() as scratch:
+            index = Path(scratch) / "index"
+            git("read-tree", tree.strip(), cwd=repo, index_file=index)
+            git("rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", HUB_OWNED, cwd=repo, index_file=index)
+            if git("ls-tree", tip, "--", HUB_OWNED, cwd=repo).strip():  # the upstream's own, kept as it is
+                git("read-tree", f"--prefix={HUB_OWNED}/", f"{tip}:{HUB_OWNED}", cwd=repo, index_file=index)
+            exported = git("write-tree", cwd=repo, index_file=index).strip()
+        subject = git("log", "-1", "--format=%s", f"refs/heads/{branch}", cwd=repo).strip()
+        return git("-c", "commit.gpgsign=false", "commit-tree", exported, "-p", tip, "-m", subject,
+                   cwd=repo).strip()
+
+
+def push(repo: Path, upstream: Upstream, local: str, remote_branch: str, *, force: bool = False) -> str:
+    """Push ``local`` (a ref or a commit) to the upstream's ``remote_branch``: a
+    fast-forward only, unless ``force`` (a session's own branch, made anew each time)."""
     _git(upstream, "push", "--quiet", "--no-verify", "--porcelain", "--", upstream.url,
-         f"{local_ref}:refs/heads/{remote_branch}", cwd=repo)
+         f"{'+' if force else ''}{local}:refs/heads/{remote_branch}", cwd=repo)
     return f"pushed to the upstream's {remote_branch}"
 
 

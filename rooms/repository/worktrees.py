@@ -333,7 +333,7 @@ def worktree_merge(*, repo: Path, branch: str, message: str | None = None, targe
                                for_a_person=True, detail=f"{target} after the merge would be too large: {reason}")
         commit = git("-c", "commit.gpgsign=false", "commit-tree", tree, "-p", main_before, "-p", tip, "-m",
                      message or f"Merge {branch}", cwd=repo).strip()
-        _advance_main(repo, main_before, commit, target)
+        advance_main(repo, main_before, commit, target)
         return MergeResult(status="merged", branch=branch, main_before=main_before,
                            main_after=commit)
 
@@ -348,7 +348,7 @@ def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
     return True
 
 
-def _advance_main(repo: Path, old: str, new: str, target: str) -> None:
+def advance_main(repo: Path, old: str, new: str, target: str) -> None:
     """Move ``target`` from ``old`` to its descendant ``new``, updating the checkout if it is
     checked out."""
     head = git("symbolic-ref", "--quiet", "HEAD", cwd=repo, check=False).strip()

@@ -14,6 +14,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from rooms import selectors, services
@@ -23,6 +24,7 @@ from rooms.selectors import RoomAccess
 
 
 @require_http_methods(["GET", "POST"])
+@sensitive_post_parameters("upstream_token")
 def room_create(request: HttpRequest) -> HttpResponse:
     form = RoomCreateForm(request.POST or None, request.FILES or None)
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -15,7 +16,10 @@ from sessions.models import SessionProposal
 
 @require_POST
 def proposal_refresh(request: HttpRequest, session_id: int) -> HttpResponse:
-    session = selectors.access_session(request.user, session_id).session
+    access = selectors.access_session(request.user, session_id)
+    session = access.session
+    if not access.can_control:  # each look is a call with the room creator's token
+        raise PermissionDenied("Viewers see the pull request's state as last read.")
     proposal = SessionProposal.objects.filter(session=session).first()
     if proposal is not None:
         try:

@@ -18,6 +18,7 @@ from rooms.repository.upstream import (
     UpstreamError,
     check_upstream_url,
     clone,
+    export_commit,
     fetch_into_main,
     push,
 )
@@ -39,6 +40,7 @@ def forge(tmp_path):
         yield served, work
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def _team_commits(forge, work: Path, name: str, text: str) -> str:
@@ -47,6 +49,16 @@ def _team_commits(forge, work: Path, name: str, text: str) -> str:
     git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", f"team: {name}", cwd=work)
     git("push", "--quiet", str(forge.root / "team" / "app.git"), "main", cwd=work)
     return git("rev-parse", "HEAD", cwd=work).strip()
+
+
+def _room_of(served, tmp_path: Path) -> tuple[Path, Upstream]:
+    """A room's repository cloned from the forge's, checked out."""
+    upstream = Upstream(url=f"{served.url}/team/app.git", branch="main", token=TOKEN)
+    repo = tmp_path / "room"
+    repo.mkdir()
+    clone(upstream, repo)
+    git("reset", "--quiet", "--hard", "main", cwd=repo)
+    return repo, upstream
 
 
 @pytest.mark.parametrize(("url", "allowed", "says"), [
@@ -72,11 +84,7 @@ def test_only_repositories_on_hosts_the_operator_allows(url, allowed, says):
 
 def test_clone_fetch_and_push_with_the_token_and_nowhere_else(forge, tmp_path):
     served, work = forge
-    upstream = Upstream(url=f"{served.url}/team/app.git", branch="main", token=TOKEN)
-    repo = tmp_path / "room"
-    repo.mkdir()
-    clone(upstream, repo)
-    git("reset", "--quiet", "--hard", "main", cwd=repo)
+    repo, upstream = _room_of(served, tmp_path)
     assert (repo / "app.py").read_text() == "print('v1')\n"
     assert TOKEN not in (repo / ".git" / "config").read_text()
 
@@ -108,11 +116,7 @@ def test_a_wrong_token_is_a_clear_error_without_the_token(forge, tmp_path):
 
 def test_both_moved_on_merges_a_conflict_leaves_main_and_hostile_content_is_refused(forge, tmp_path):
     served, work = forge
-    upstream = Upstream(url=f"{served.url}/team/app.git", branch="main", token=TOKEN)
-    repo = tmp_path / "room"
-    repo.mkdir()
-    clone(upstream, repo)
-    git("reset", "--quiet", "--hard", "main", cwd=repo)
+    repo, upstream = _room_of(served, tmp_path)
     (repo / "local.txt").write_text("local\n")
     git("add", "--all", cwd=repo)
     git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "local", cwd=repo)
@@ -164,3 +168,67 @@ def test_a_proposal_is_opened_and_read_back(forge, kind):
     assert proposal_state(on_forge, 1).state == "merged"
     with pytest.raises(ForgeError, match="refused \\(401\\)"):
         proposal_state(forge_for(kind, f"{served.url}/team/app.git", "wrong", api_url=api), 1)
+
+
+def _diverged_room(served, work, tmp_path) -> tuple[Path, Upstream]:
+    repo, upstream = _room_of(served, tmp_path)
+    (repo / ".atrium").mkdir()
+    (repo / ".atrium" / "intent.md").write_text("people's words\n")
+    git("add", "--all", cwd=repo)
+    git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "the hub's intent", cwd=repo)
+    return repo, upstream
+
+
+def test_the_merge_path_refuses_hostile_content_and_keeps_no_ref_of_it(forge, tmp_path):
+    served, work = forge
+    repo, upstream = _diverged_room(served, work, tmp_path)
+    ours = git("rev-parse", "main", cwd=repo).strip()
+    sub = git("rev-parse", "HEAD", cwd=work).strip()
+    subprocess.run(["git", "update-index", "--add", "--cacheinfo", f"160000,{sub},vendored"], cwd=work, check=True)
+    subprocess.run(["git", "-c", "user.name=team", "-c", "user.email=team@example.com", "commit", "--quiet", "-m",
+                    "a submodule"], cwd=work, check=True)
+    git("push", "--quiet", str(served.root / "team" / "app.git"), "main", cwd=work)
+    with pytest.raises(UpstreamError, match="submodule"):
+        fetch_into_main(repo, upstream, main="main", **BOUNDS)
+    assert git("rev-parse", "main", cwd=repo).strip() == ours
+    assert git("for-each-ref", "refs/atrium", cwd=repo).strip() == ""  # nothing left to reach it by
+
+
+def test_what_goes_upstream_is_the_work_on_its_newest_tip_without_the_hubs_files(forge, tmp_path):
+    served, work = forge
+    repo, upstream = _diverged_room(served, work, tmp_path)
+    (repo / "feature.py").write_text("print('work')\n")
+    git("add", "--all", cwd=repo)
+    git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "the work", cwd=repo)
+    theirs = _team_commits(served, work, "theirs.txt", "meanwhile\n")  # the team moved on: still a fast-forward
+    exported = export_commit(repo, upstream, "main")
+    push(repo, upstream, exported, "main")
+    bare = served.root / "team" / "app.git"
+    assert git("rev-parse", "main^", cwd=bare).strip() == theirs
+    files = git("ls-tree", "-r", "--name-only", "main", cwd=bare).split()
+    assert {"feature.py", "theirs.txt", "app.py"} <= set(files) and not any(f.startswith(".atrium") for f in files)
+    assert "people's words" not in git("log", "-p", "main", cwd=bare)
+
+
+def test_a_forge_answering_oddly_or_not_at_all_is_a_forge_error(forge):
+    served, _work = forge
+    odd = forge_for("github", f"{served.url}/team/app.git", TOKEN, api_url=f"{served.url}/elsewhere")
+    with pytest.raises(ForgeError, match="refused \\(40"):
+        proposal_state(odd, 1)
+    gone = forge_for("github", "http://127.0.0.1:9/team/app.git", TOKEN, api_url="http://127.0.0.1:9/api/v3")
+    with pytest.raises(ForgeError, match="could not be reached"):
+        proposal_state(gone, 1)
+    control = forge_for("github", f"{served.url}/team/app.git", TOKEN, api_url=f"{served.url}/api/v3\x01")
+    with pytest.raises(ForgeError, match="could not be reached"):
+        proposal_state(control, 1)
+    assert TOKEN not in repr(odd)
+
+
+@pytest.mark.parametrize("kind", ["github", "gitlab"])
+def test_a_proposal_already_open_for_the_branch_is_found_not_refused(forge, kind):
+    served, _work = forge
+    api = f"{served.url}/api/v3" if kind == "github" else f"{served.url}/api/v4"
+    on_forge = forge_for(kind, f"{served.url}/team/app.git", TOKEN, api_url=api)
+    first = open_proposal(on_forge, head="atrium/session-5", base="main", title="T", body="B")
+    again = open_proposal(on_forge, head="atrium/session-5", base="main", title="T", body="B")  # a 422 / 409 first
+    assert again.number == first.number and len(served.proposals) == 1

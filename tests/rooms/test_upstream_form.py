@@ -37,6 +37,9 @@ def test_a_room_made_from_an_upstream_keeps_its_link_and_never_shows_the_token(c
     ({"upstream_url": "URL/team/app.git", "upstream_branch": "--upload-pack=x"}, "upstream_branch", "not a branch"),
     ({"upstream_url": "URL/team/app.git", "upstream_after_work": "propose"}, "upstream_forge", "name the forge"),
     ({"upstream_url": "URL/team/missing.git"}, "upstream_url", "could not be read"),
+    ({"upstream_url": "URL/team/app.git", "upstream_api_url": "https://elsewhere.example/api"}, "upstream_api_url",
+     "not a host"),
+    ({"upstream_url": "URL/team/app.git", "upstream_token": "with space"}, "upstream_token", "printable ASCII"),
 ])
 def test_a_refused_upstream_says_why_and_keeps_no_token_in_the_form(client, forge, settings, fields, field,  # noqa: F811
                                                                     says):
@@ -44,10 +47,10 @@ def test_a_refused_upstream_says_why_and_keeps_no_token_in_the_form(client, forg
     settings.ATRIUM_UPSTREAM_HOSTS = [served.url]
     client.force_login(make_user("ada"))
     fields = {name: value.replace("URL", served.url) for name, value in fields.items()}
-    page = _post(client, upstream_token=TOKEN, **fields)
+    page = _post(client, **{"upstream_token": TOKEN, **fields})
     assert page.status_code == 200 and not Room.objects.exists()
     assert says in " ".join(page.context["form"].errors.get(field, [])), page.context["form"].errors
-    assert TOKEN not in page.content.decode()
+    assert TOKEN not in page.content.decode() and "with space" not in page.content.decode()
 
 
 def test_without_allowed_hosts_the_form_offers_no_upstream(client, settings):

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import threading
+import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -103,8 +104,20 @@ class _Handler(BaseHTTPRequestHandler):
         gitlab = self.headers.get("PRIVATE-TOKEN") == self.forge.token
         if not (github or gitlab):
             return self._answer(401, {"message": "Bad credentials"})
+        if method == "GET" and (match := re.fullmatch(r"(?:/api/v3)?/repos/[^/]+/[^/]+/pulls\?state=open&head=[^:]+:(.+)",
+                                                        self.path)):
+            head = urllib.parse.unquote(match[1])
+            return self._answer(200, [p for p in self.forge.proposals.values()
+                                      if p.get("head") == head and p["state"] == "open"])
+        if method == "GET" and (match := re.fullmatch(r"/api/v4/projects/[^/]+/merge_requests\?state=opened&"
+                                                        r"source_branch=(.+)", self.path)):
+            head = urllib.parse.unquote(match[1])
+            return self._answer(200, [p for p in self.forge.proposals.values()
+                                      if p.get("source_branch") == head and p["state"] == "opened"])
         if method == "POST" and (match := re.fullmatch(r"(?:/api/v3)?/repos/([^/]+/[^/]+)/pulls", self.path)):
             asked = json.loads(body)
+            if any(p.get("head") == asked["head"] and p["state"] == "open" for p in self.forge.proposals.values()):
+                return self._answer(422, {"message": "Validation Failed: a pull request already exists"})
             number = len(self.forge.proposals) + 1
             self.forge.proposals[number] = {"number": number, "state": "open", "merged_at": None,
                                        "html_url": f"{self.forge.url}/{match[1]}/pull/{number}", **asked}
@@ -114,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._answer(200 if found else 404, found or {"message": "Not Found"})
         if method == "POST" and (match := re.fullmatch(r"/api/v4/projects/([^/]+)/merge_requests", self.path)):
             asked = json.loads(body)
+            if any(p.get("source_branch") == asked["source_branch"] and p["state"] == "opened"
+                   for p in self.forge.proposals.values()):
+                return self._answer(409, {"message": ["Another open merge request already exists"]})
             number = len(self.forge.proposals) + 1
             self.forge.proposals[number] = {"iid": number, "state": "opened",
                                        "web_url": f"{self.forge.url}/{match[1]}/-/merge_requests/{number}", **asked}

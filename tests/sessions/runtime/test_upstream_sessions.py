@@ -45,6 +45,7 @@ def forge(tmp_path, settings):
         yield served, team
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def _room(person, served, after_work: str):
@@ -125,7 +126,11 @@ def test_a_proposing_room_opens_a_pull_request_and_merges_nothing(person, forge,
     assert "proposed atrium/session-" in session.reason
     assert git("rev-parse", "main", cwd=repo).strip() == main_before  # nothing merged
     upstream_repo = served.root / "team" / "stats.git"
-    assert git("rev-parse", session.branch, cwd=upstream_repo).strip() == git("rev-parse", session.branch, cwd=repo).strip()
+    # The work alone, on the upstream's tip: no intent file of the room's goes out.
+    assert git("rev-parse", f"{session.branch}^", cwd=upstream_repo).strip() == \
+        git("rev-parse", "main", cwd=upstream_repo).strip()
+    proposed = git("diff", "--name-only", "main", session.branch, cwd=upstream_repo).split()
+    assert proposed == ["textstats.py"]
     proposal = SessionProposal.objects.get(session=session)
     opened = served.proposals[proposal.number]
     assert opened["head"] == session.branch and opened["base"] == "main" and opened["title"] == "Fix median"
@@ -153,3 +158,19 @@ def test_an_unreachable_upstream_leaves_the_session_to_work_on_main_as_it_is(per
     assert any("could not be brought in" in text and "refused the token" in text for text in said)
     assert any("could not be pushed to the upstream's main" in text for text in said)
     assert not any("revoked-" in text for text in said)
+
+
+def test_a_host_the_operator_no_longer_allows_is_not_reached(person, forge, settings):
+    served, team = forge
+    room, agent = _room(person, served, RoomUpstream.AfterWork.PUSH_MAIN)
+    settings.ATRIUM_UPSTREAM_HOSTS = []
+    _team_pushes(served, team, "LATER.md")
+    before = len(served.requests)
+    task = task_create(room=room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=agent, actor=person)
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    assert len(served.requests) == before  # not one request to it
+    said = [m.text for m in Message.objects.filter(room=room, kind=Message.Kind.SYSTEM)]
+    assert any("no longer reachable from this hub" in text for text in said)
