@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django.utils.text import Truncator
 
 from rooms.errors import RoomError
-from rooms.models import Membership, Message, Room, RoomAgent
+from rooms.models import Membership, Message, Room, RoomAgent, RoomUpstream
 from rooms.services import membership_remove
 
 
@@ -116,4 +116,19 @@ class RoomAgentAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(RoomUpstream)
+class RoomUpstreamAdmin(admin.ModelAdmin):
+    """A room's link to its upstream, read here. The token is never shown, not even to
+    staff: changing it is making the room again (or a shell)."""
+
+    list_display = ["room", "url", "branch", "after_work", "forge", "last_at"]
+    list_filter = ["after_work", "forge"]
+    search_fields = ["room__name", "room__slug", "url"]
+    exclude = ["token"]
+    readonly_fields = ["room", "url", "branch", "after_work", "forge", "api_url", "last_said", "last_at"]
+
+    def has_add_permission(self, request) -> bool:
         return False

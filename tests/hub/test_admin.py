@@ -12,7 +12,7 @@ from tests.rooms.factories import make_agent, make_room, make_user
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OUR_APPS = ("rooms", "agents")
-PROJECT_APPS = ("rooms", "agents", "observations")
+PROJECT_APPS = ("rooms", "agents", "observations", "remote")
 
 
 def test_every_model_of_the_project_is_registered_in_the_admin():
