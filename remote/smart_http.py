@@ -29,7 +29,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -75,9 +75,9 @@ def service_of(path: str, query: str) -> str | None:
     return path if path in (UPLOAD, RECEIVE) else None
 
 
-def push_commands(body: bytes) -> tuple[list[str], bytes]:
-    """A push's ref updates (``old new ref`` each) from the start of its body, and the
-    bytes they took: pkt-lines up to the first flush. Refused past COMMANDS_MAX of them or
+def push_commands(body: bytes) -> list[str]:
+    """A push's ref updates (``old new ref`` each) from the start of its body: pkt-lines
+    up to the first flush. Refused past COMMANDS_MAX of them or
     COMMANDS_MAX_BYTES, or when the body does not start as a push does."""
     commands, position = [], 0
     while True:
@@ -88,7 +88,7 @@ def push_commands(body: bytes) -> tuple[list[str], bytes]:
         except ValueError:
             raise Refused("Not a git push.") from None
         if length == 0:
-            return commands, body[:position + 4]
+            return commands
         if length < 4:
             raise Refused("Not a git push.")
         line = body[position + 4:position + length].split(b"\0", 1)[0].rstrip(b"\n").decode("utf-8", "replace")
@@ -144,7 +144,6 @@ class GitResponse:
     status: int
     headers: list[tuple[str, str]]
     body: AsyncIterator[bytes] | bytes
-    errors: list[bytes] = field(default_factory=list)
 
 
 _hooks_checked: set[Path] = set()
@@ -221,7 +220,7 @@ async def serve(git_dir: Path, request: GitRequest, *, push: Push | None = None)
     except BaseException:
         await _stop(process, helpers, errors)
         raise
-    return GitResponse(status=status, headers=headers, body=_rest(process, helpers, errors), errors=errors)
+    return GitResponse(status=status, headers=headers, body=_rest(process, helpers, errors))
 
 
 async def receive(git_dir: Path, request: GitRequest, push: Push) -> GitResponse:
@@ -235,7 +234,7 @@ async def receive(git_dir: Path, request: GitRequest, push: Push) -> GitResponse
             await process.wait()
     finally:
         await _stop(process, helpers, errors, grace=STOP_GRACE_SECONDS)
-    return GitResponse(status=status, headers=headers, body=body, errors=errors)
+    return GitResponse(status=status, headers=headers, body=body)
 
 
 async def _feed(process: asyncio.subprocess.Process, request: GitRequest) -> None:

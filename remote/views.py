@@ -89,7 +89,7 @@ def _git_request(request: HttpRequest, path: str, query: str, access: Access) \
         if encoding not in ("", "identity"):
             raise smart_http.Refused("git sends pushes uncompressed; this one was not.", 415)
         prefix = request.read(smart_http.COMMANDS_MAX_BYTES + 4)
-        commands, _taken = smart_http.push_commands(prefix)
+        commands = smart_http.push_commands(prefix)
         body = request
     return smart_http.GitRequest(
         method=request.method, path=path, query=query, content_type=request.content_type or "",

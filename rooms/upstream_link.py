@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 
 def link_of(room: Room) -> RoomUpstream | None:
-    return RoomUpstream.objects.filter(room=room).first()
+    return RoomUpstream.objects.select_related("room").filter(room=room).first()
 
 
 def _upstream(link: RoomUpstream) -> Upstream:
@@ -52,7 +52,9 @@ def _forge(link: RoomUpstream) -> forges.Forge:
     return forges.forge_for(link.forge, link.url, link.token, api_url=link.api_url)
 
 
-def _record(link: RoomUpstream, said: str) -> None:
+def _tell(link: RoomUpstream, said: str) -> None:
+    """Said in the room, and kept on the link as its last word."""
+    upstream_said(room=link.room, text=said)
     RoomUpstream.objects.filter(pk=link.pk).update(last_said=said[:500], last_at=timezone.now())
 
 
@@ -70,11 +72,10 @@ def bring_in(room: Room) -> str | None:
     except (UpstreamError, GitError, WorktreeError) as exc:
         said = f"The upstream could not be brought in ({_scrub(link, str(exc))}); {room.default_branch} stays " \
                "as the hub has it."
-        upstream_said(room=room, text=said)
+        _tell(link, said)
     else:
         if said != UP_TO_DATE:
-            upstream_said(room=room, text=f"Upstream: {said}.")
-    _record(link, said)
+            _tell(link, f"Upstream: {said}.")
     return said
 
 
@@ -94,8 +95,7 @@ def give_work(room: Room, *, branch: str) -> str | None:
         said = f"Upstream: {push(repo, upstream, exported, remote, force=not whole_main)}."
     except (UpstreamError, GitError) as exc:
         said = f"The work could not be pushed to the upstream's {remote}: {_scrub(link, str(exc))}"
-    upstream_said(room=room, text=said)
-    _record(link, said)
+    _tell(link, said)
     return said
 
 
@@ -122,12 +122,10 @@ def propose(room: Room, *, branch: str, title: str, body: str) -> forges.Proposa
         proposal = forges.open_proposal(forge, head=branch, base=link.branch, title=title, body=body)
     except (UpstreamError, GitError, forges.ForgeError, ValueError) as exc:
         said = f"The work could not be proposed upstream: {_scrub(link, str(exc))}"
-        upstream_said(room=room, text=said)
-        _record(link, said)
+        _tell(link, said)
         return None
     said = f"Upstream: proposed {branch} as {proposal.url}."
-    upstream_said(room=room, text=said)
-    _record(link, said)
+    _tell(link, said)
     return proposal
 
 

@@ -34,6 +34,16 @@ def _commit(run, clone: Path, name: str, text: str, message: str = "a change") -
     return run("rev-parse", "HEAD", cwd=clone).stdout.strip()
 
 
+def _refused(run, clone: Path, room, start: str, *push_args: str, says: str) -> None:
+    """The push fails saying ``says``, and the room is as it was: main where it was, its
+    checkout clean."""
+    done = run("push", "origin", *push_args, cwd=clone, check=False)
+    assert done.returncode != 0, done.stderr
+    assert says in done.stderr, done.stderr
+    assert _tip(room) == start
+    assert git("status", "--porcelain", cwd=Path(room.repo_path)).strip() == ""
+
+
 @pytest.fixture
 def team(tmp_path):
     owner, viewer, stranger = make_user("ada"), make_user("vic"), make_user("sam")
@@ -157,11 +167,7 @@ def test_pushes_that_would_change_the_room_in_ways_it_forbids_are_refused(daphne
     start = _tip(room)
 
     def refused(*push_args: str, says: str) -> None:
-        done = run("push", "origin", *push_args, cwd=clone, check=False)
-        assert done.returncode != 0, done.stderr
-        assert says in done.stderr, done.stderr
-        assert _tip(room) == start
-        assert git("status", "--porcelain", cwd=repo).strip() == ""
+        _refused(run, clone, room, start, *push_args, says=says)
 
     # main is never rewritten: a commit beside it, forced
     run("checkout", "--quiet", "-b", "beside", "main", cwd=clone)
@@ -212,9 +218,7 @@ def test_names_kinds_and_content_no_push_may_bring(daphne_server, team, tmp_path
     start = _tip(room)
 
     def refused(*push_args: str, says: str) -> None:
-        done = run("push", "origin", *push_args, cwd=clone, check=False)
-        assert done.returncode != 0 and says in done.stderr, done.stderr
-        assert _tip(room) == start
+        _refused(run, clone, room, start, *push_args, says=says)
 
     refused("main:refs/tags/main", says="a branch has that name")  # would stand for main to the hub
     refused("main:refs/heads/atrium", says="read-only for people")
