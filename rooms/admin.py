@@ -7,6 +7,7 @@ from django.utils.text import Truncator
 
 from rooms.errors import RoomError
 from rooms.models import Membership, Message, Room, RoomAgent, RoomUpstream
+from rooms.repository.ssh import scan_host_keys, ssh_address
 from rooms.services import membership_remove
 
 
@@ -121,14 +122,30 @@ class RoomAgentAdmin(admin.ModelAdmin):
 
 @admin.register(RoomUpstream)
 class RoomUpstreamAdmin(admin.ModelAdmin):
-    """A room's link to its upstream, read here. The token is never shown, not even to
-    staff: changing it is making the room again (or a shell)."""
+    """A room's link to its upstream, read here. The token and the deploy key's private
+    half are never shown, not even to staff: changing them is making the room again (or
+    a shell). A forge that changed its SSH host key is scanned again by an action."""
 
     list_display = ["room", "url", "branch", "after_work", "forge", "last_at"]
     list_filter = ["after_work", "forge"]
     search_fields = ["room__name", "room__slug", "url"]
-    exclude = ["token"]
-    readonly_fields = ["room", "url", "branch", "after_work", "forge", "api_url", "last_said", "last_at"]
+    exclude = ["token", "deploy_key", "known_hosts"]
+    readonly_fields = ["room", "url", "branch", "after_work", "forge", "api_url", "last_said", "last_at",
+                       "public_key", "host_key_fingerprints"]
+    actions = ["scan_host_keys_again"]
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    @admin.action(description="Scan the SSH host's keys again (after the forge changed them)")
+    def scan_host_keys_again(self, request: HttpRequest, queryset: QuerySet[RoomUpstream]) -> None:
+        for link in queryset:
+            if (address := ssh_address(link.url)) is None:
+                continue
+            try:
+                link.known_hosts = scan_host_keys(address)
+            except ValueError as exc:
+                self.message_user(request, f"{link.room}: {exc}", messages.ERROR)
+                continue
+            link.save(update_fields=["known_hosts"])
+            self.message_user(request, f"{link.room}: {', '.join(link.host_key_fingerprints)}")

@@ -13,6 +13,8 @@ from urllib.parse import quote, urlsplit
 
 import httpx2
 
+from rooms.repository.ssh import ssh_address
+
 TIMEOUT_SECONDS = 30
 FORGES = ("github", "gitlab")
 
@@ -46,11 +48,15 @@ def forge_for(kind: str, repository_url: str, token: str, api_url: str = "") -> 
     forge keeps it unless ``api_url`` says otherwise (an enterprise install)."""
     if kind not in FORGES:
         raise ValueError(f"Proposals are opened on {' or '.join(FORGES)}.")
-    parts = urlsplit(repository_url)
-    project = parts.path.strip("/").removesuffix(".git")
+    if address := ssh_address(repository_url):  # the forge's web side is HTTPS on the same host
+        host, origin, path = address.host, f"https://{address.host}", address.path
+    else:
+        parts = urlsplit(repository_url)
+        host, origin, path = parts.hostname, f"{parts.scheme}://{parts.netloc}", parts.path
+    project = path.strip("/").removesuffix(".git")
     if not api_url:
-        api_url = "https://api.github.com" if kind == "github" and parts.hostname == "github.com" else \
-            f"{parts.scheme}://{parts.netloc}" + ("/api/v3" if kind == "github" else "/api/v4")
+        api_url = "https://api.github.com" if kind == "github" and host == "github.com" else \
+            origin + ("/api/v3" if kind == "github" else "/api/v4")
     return Forge(kind=kind, api_url=api_url.rstrip("/"), project=project, token=token)
 
 

@@ -17,6 +17,7 @@ from rooms.repository.prepare import (
     check_clone_source,
     clone_roots_text,
 )
+from rooms.repository.ssh import new_deploy_key, scan_host_keys, ssh_address
 from rooms.repository.upstream import Upstream, check_branch_name, check_upstream_url
 
 
@@ -43,13 +44,14 @@ class RoomCreateForm(forms.Form):
     )
     upstream_url = forms.CharField(
         label="Upstream repository URL", max_length=500, required=False,
-        help_text="Where the team's code lives, e.g. `https://github.com/org/repo.git`; fetched before each "
-                  "session starts.")
+        help_text="Where the team's code lives, e.g. `https://github.com/org/repo.git` (with a token) or "
+                  "`git@github.com:org/repo.git` (the room gets a deploy key of its own to add to the repository); "
+                  "fetched before each session starts.")
     upstream_branch = forms.CharField(label="Upstream branch", max_length=100, required=False, initial="main")
     upstream_token = forms.CharField(
         label="Upstream token", max_length=300, required=False, widget=forms.PasswordInput(render_value=False),
-        help_text="A token that may read and push the repository (and open pull requests when proposing). "
-                  "Kept by the hub alone: no page shows it again, no agent sees it.")
+        help_text="A token that may read and push the repository (and open pull requests when proposing; over "
+                  "SSH, only for that). Kept by the hub alone: no page shows it again, no agent sees it.")
     upstream_after_work = forms.ChoiceField(label="After a session's work", required=False,
                                             choices=RoomUpstream.AfterWork.choices,
                                             initial=RoomUpstream.AfterWork.PUSH_MAIN)
@@ -125,8 +127,17 @@ class RoomCreateForm(forms.Form):
             except ValueError as exc:
                 self.add_error("upstream_api_url", str(exc))
                 return NewRepository()
+        deploy_key = known_hosts = ""
+        if (address := ssh_address(url)) is not None:
+            try:
+                known_hosts = scan_host_keys(address)
+            except ValueError as exc:
+                self.add_error("upstream_url", str(exc))
+                return NewRepository()
+            deploy_key = new_deploy_key()
         return UpstreamRepository(upstream=Upstream(url=url, branch=branch, token=token,
-                                                    max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES),
+                                                    max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES,
+                                                    deploy_key=deploy_key, known_hosts=known_hosts),
                                   after_work=after_work, forge=forge, api_url=api_url)
 
     def _bundle(self, upload) -> NewRepository | BundleRepository:

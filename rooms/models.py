@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from agents.models import AgentProfile
+from rooms.repository.ssh import fingerprints, public_half
 
 
 class Room(models.Model):
@@ -120,8 +121,8 @@ class RoomAgent(models.Model):
 class RoomUpstream(models.Model):
     """Where a room's code lives outside the hub: a repository on a forge, fetched before
     each session starts and given the room's work after it (rooms/repository/upstream.py,
-    rooms/upstream_link.py). The token is the hub's alone: no page shows it, no agent or
-    sandbox sees it, no message carries it."""
+    rooms/upstream_link.py). The token and the deploy key's private half are the hub's
+    alone: no page shows them, no agent or sandbox sees them, no message carries them."""
 
     class AfterWork(models.TextChoices):
         PUSH_MAIN = "push_main", "Merge into main and push main to the upstream"
@@ -142,6 +143,17 @@ class RoomUpstream(models.Model):
     api_url = models.CharField(max_length=300, blank=True)  # an enterprise forge's API; empty: the forge's own
     last_said = models.CharField(max_length=500, blank=True)  # what the last fetch or push came to
     last_at = models.DateTimeField(null=True, blank=True)
+    deploy_key = models.TextField(blank=True)  # SSH: the room's private key, the hub's alone
+    known_hosts = models.TextField(blank=True)  # SSH: the host's keys as scanned when the room was linked
 
     def __str__(self) -> str:
         return f"{self.room} ← {self.url} ({self.branch})"
+
+    @property
+    def public_key(self) -> str:
+        """The deploy key's public half, for the forge (empty for an HTTPS link)."""
+        return public_half(self.deploy_key, f"atrium-room-{self.room.slug}") if self.deploy_key else ""
+
+    @property
+    def host_key_fingerprints(self) -> list[str]:
+        return fingerprints(self.known_hosts)

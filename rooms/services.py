@@ -76,7 +76,9 @@ def room_create(
             if isinstance(source, UpstreamRepository):
                 RoomUpstream.objects.create(room=room, url=source.upstream.url, branch=source.upstream.branch,
                                             token=source.upstream.token, after_work=source.after_work,
-                                            forge=source.forge, api_url=source.api_url)
+                                            forge=source.forge, api_url=source.api_url,
+                                            deploy_key=source.upstream.deploy_key,
+                                            known_hosts=source.upstream.known_hosts)
             _post_system(room=room, actor=owner, text=f"{owner.get_username()} created the room.")
             prepared.install(target)
     except IntegrityError as exc:

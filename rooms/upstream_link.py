@@ -40,7 +40,8 @@ def _upstream(link: RoomUpstream) -> Upstream:
         check_upstream_url(link.url, settings.ATRIUM_UPSTREAM_HOSTS)
     except ValueError as exc:
         raise UpstreamError(f"the upstream is no longer reachable from this hub: {exc}") from None
-    return Upstream(url=link.url, branch=link.branch, token=link.token, max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES)
+    return Upstream(url=link.url, branch=link.branch, token=link.token, max_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES,
+                    deploy_key=link.deploy_key, known_hosts=link.known_hosts)
 
 
 def _forge(link: RoomUpstream) -> forges.Forge:
@@ -58,9 +59,10 @@ def _tell(link: RoomUpstream, said: str) -> None:
     RoomUpstream.objects.filter(pk=link.pk).update(last_said=said[:500], last_at=timezone.now())
 
 
-def bring_in(room: Room) -> str | None:
+def bring_in(room: Room, *, tell_unchanged: bool = False) -> str | None:
     """Fetch the upstream and bring it into main; what happened, or None for a room
-    with no upstream. Told to the room unless nothing changed."""
+    with no upstream. Told to the room unless nothing changed (or ``tell_unchanged``:
+    a person asked)."""
     link = link_of(room)
     if link is None:
         return None
@@ -76,6 +78,8 @@ def bring_in(room: Room) -> str | None:
     else:
         if said != UP_TO_DATE:
             _tell(link, f"Upstream: {said}.")
+        elif tell_unchanged:
+            _tell(link, f"Upstream: {room.default_branch} is already {UP_TO_DATE}.")
     return said
 
 

@@ -22,6 +22,7 @@ from django.conf import settings
 from rooms.errors import RoomError
 from rooms.repository.git import GitError, git
 from rooms.repository.imported import ImportRefused, refuse_hostile_content
+from rooms.repository.ssh import SshAddress
 from rooms.repository.upstream import Upstream, UpstreamError, clone
 
 DEFAULT_BRANCH = "main"
@@ -280,15 +281,18 @@ def _build(workdir: Path, source: RepositorySource) -> None:
                             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache"))
             git("add", "--all", cwd=workdir)
             _initial_commit(workdir)
+        case NewRepository() | UpstreamRepository(upstream=Upstream(ssh=SshAddress())):
+            # An SSH upstream's deploy key is new: its forge knows it only once a person
+            # has added it. The room starts empty and takes the upstream's files at its
+            # first fetch.
+            git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
+            _initial_commit(workdir, "--allow-empty")
         case UpstreamRepository(upstream=upstream):
             try:
                 clone(upstream, workdir)
             except UpstreamError as exc:
                 raise RoomError(f"The upstream could not be read: {exc}", code="repo") from None
             _check_out_if_acceptable(workdir)
-        case NewRepository():
-            git("init", "--quiet", "--initial-branch", DEFAULT_BRANCH, cwd=workdir)
-            _initial_commit(workdir, "--allow-empty")
 
 
 def _check_out_if_acceptable(workdir: Path) -> None:

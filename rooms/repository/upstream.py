@@ -1,12 +1,15 @@
-"""A room's upstream: the repository the team's code lives in (on a forge, over HTTPS),
-fetched before a session starts and pushed to after the hub merges.
+"""A room's upstream: the repository the team's code lives in (on a forge, over HTTPS or
+SSH), fetched before a session starts and pushed to after the hub merges.
 
-Its token reaches git only as an ``Authorization`` header in git's environment
-(``GIT_CONFIG_*``: not on a command line, not in the repository's config), for this one
-git and the one URL; git follows no redirect with it, speaks no other protocol, and what
-git says is scrubbed of it before anyone reads it. Hosts are the operator's to allow
-(``ATRIUM_UPSTREAM_HOSTS``): ``github.com`` allows HTTPS there, ``http://host:port`` that
-exact plain-HTTP origin (a forge inside the network).
+Over HTTPS its token reaches git only as an ``Authorization`` header in git's
+environment (``GIT_CONFIG_*``: not on a command line, not in the repository's config),
+for this one git and the one URL; over SSH, the room's deploy key reaches only the one
+``ssh`` git starts (rooms/repository/ssh.py), which meets only the host keys recorded
+when the room was linked. git follows no redirect, speaks no other protocol, and what
+git says is scrubbed of the token before anyone reads it. Hosts are the operator's to
+allow (``ATRIUM_UPSTREAM_HOSTS``): ``github.com`` allows HTTPS and SSH (port 22) there,
+``http://host:port`` that exact plain-HTTP origin (a forge inside the network),
+``ssh://host:port`` SSH on that port.
 
 What a fetch brings is held to what an import is (no submodule, no nested ``.git``, no
 checkout past the bounds, ``.atrium/`` as main has it) before main moves, and main only
@@ -27,6 +30,7 @@ from urllib.parse import urlsplit
 from rooms.repository.git import GitError, git
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.pushes import content_refusal
+from rooms.repository.ssh import SshAddress, ssh_address, ssh_command
 from rooms.repository.worktrees import HUB_OWNED, advance_main, worktree_merge
 
 FETCHED = "refs/atrium/upstream"
@@ -43,12 +47,18 @@ class UpstreamError(RuntimeError):
 class Upstream:
     url: str
     branch: str
-    token: str = field(default="", repr=False)
+    token: str = field(default="", repr=False)  # HTTPS: for git and the forge; SSH: for the forge alone
     max_bytes: int = 200 * 1024 * 1024  # no file git writes for it (a pack) grows past this
+    deploy_key: str = field(default="", repr=False)  # SSH: the room's private key (OpenSSH format)
+    known_hosts: str = ""  # SSH: the host's keys, as scanned when the room was linked
+
+    @property
+    def ssh(self) -> SshAddress | None:
+        return ssh_address(self.url)
 
     @property
     def host(self) -> str:
-        return urlsplit(self.url).netloc
+        return self.ssh.host if self.ssh else urlsplit(self.url).netloc
 
     def scrub(self, text: str) -> str:
         if self.token:
@@ -60,9 +70,16 @@ def check_upstream_url(url: str, allowed: list[str]) -> str:
     """``url`` if it names a repository on a host the operator allows; ValueError saying
     what to change otherwise."""
     url = url.strip()
+    if (address := ssh_address(url)) is not None:
+        if not any(entry == address.origin if "://" in entry else address.port == 22 and address.host == entry
+                   for entry in allowed):
+            raise ValueError(f"{address.host} (SSH, port {address.port}) is not a host this hub may reach "
+                             f"(its operator allows: {', '.join(allowed) or 'none'}).")
+        return url
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ValueError("An upstream is an https:// URL of a repository (e.g. https://github.com/org/repo.git).")
+        raise ValueError("An upstream is an https:// or SSH URL of a repository (e.g. https://github.com/org/repo.git "
+                         "or git@github.com:org/repo.git).")
     if parts.username or parts.password:
         raise ValueError("Put no credentials in the URL: give the token in its own field.")
     if parts.query or parts.fragment or parts.path.strip("/") == "":
@@ -87,25 +104,39 @@ def _basic(token: str) -> str:
     return base64.b64encode(f"x-access-token:{token}".encode()).decode()
 
 
-def _config(upstream: Upstream) -> tuple[tuple[str, str], ...]:
-    scheme = urlsplit(upstream.url).scheme
-    config = [("protocol.allow", "never"), (f"protocol.{scheme}.allow", "always"),
-              ("http.followRedirects", "false"), ("credential.helper", ""), ("transfer.fsckObjects", "true"),
-              ("transfer.bundleURI", "false")]
+@contextlib.contextmanager
+def _transport(upstream: Upstream) -> Iterator[tuple[tuple[str, str], ...]]:
+    """The settings of one git that talks to the upstream, and nothing else."""
+    config = [("protocol.allow", "never"), ("http.followRedirects", "false"), ("credential.helper", ""),
+              ("transfer.fsckObjects", "true"), ("transfer.bundleURI", "false")]
+    if upstream.ssh is not None:
+        with ssh_command(upstream.deploy_key, upstream.known_hosts, TIMEOUT_SECONDS) as command:
+            yield (*config, ("protocol.ssh.allow", "always"), ("core.sshCommand", command))
+        return
+    config.append((f"protocol.{urlsplit(upstream.url).scheme}.allow", "always"))
     if upstream.token:
         config.append(("http.extraHeader", f"Authorization: Basic {_basic(upstream.token)}"))
-    return tuple(config)
+    yield tuple(config)
 
 
 def _git(upstream: Upstream, *args: str, cwd: Path) -> str:
     try:
-        return git(*args, cwd=cwd, timeout=TIMEOUT_SECONDS, config=_config(upstream),
-                   max_file_bytes=upstream.max_bytes)
+        with _transport(upstream) as config:
+            return git(*args, cwd=cwd, timeout=TIMEOUT_SECONDS, config=config, max_file_bytes=upstream.max_bytes)
     except GitError as exc:
-        said = exc.stderr or str(exc)
-        if "could not read Username" in said or "Authentication failed" in said:
-            said = f"{upstream.host} refused the token (it needs to read, and push to, {upstream.url})"
-        raise UpstreamError(upstream.scrub(said)) from None
+        raise UpstreamError(upstream.scrub(_refusal(upstream, exc.stderr or str(exc)))) from None
+
+
+def _refusal(upstream: Upstream, said: str) -> str:
+    if "could not read Username" in said or "Authentication failed" in said:
+        return f"{upstream.host} refused the token (it needs to read, and push to, {upstream.url})"
+    if "Permission denied (publickey" in said:
+        return (f"{upstream.host} refused the room's deploy key: add its public half to the repository as a "
+                "deploy key with write access")
+    if "Host key verification failed" in said or "REMOTE HOST IDENTIFICATION HAS CHANGED" in said:
+        return (f"{upstream.host} did not show the host key recorded when the room was linked (if the forge "
+                "changed its key, an administrator scans it again in the admin panel)")
+    return said
 
 
 def clone(upstream: Upstream, workdir: Path) -> None:
@@ -128,6 +159,9 @@ def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_b
         main_tip = git("rev-parse", "--verify", f"refs/heads/{main}^{{commit}}", cwd=repo).strip()
         if fetched == main_tip or _is_ancestor(repo, fetched, main_tip):
             return UP_TO_DATE
+        if not git("merge-base", main_tip, fetched, cwd=repo, check=False).strip():
+            return _first_fetch(repo, upstream, fetched, main=main, main_tip=main_tip,
+                                bounds=(max_checkout_bytes, max_checkout_files))
         if reason := content_refusal(repo, fetched, shown=f"the upstream's {upstream.branch}", main_tip=main_tip,
                                      bounds=(max_checkout_bytes, max_checkout_files)):
             raise UpstreamError(reason)
@@ -144,6 +178,27 @@ def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_b
         return (f"the upstream's {upstream.branch} does not merge into {main} cleanly "
                 f"({', '.join(merged.conflicts) or merged.detail}): {main} stays as it is")
     return f"{main} took in the upstream's {upstream.branch} ({count} commits, merged as {merged.main_after[:10]})"
+
+
+def _first_fetch(repo: Path, upstream: Upstream, fetched: str, *, main: str, main_tip: str,
+                 bounds: tuple[int, int]) -> str:
+    """A room linked before its upstream could be read (over SSH, its deploy key not yet
+    on the forge) holds nothing but the hub's own files: main takes the upstream's files,
+    keeping the room's ``.atrium/`` (the upstream's is not the hub's), in a commit whose
+    parents are both histories. Any other main with no history in common is refused."""
+    if git("ls-tree", "--name-only", main_tip, cwd=repo).split() not in ([], [HUB_OWNED]):
+        raise UpstreamError(f"the upstream's {upstream.branch} shares no history with {main}")
+    if reason := content_refusal(repo, fetched, shown=f"the upstream's {upstream.branch}", main_tip="",
+                                 bounds=bounds):
+        raise UpstreamError(reason)
+    tree = _with_hub_files_of(repo, fetched, main_tip)
+    joined = git("commit-tree", tree, "-p", main_tip, "-p", fetched, "-m", f"The upstream's {upstream.branch}",
+                 cwd=repo).strip()
+    with room_repo_lock(repo):
+        if git("rev-parse", f"refs/heads/{main}", cwd=repo).strip() != main_tip:
+            raise UpstreamError(f"{main} moved while the upstream was read; it is read again next time")
+        advance_main(repo, main_tip, joined, main)
+    return f"{main} now holds the upstream's {upstream.branch} ({fetched[:10]})"
 
 
 @contextlib.contextmanager
@@ -171,16 +226,22 @@ def export_commit(repo: Path, upstream: Upstream, branch: str) -> str:
         tree, _, conflicts = merged.partition("\0")
         if conflicts.strip("\0") or not tree.strip():
             raise UpstreamError(f"{branch} does not merge into the upstream's {upstream.branch} cleanly")
-        with tempfile.TemporaryDirectory() as scratch:
-            index = Path(scratch) / "index"
-            git("read-tree", tree.strip(), cwd=repo, index_file=index)
-            git("rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", HUB_OWNED, cwd=repo, index_file=index)
-            if git("ls-tree", tip, "--", HUB_OWNED, cwd=repo).strip():  # the upstream's own, kept as it is
-                git("read-tree", f"--prefix={HUB_OWNED}/", f"{tip}:{HUB_OWNED}", cwd=repo, index_file=index)
-            exported = git("write-tree", cwd=repo, index_file=index).strip()
+        exported = _with_hub_files_of(repo, tree.strip(), tip)  # the upstream's own .atrium/, kept as it is
         subject = git("log", "-1", "--format=%s", f"refs/heads/{branch}", cwd=repo).strip()
         return git("-c", "commit.gpgsign=false", "commit-tree", exported, "-p", tip, "-m", subject,
                    cwd=repo).strip()
+
+
+def _with_hub_files_of(repo: Path, tree: str, other: str) -> str:
+    """``tree`` with the ``.atrium/`` folder of commit ``other`` in place of its own (none
+    where ``other`` has none): a tree written to the repository, by id."""
+    with tempfile.TemporaryDirectory() as scratch:
+        index = Path(scratch) / "index"
+        git("read-tree", tree, cwd=repo, index_file=index)
+        git("rm", "-r", "--cached", "--quiet", "--ignore-unmatch", "--", HUB_OWNED, cwd=repo, index_file=index)
+        if git("ls-tree", other, "--", HUB_OWNED, cwd=repo).strip():
+            git("read-tree", f"--prefix={HUB_OWNED}/", f"{other}:{HUB_OWNED}", cwd=repo, index_file=index)
+        return git("write-tree", cwd=repo, index_file=index).strip()
 
 
 def push(repo: Path, upstream: Upstream, local: str, remote_branch: str, *, force: bool = False) -> str:

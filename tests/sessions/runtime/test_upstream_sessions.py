@@ -18,6 +18,7 @@ from hub.management.commands.seed_demo import DEMO_RULES
 from rooms.models import Message, RoomAgent, RoomUpstream
 from rooms.repository.git import git
 from rooms.repository.prepare import UpstreamRepository
+from rooms.repository.ssh import new_deploy_key, scan_host_keys, ssh_address
 from rooms.repository.upstream import Upstream
 from rooms.services import room_create
 from sessions.models import ApprovalRule, Observation, SessionEvent, SessionProposal
@@ -25,6 +26,7 @@ from sessions.services.lifecycle import session_start
 from sessions.services.tasks import task_create
 from sessions.worker.run import run_session
 from tests.rooms import upstream_server
+from tests.rooms.ssh_server import ssh_server  # noqa: F401 (the fixture)
 from tests.session_fixtures import DEMO_REPO
 
 TOKEN = "forge-token-" + "t0k3n" * 6
@@ -48,12 +50,12 @@ def forge(tmp_path, settings):
         server.server_close()
 
 
-def _room(person, served, after_work: str):
+def _room(person, served, after_work: str, source: UpstreamRepository | None = None):
+    source = source or UpstreamRepository(upstream=Upstream(url=f"{served.url}/team/stats.git", branch="main",
+                                                            token=TOKEN),
+                                          after_work=after_work, forge="github", api_url=f"{served.url}/api/v3")
     room = room_create(owner=person, name=f"Upstream {after_work}", check_command="python -m pytest -q",
-                       source=UpstreamRepository(upstream=Upstream(url=f"{served.url}/team/stats.git", branch="main",
-                                                                   token=TOKEN),
-                                                 after_work=after_work, forge="github",
-                                                 api_url=f"{served.url}/api/v3"))
+                       source=source)
     agent = AgentProfile.objects.create(name="fixer", model="replay:demo-fix-median.json", context_window=32_000,
                                         output_budget=2_000)
     RoomAgent.objects.create(room=room, agent=agent)
@@ -73,18 +75,19 @@ def _team_pushes(served, team: Path, name: str) -> str:
     return git("rev-parse", "HEAD", cwd=team).strip()
 
 
-def _nowhere_but_its_row(room, caplog, pages: list[str]) -> None:
-    assert RoomUpstream.objects.get(room=room).token == TOKEN
-    assert not any(TOKEN in m.text for m in Message.objects.filter(room=room))
-    assert not any(TOKEN in str(e.payload) for e in SessionEvent.objects.filter(session__task__room=room))
-    assert TOKEN not in caplog.text
-    assert all(TOKEN not in page for page in pages)
+def _nowhere_but_its_row(room, caplog, pages: list[str], secret: str = TOKEN,
+                         stored=lambda link: link.token) -> None:
+    assert secret in stored(RoomUpstream.objects.get(room=room)).replace("\n", "")
+    assert not any(secret in m.text for m in Message.objects.filter(room=room))
+    assert not any(secret in str(e.payload) for e in SessionEvent.objects.filter(session__task__room=room))
+    assert secret not in caplog.text
+    assert all(secret not in page for page in pages)
     # Nothing the agent ran or read (every tool result, the sandbox's included) carries it.
     observed = Observation.objects.filter(session__task__room=room)
-    assert observed.exists() and not any(TOKEN.encode() in o.blob.data for o in observed)
+    assert observed.exists() and not any(secret.encode() in o.blob.data for o in observed)
     repo = Path(room.repo_path)
-    assert TOKEN not in (repo / ".git" / "config").read_text()
-    assert TOKEN not in git("log", "--all", "-p", "--format=%B", cwd=repo)
+    assert secret not in (repo / ".git" / "config").read_text()
+    assert secret not in git("log", "--all", "-p", "--format=%B", cwd=repo)
 
 
 def test_a_session_starts_from_the_teams_newest_work_and_its_merge_goes_back(person, forge, caplog, tmp_path):
@@ -174,3 +177,39 @@ def test_a_host_the_operator_no_longer_allows_is_not_reached(person, forge, sett
     assert len(served.requests) == before  # not one request to it
     said = [m.text for m in Message.objects.filter(room=room, kind=Message.Kind.SYSTEM)]
     assert any("no longer reachable from this hub" in text for text in said)
+
+
+def test_a_room_linked_over_ssh_works_from_the_teams_code_and_its_key_stays_in_its_row(person, tmp_path, settings,
+                                                                                      ssh_server, caplog):  # noqa: F811
+    """The room's first fetch comes with its first session (main then holds only the
+    task's intent file); the deploy key's private half is nowhere else."""
+    caplog.set_level(logging.DEBUG)
+    team = tmp_path / "team"
+    shutil.copytree(DEMO_REPO, team)
+    git("init", "--quiet", "--initial-branch", "main", cwd=team)
+    git("add", "--all", cwd=team)
+    git("-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "the team's code", cwd=team)
+    bare = tmp_path / "forge" / "stats.git"
+    git("clone", "--quiet", "--bare", str(team), str(bare), cwd=tmp_path)
+    settings.ATRIUM_UPSTREAM_HOSTS = [f"ssh://127.0.0.1:{ssh_server.port}"]
+    url = ssh_server.url(bare)
+    upstream = Upstream(url=url, branch="main", deploy_key=new_deploy_key(),
+                        known_hosts=scan_host_keys(ssh_address(url)))
+    room, agent = _room(person, None, RoomUpstream.AfterWork.PUSH_MAIN,
+                        source=UpstreamRepository(upstream=upstream, after_work=RoomUpstream.AfterWork.PUSH_MAIN))
+    ssh_server.authorize(RoomUpstream.objects.get(room=room).public_key)
+    task = task_create(room=room, actor=person, title="Fix median", objective="Make the tests pass")
+    session = session_start(task=task, agent=agent, actor=person)
+    assert run_session(session.pk) == "ran"
+    session.refresh_from_db()
+    assert session.state == "succeeded", session.reason
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in git("show", "main:textstats.py", cwd=bare)
+    assert git("ls-tree", "main", "--", ".atrium", cwd=bare) == ""  # the intent file stays in the room
+    said = [m.text for m in Message.objects.filter(room=room, kind=Message.Kind.SYSTEM)]
+    assert any("now holds the upstream's main" in text for text in said)
+    assert any("pushed to the upstream's main" in text for text in said)
+    client = Client()
+    client.force_login(person)
+    pages = [client.get(f"/rooms/{room.slug}/").content.decode(), client.get(f"/sessions/{session.pk}/").content.decode()]
+    secret = "".join(line for line in upstream.deploy_key.splitlines() if "PRIVATE KEY" not in line)
+    _nowhere_but_its_row(room, caplog, pages, secret=secret[:40], stored=lambda link: link.deploy_key)
