@@ -65,7 +65,9 @@ from sessions.ledger.state_store import gateway_state_read, gateway_state_save
 from sessions.models import Session, Task
 from sessions.runtime import states
 from sessions.runtime.delivery import chat_cursor_after, deliver_inputs
+from sessions.runtime.file_changes import WRITTEN
 from sessions.runtime.loop_state import RuntimeState
+from sessions.runtime.write_watch import FILE_CHANGED
 from sessions.selectors import session_lengths
 from sessions.services.records import unit_records_save
 from sessions.services.talk import agent_mentions_mark_delivered
@@ -262,6 +264,10 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                       "tokens": obs.source.tokens, "preview": obs.source.text[:400]}
             results.append((result, obs))
             events.append(("tool.result", result))
+            # The client ran the tool: what it wrote is known only from the call itself.
+            events.extend((FILE_CHANGED, {"step": ctx.step, "call_id": obs.call_id, "path": path, "kind": WRITTEN,
+                                          "sha256": "", "old_path": "", "inferred": True})
+                          for path in obs.source.written)
     # Steers, chat that mentions the agent, other agents' posts: as a worker's boundary takes them.
     runtime = RuntimeState.from_dict(session.runtime_state)
     taken_inputs = inputs.pending_inputs(session, chat_after=runtime.chat_cursor)

@@ -199,7 +199,8 @@ class ScenarioRun:
             head = git("rev-parse", "--verify", "--quiet", f"refs/heads/{session.branch}", cwd=repo,
                        check=False).strip()
             if head:
-                changed = tuple(p for p in git("diff", "--name-only", self.base, head, cwd=repo).splitlines() if p)
+                changed = tuple(p for p in git("diff", "--name-only", "--no-renames", self.base, head, cwd=repo)
+                                .splitlines() if p)
                 for path in changed:
                     text = git("show", f"{head}:{path}", cwd=repo, check=False)
                     files[path] = text

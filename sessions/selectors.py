@@ -26,7 +26,9 @@ from sessions.models import (
     Task,
 )
 from sessions.runtime import states
+from sessions.runtime.file_changes import paths_changed
 from sessions.runtime.mentions import MentionOutcome, mentioned, post_note
+from sessions.runtime.write_watch import FILE_CHANGED
 
 LOOP_SUSPECTED = "loop.suspected"
 
@@ -212,9 +214,14 @@ def session_lengths(agent: AgentProfile, model: str) -> list[int]:
 
 
 def session_files_touched(session: Session) -> list[str]:
-    """The files the session changed, from its records (every segment's writes and
-    edits, as the gateway's file notes keep them): the hub's answer to "which files
-    did you touch?"."""
+    """The files the session changed: the hub's answer to "which files did you touch?",
+    from its record of changes (``file.changed`` events: each write, by a tool or by a
+    command, and the gateway endpoint's inferred ones); for a session from before that
+    record was kept, from the gateway's file notes."""
+    records = list(SessionEvent.objects.filter(session=session, kind=FILE_CHANGED).order_by("seq")
+                   .values_list("payload", flat=True))
+    if records:
+        return paths_changed(records)
     files = session_gateway_state(session).get("files", ())
     return sorted(note["path"] for note in files if note.get("written"))
 

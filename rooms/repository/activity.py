@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import GitError, git
-from rooms.repository.worktrees import HUB_OWNED, Worktree, WorktreeError, _admin_dir
+from rooms.repository.worktrees import HUB_OWNED, Worktree, WorktreeError, admin_dir
 
 _RECORD, _FIELD = "\x1e", "\x1f"
 
@@ -42,7 +42,7 @@ def worktree_changed_files(worktree: Worktree, base: str) -> tuple[str, ...]:
     if not Path(worktree.path).is_dir():
         return ()
     try:
-        where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={worktree.path}")
+        where = (f"--git-dir={admin_dir(worktree)}", f"--work-tree={worktree.path}")
     except WorktreeError:  # unregistered (being removed): nothing to read
         return ()
     outside = ("--", ".", f":(exclude){HUB_OWNED}")

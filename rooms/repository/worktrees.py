@@ -169,13 +169,13 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
     # claim, merge and intent write of the room. `gc --auto` detaches on its own.
     # The repository is named explicitly, never found through the worktree's `.git`
     # file: the worktree's files are the agent's, its repository the hub's.
-    where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
+    where = (f"--git-dir={admin_dir(worktree)}", f"--work-tree={path}")
     nested = nested_repositories(where, path)
     git(*where, "add", "--all", "--", ".", ":(exclude).atrium",
         *(f":(exclude,literal){folder}" for folder in nested), cwd=path)
     # Staged there by a shell command. While main is being merged in, main's intent files
     # are the ones to keep: HEAD's would undo main's in the merge commit.
-    merging = (_admin_dir(worktree) / "MERGE_HEAD").exists()
+    merging = (admin_dir(worktree) / "MERGE_HEAD").exists()
     git(*where, "reset", "--quiet", "MERGE_HEAD" if merging else "HEAD", "--", HUB_OWNED, cwd=path)
     # A merge resolved by keeping the branch's side stages nothing and is still a commit.
     if not merging and not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
@@ -214,11 +214,11 @@ def worktree_bring_in(*, worktree: Worktree, target: str = MAIN_BRANCH) -> Broug
     ``worktree_commit`` records the merge. A merge already under way is reported again.
     The worktree must be committed (``worktree_commit``) first."""
     path = worktree.path
-    where = (f"--git-dir={_admin_dir(worktree)}", f"--work-tree={path}")
-    if not (_admin_dir(worktree) / "MERGE_HEAD").exists():
+    where = (f"--git-dir={admin_dir(worktree)}", f"--work-tree={path}")
+    if not (admin_dir(worktree) / "MERGE_HEAD").exists():
         git(*where, "-c", "commit.gpgsign=false", "merge", "--no-ff", "--no-commit", "--quiet", target,
             cwd=path, check=False)
-        if not (_admin_dir(worktree) / "MERGE_HEAD").exists():
+        if not (admin_dir(worktree) / "MERGE_HEAD").exists():
             raise WorktreeError(f"{target} could not be merged into {worktree.branch} in {path}")
     log = git(*where, "log", "--oneline", "--no-decorate", "HEAD..MERGE_HEAD", cwd=path)
     unmerged = git(*where, "diff", "--name-only", "--diff-filter=U", "-z", cwd=path)
@@ -240,7 +240,7 @@ def branch_diff(*, repo: Path, branch: str, target: str = MAIN_BRANCH) -> str:
 
 def worktree_unresolved(*, worktree: Worktree) -> tuple[str, ...]:
     """The files of a merge under way that still hold conflict markers; () when none is."""
-    merge_head = _admin_dir(worktree) / "MERGE_HEAD"
+    merge_head = admin_dir(worktree) / "MERGE_HEAD"
     if not merge_head.exists():
         return ()
     # The merge's conflicts, computed again: the index forgets them once a file is staged,
@@ -266,7 +266,7 @@ def _worktree_text(worktree_path: Path, relative: str) -> str | None:
         return None
 
 
-def _admin_dir(worktree: Worktree) -> Path:
+def admin_dir(worktree: Worktree) -> Path:
     """The worktree's folder in the room repository's ``.git/worktrees``, found by what
     the repository records (each folder's ``gitdir`` names its checkout)."""
     checkout = os.path.realpath(worktree.path / ".git")

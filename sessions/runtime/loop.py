@@ -38,6 +38,7 @@ from sessions.runtime.ports import Host
 from sessions.runtime.segments import SegmentStarter
 from sessions.runtime.turn_end import TurnEnd
 from sessions.runtime.units import Outcome, Settled, UnitResult
+from sessions.runtime.write_watch import WriteWatch
 
 _EXIT = re.compile(r"^exit (-?\d+) after ")
 
@@ -49,6 +50,7 @@ class StepLoop:
         self.segments = SegmentStarter(ctx, host)
         self.end = TurnEnd(ctx, state, host, clock=clock)
         self.loop_rules = loop_rules or LoopRules()
+        self.writes = WriteWatch(ctx, state, host)
 
     def advance(self) -> UnitResult:
         if self.state.phase == CALLS:
@@ -90,9 +92,9 @@ class StepLoop:
         turn = completion.turn
         # What a model writes is stored (PostgreSQL refuses NUL and lone surrogates).
         text = clean_text(turn.text)
-        calls = self._unique_ids(tuple(
+        calls = _unique_ids(tuple(
             ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls
-        ))
+        ), ctx, host)
         # A call whose arguments had to be cleaned is not run with altered arguments.
         unstorable = {clean.id for clean, raw in zip(calls, turn.tool_calls, strict=True)
                       if clean.arguments != raw.arguments}
@@ -109,7 +111,9 @@ class StepLoop:
             state.phase, state.next_call, state.yielded_job = CALLS, 0, None
             state.calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "unstorable": c.id in unstorable}
                            for c in calls]
+            self.writes.calls_begin()
             return done(UnitResult(Outcome.CONTINUE))
+        self.writes.forget()
         return done(self.end.finish(text))
 
     def _taken(self, inputs: list[Input]) -> UnitResult:
@@ -126,6 +130,7 @@ class StepLoop:
         ctx, state, host = self.ctx, self.state, self.host
         state.held_jobs = []
         reports = host.settle_jobs(f"step-{ctx.step}")
+        self.writes.after_jobs([report.handle for report in reports])
         for report in reports:
             ctx.add_user(f"[job {report.handle} finished]\n{report.text}", kind="job")
             host.emit("job.finished", {"handle": report.handle, "state": report.state, "exit_code": report.exit_code})
@@ -142,23 +147,6 @@ class StepLoop:
     def _with_segment(self, result: UnitResult) -> UnitResult:
         result.closed_segment = self.segments.take_closed()
         return result
-    def _unique_ids(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
-        """Call ids key idempotency records, jobs and approvals: a provider that repeats
-        an id (within a turn or across the session) gets it re-minted, never a stale
-        outcome or someone else's approval."""
-        seen = {obs.call_id for obs in self.ctx.observations}
-        if self.ctx.obs_base:  # earlier segments' results are in the store only
-            seen |= self.host.earlier_call_ids(self.ctx.obs_base)
-        unique = []
-        for n, call in enumerate(calls):
-            call_id, attempt = call.id or f"call-{self.ctx.step}-{n}", 0
-            while call_id in seen:
-                attempt += 1
-                call_id = f"{call.id or 'call'}-{self.ctx.step}-{n}-{attempt}"
-            seen.add(call_id)
-            unique.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
-        return tuple(unique)
-
     def _turn(self, records: list[CallRecord]) -> TurnDriver[Completion]:
         """The step's request (observations/gateway/turn.py); ``records`` gets every call
         it makes, a handoff's prose and a refused overflow included."""
@@ -284,7 +272,10 @@ class StepLoop:
         elif call.name in registry.SHELL_TOOLS:
             state.wrote_files = False
         text = outcome.text + suffix
-        obs = self.ctx.add_tool_result(observation_input(outcome, text))
+        source = observation_input(outcome, text)
+        if changed := self.writes.after_call(call.id, call.name):
+            source = replace(source, written=tuple(dict.fromkeys(source.written + changed)))
+        obs = self.ctx.add_tool_result(source)
         self.host.emit("tool.result", {
             "step": self.ctx.step, "call_id": call.id, "tool": call.name, "purpose": outcome.purpose,
             "is_error": outcome.is_error, "exit_code": outcome.exit_code, "job": outcome.job_handle,
@@ -292,6 +283,24 @@ class StepLoop:
             "served": "note" if obs.alias_of is not None else "text", "tokens": obs.source.tokens,
             "preview": text[:400], "duration_ms": outcome.duration_ms,
         })
+
+def _unique_ids(calls: tuple[ToolCall, ...], ctx: SessionContext, host: Host) -> tuple[ToolCall, ...]:
+    """Call ids key idempotency records, jobs and approvals: a provider that repeats
+    an id (within a turn or across the session) gets it re-minted, never a stale
+    outcome or someone else's approval."""
+    seen = {obs.call_id for obs in ctx.observations}
+    if ctx.obs_base:  # earlier segments' results are in the store only
+        seen |= host.earlier_call_ids(ctx.obs_base)
+    unique = []
+    for n, call in enumerate(calls):
+        call_id, attempt = call.id or f"call-{ctx.step}-{n}", 0
+        while call_id in seen:
+            attempt += 1
+            call_id = f"{call.id or 'call'}-{ctx.step}-{n}-{attempt}"
+        seen.add(call_id)
+        unique.append(call if call_id == call.id else ToolCall(call_id, call.name, call.arguments))
+    return tuple(unique)
+
 
 def _await_seconds(call: ToolCall) -> float:
     """How long a parked await may wait: its `seconds`, or an hour for "until a job ends"."""

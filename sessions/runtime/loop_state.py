@@ -46,6 +46,9 @@ class RuntimeState:
     # This boundary's jobs and people's messages are in the context and committed (they
     # were marked delivered before the model call): its next pass goes on to the call.
     inputs_taken: bool = False
+    # The worktree as last read (file_changes.Reading as a dict): what the next call's
+    # changes are found against; None until a step's calls begin, and after a turn's end.
+    files_reading: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

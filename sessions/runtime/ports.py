@@ -13,6 +13,7 @@ from observations.gateway.messages import ToolCall
 from sessions.runtime import obligations, reviews
 from sessions.runtime.approvals import Rule
 from sessions.runtime.delivery import Input
+from sessions.runtime.file_changes import FileChange, Reading
 from sessions.runtime.units import Approval, CheckResult
 
 
@@ -49,6 +50,12 @@ class ToolsPort(Events, Protocol):
     def await_ready(self, call: ToolCall, *, chat_after: int) -> bool: ...
 
 
+class WorktreePort(Events, Protocol):
+    # What changed in the worktree since ``before`` (sessions/runtime/file_changes.py),
+    # and the new reading; no change, only a reading, when ``before`` is None.
+    def file_changes(self, before: Reading | None) -> tuple[list[FileChange], Reading]: ...
+
+
 class RepositoryPort(Events, Protocol):
     check_command: str
     # Review before merge (sessions/runtime/reviews.py). ``reviewing``: this session is a
@@ -68,5 +75,5 @@ class RepositoryPort(Events, Protocol):
     def next_review(self, after: int) -> reviews.NextRound: ...  # for a reviewer
 
 
-class Host(ModelPort, InboxPort, JobsPort, ToolsPort, RepositoryPort, Protocol):
+class Host(ModelPort, InboxPort, JobsPort, ToolsPort, WorktreePort, RepositoryPort, Protocol):
     """Everything the step loop asks of the world."""

@@ -55,6 +55,7 @@ from sessions.runtime.obligations import JobView
 from sessions.runtime.units import Approval, CheckResult
 from sessions.services import reviews as review_rows
 from sessions.worker import inputs
+from sessions.worker.file_reads import WorktreeReads
 from sessions.worker.waits import jobs_ready
 
 CHECK_OUTPUT_MAX = 12_000
@@ -73,6 +74,7 @@ class DjangoHost:
         self.check_command = "" if reviewing else self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._conflict: MergeResult | None = None  # of the last finish
+        self.file_changes = WorktreeReads(worktree).file_changes
 
     # -------------------------------------------------------------- inputs
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:

@@ -26,6 +26,7 @@ from agents.models import AgentProfile
 from endpoint.models import GatewayConversation
 from sessions.models import Observation, Session, SessionEvent
 from sessions.runtime import states
+from sessions.selectors import session_files_touched
 from tests.agents.providers.wire_server import Reply, WireServer
 from tests.rooms.factories import make_git_repo
 
@@ -184,6 +185,11 @@ def test_mini_swe_agent_runs_a_task_end_to_end_through_the_gateway(mini, setup, 
     served = [e.payload["served"] for e in SessionEvent.objects.filter(session=session, kind="tool.result")
               .order_by("seq")]
     assert served == ["text"] * (len(TURNS) - 1)
+
+    # Its sed -i ran on the client's machine: the write is inferred from the call, and said so.
+    changed = [e.payload for e in SessionEvent.objects.filter(session=session, kind="file.changed")]
+    assert [(c["path"], c["inferred"], c["call_id"]) for c in changed] == [("calc.py", True, observations[6].call_id)]
+    assert session_files_touched(session) == ["calc.py"]
 
     pages = Client()
     pages.force_login(owner)

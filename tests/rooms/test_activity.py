@@ -15,7 +15,7 @@ from rooms.repository.activity import (
 from rooms.repository.git import git
 from rooms.repository.worktrees import (
     Worktree,
-    _admin_dir,
+    admin_dir,
     worktree_commit,
     worktree_create,
     worktree_merge,
@@ -48,7 +48,7 @@ def test_a_worktree_reports_committed_uncommitted_and_new_files_but_not_hub_owne
     (worktree.path / "notes.txt").write_text("new\n")
     (worktree.path / ".atrium").mkdir()
     (worktree.path / ".atrium" / "x.md").write_text("hub's\n")
-    index = _admin_dir(worktree) / "index"
+    index = admin_dir(worktree) / "index"
     index_before = index.stat().st_mtime_ns
     assert worktree_changed_files(worktree, base) == ("README.md", "app.py", "notes.txt")
     assert index.stat().st_mtime_ns == index_before  # read only: the agent's index is left alone

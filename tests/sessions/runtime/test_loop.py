@@ -16,6 +16,7 @@ from agents.tools.shell import JobReport
 from observations.gateway.messages import ModelTurn, ToolCall, Usage
 from sessions.runtime.approvals import Rule
 from sessions.runtime.delivery import Input
+from sessions.runtime.file_changes import Reading
 from sessions.runtime.loop import StepLoop
 from sessions.runtime.loop_state import RuntimeState
 from sessions.runtime.reviews import NextRound
@@ -57,9 +58,17 @@ class FakeHost:
     reviews_opened: list[int] = field(default_factory=list)
     verdicts: dict = field(default_factory=dict)  # round → reviews.Verdict
     next_rounds: list = field(default_factory=list)  # what a reviewer finds, in order (then: nothing yet)
+    # What successive readings of the worktree find changed (file_changes.FileChange lists), then nothing.
+    file_reads: list = field(default_factory=list)
+    readings: int = 0
 
     def settle_jobs(self, token):
         return ()
+
+    def file_changes(self, before):
+        self.readings += 1
+        found = self.file_reads.pop(0) if before is not None and self.file_reads else []
+        return found, Reading(head="h", files={})
 
     def segment_request(self):
         asked, self.segment_asked = self.segment_asked, ""
