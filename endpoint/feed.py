@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from agents.providers import CallRecord, Completion, ProviderError
 from endpoint.conversation import continuation
-from endpoint.shell_calls import shell_effects
+from endpoint.shell_calls import shell_effects, shell_removals
 from observations.gateway import segments
 from observations.gateway.context import Boundary, SessionContext
 from observations.gateway.messages import NO_PARAMS, Message, Params, Request, ToolCall
@@ -35,9 +35,10 @@ from observations.gateway.receipts import call_purpose, meaningful_first_line
 from observations.gateway.segments import HistoryItem
 from observations.gateway.state import dump_fold
 from observations.gateway.tokens import estimate_tokens
-from observations.gateway.transcript import FileRange, ObservationInput
+from observations.gateway.transcript import FileRange, Observation, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.actions import PathScope, editor_accesses
+from sessions.runtime.file_changes import DELETED, WRITTEN
 from sessions.runtime.segments import SegmentStarter
 
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
@@ -202,3 +203,15 @@ class Exchange:
     def _emit_fold(self, boundary: Boundary) -> None:
         if (fold := boundary.fold) is not None:
             self.host.emit("fold", dump_fold(fold))
+
+
+def inferred_changes(obs: Observation, step: int) -> list[dict[str, Any]]:
+    """The session's change records (``file.changed`` payloads) of a client's tool result:
+    the client ran the tool, so what it wrote or removed is known only from the call
+    itself, and the records say so. A write's path may have been there before or not."""
+    call = ToolCall(obs.call_id, obs.source.tool, obs.source.arguments)
+    removed = shell_removals(call, obs.source.text)
+    changes = [(path, WRITTEN) for path in obs.source.written if path not in removed]
+    changes += [(path, DELETED) for path in removed]
+    return [{"step": step, "call_id": obs.call_id, "path": path, "kind": kind, "sha256": "", "old_path": "",
+             "inferred": True} for path, kind in changes]

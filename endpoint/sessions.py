@@ -45,7 +45,7 @@ from endpoint.conversation import (
     placement,
     route,
 )
-from endpoint.feed import Exchange, take
+from endpoint.feed import Exchange, inferred_changes, take
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
@@ -65,7 +65,6 @@ from sessions.ledger.state_store import gateway_state_read, gateway_state_save
 from sessions.models import Session, Task
 from sessions.runtime import states
 from sessions.runtime.delivery import chat_cursor_after, deliver_inputs
-from sessions.runtime.file_changes import WRITTEN
 from sessions.runtime.loop_state import RuntimeState
 from sessions.runtime.write_watch import FILE_CHANGED
 from sessions.selectors import session_lengths
@@ -264,10 +263,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                       "tokens": obs.source.tokens, "preview": obs.source.text[:400]}
             results.append((result, obs))
             events.append(("tool.result", result))
-            # The client ran the tool: what it wrote is known only from the call itself.
-            events.extend((FILE_CHANGED, {"step": ctx.step, "call_id": obs.call_id, "path": path, "kind": WRITTEN,
-                                          "sha256": "", "old_path": "", "inferred": True})
-                          for path in obs.source.written)
+            events.extend((FILE_CHANGED, change) for change in inferred_changes(obs, ctx.step))
     # Steers, chat that mentions the agent, other agents' posts: as a worker's boundary takes them.
     runtime = RuntimeState.from_dict(session.runtime_state)
     taken_inputs = inputs.pending_inputs(session, chat_after=runtime.chat_cursor)

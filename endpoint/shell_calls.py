@@ -17,7 +17,8 @@ import re
 
 from observations.gateway.messages import ToolCall
 from observations.gateway.transcript import FileRange
-from observations.replay.actions import PathScope, shell_accesses
+from observations.replay.actions import PathScope, cd_target, is_cd, shell_accesses
+from observations.shell.syntax import parse_command
 
 SHELL_TOOLS = re.compile(r"bash|shell|terminal|run|exec", re.IGNORECASE)
 COMMAND_ARGUMENTS = ("command", "cmd")
@@ -28,14 +29,17 @@ _CWD = "/.client-cwd"
 _SCOPE = PathScope(_CWD)
 
 
+def _command(call: ToolCall) -> str | None:
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    command = next((v for k in COMMAND_ARGUMENTS if isinstance(v := arguments.get(k), str) and v.strip()), None)
+    return command if command is not None and SHELL_TOOLS.search(call.name) else None
+
+
 def shell_effects(call: ToolCall, text: str, sha: str) -> tuple[FileRange | None, tuple[str, ...]]:
     """The range read (``sha``: of ``text``, the whole output) and the paths written by
     ``call`` if it is a shell call; (None, ()) when it is not one or shows nothing certain."""
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    command = next((v for k in COMMAND_ARGUMENTS if isinstance(v := arguments.get(k), str) and v.strip()), None)
-    if command is None or not SHELL_TOOLS.search(call.name):
-        return None, ()
-    output = _shown_output(text)
+    command = _command(call)
+    output = None if command is None else _shown_output(text)
     if output is None:
         return None, ()
     accesses = shell_accesses(command, scope=_SCOPE, cwd=_CWD, output=output)
@@ -44,6 +48,28 @@ def shell_effects(call: ToolCall, text: str, sha: str) -> tuple[FileRange | None
     if len(reads) != 1 or reads[0].is_tail:
         return None, written
     return FileRange(reads[0].path, reads[0].start, reads[0].end, sha), written
+
+
+def shell_removals(call: ToolCall, text: str) -> tuple[str, ...]:
+    """The paths ``call`` removed with ``rm``, keyed as ``shell_effects`` keys writes:
+    plain paths only (no glob, no variable), none the output says ``rm`` could not
+    remove, nothing from a command that failed."""
+    command = _command(call)
+    output = None if command is None else _shown_output(text)
+    chain = None if output is None else parse_command(command)
+    removed: list[str] = []
+    cwd: str | None = _CWD
+    for pipeline in chain or ():
+        if len(pipeline) == 1 and is_cd(pipeline[0]):
+            cwd = cd_target(pipeline[0], _SCOPE, cwd)
+            continue
+        for simple in pipeline:
+            if cwd is None or not simple.words or simple.words[0].text != "rm":
+                continue
+            removed += [_SCOPE.key(word.text, cwd) for word in simple.words[1:]
+                        if not word.opaque and not word.text.startswith("-")
+                        and f"rm: cannot remove '{word.text}'" not in output]
+    return tuple(dict.fromkeys(path for path in removed if path))
 
 
 def _shown_output(text: str) -> str | None:

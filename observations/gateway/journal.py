@@ -96,6 +96,8 @@ class StateJournal:
         self._primed = True
         self._entries_list = ctx.entries
         self._ledger_obj = ctx.ledger
+        ctx.ledger.marked.clear()  # a snapshot holds them all
+        ctx.notes.touched.clear()
         self._lens = {name: n for name, n in _lengths(ctx).items()}
         self._pinned = {i: e.text for i, e in enumerate(ctx.entries) if e.kind in ("intent", "intent_update")}
         self._ledger_keys = [entry.range.key for entry in ctx.ledger]
@@ -210,6 +212,10 @@ class StateJournal:
                 index = self._ledger_index[rng.key] = len(self._ledger_keys)
                 self._ledger_keys.append(rng.key)
             ledger_dirty.add(index)
+        for key in ctx.ledger.marked:  # marked stale by a write (ReadLedger.file_changed)
+            if (index := self._ledger_index.get(key)) is not None:
+                ledger_dirty.add(index)
+        ctx.ledger.marked.clear()
         # New ranges enter the ledger's dict in the order their observations came.
         ledger_new = list(islice(reversed(ctx.ledger._entries), lens["ledger"] - old["ledger"]))[::-1]
         if len(self._ledger_keys) != lens["ledger"] or ledger_new != self._ledger_keys[old["ledger"]:]:
@@ -220,6 +226,8 @@ class StateJournal:
                      lens: dict[str, int]) -> set[int] | None:
         """File notes: paths named by new observations and payloads."""
         paths = {p for o in new_obs for p in _paths(o)} | {p.spec.path for p in new_payloads if p.spec.path}
+        paths |= ctx.notes.touched
+        ctx.notes.touched.clear()
         new_paths = list(islice(reversed(ctx.notes.files), lens["files"] - old["files"]))[::-1]
         for path in new_paths:
             self._file_index[path] = len(self._file_paths)

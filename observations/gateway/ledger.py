@@ -18,12 +18,16 @@ class LedgerEntry:
     in_context: bool = True
     evicted_by_fold: int | None = None
     times_served: int = 1
+    # The step at which a write changed its file after the range was received: what the
+    # model holds of it is stale (None: as far as the hub knows, it is not).
+    changed_step: int | None = None
 
 
 class ReadLedger:
     def __init__(self) -> None:
         self._entries: dict[RangeKey, LedgerEntry] = {}
         self._by_obs: dict[int, RangeKey] = {}
+        self.marked: set[RangeKey] = set()  # entries marked stale since the state was last recorded
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -42,10 +46,18 @@ class ReadLedger:
         else:
             self._by_obs.pop(entry.obs_id, None)
             entry.obs_id, entry.received_step = obs_id, step
-            entry.in_context, entry.evicted_by_fold = True, None
+            entry.in_context, entry.evicted_by_fold, entry.changed_step = True, None, None
             entry.times_served += 1
         self._by_obs[obs_id] = rng.key
         return entry
+
+    def file_changed(self, paths: set[str], step: int) -> None:
+        """Files changed at ``step`` (by a command, a tool, a job): every range read of
+        them before is stale."""
+        for key, entry in self._entries.items():
+            if entry.range.path in paths and entry.changed_step is None and entry.received_step <= step:
+                entry.changed_step = step
+                self.marked.add(key)
 
     def restore(self, entry: LedgerEntry) -> None:
         self._entries[entry.range.key] = entry

@@ -91,7 +91,8 @@ def dump_entry(e: Entry) -> dict[str, Any]:
 
 def dump_ledger_entry(e: LedgerEntry) -> dict[str, Any]:
     return {"range": _range(e.range), "obs_id": e.obs_id, "received_step": e.received_step,
-            "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served}
+            "in_context": e.in_context, "evicted_by_fold": e.evicted_by_fold, "times_served": e.times_served,
+            "changed_step": e.changed_step}
 
 
 def dump_fold(f: FoldRecord) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def load_state(
     for raw in state["ledger"]:
         ctx.ledger.restore(LedgerEntry(
             FileRange(*raw["range"]), raw["obs_id"], raw["received_step"], raw["in_context"],
-            raw["evicted_by_fold"], raw["times_served"],
+            raw["evicted_by_fold"], raw["times_served"], raw.get("changed_step"),
         ))
     for raw in state["folds"]:
         ctx.book.folds.append(FoldRecord(**{**raw, "reason": FoldReason(raw["reason"]), "evicted": tuple(raw["evicted"]),

@@ -15,6 +15,7 @@ class WorkNotes:
     def __init__(self) -> None:
         self.files: dict[str, FileNote] = {}
         self.checks: list[str] = []
+        self.touched: set[str] = set()  # noted apart from a result or a body, since the state was last recorded
 
     def file(self, path: str) -> FileNote:
         note = self.files.get(path)
@@ -38,6 +39,12 @@ class WorkNotes:
             command = str(source.arguments.get("command", "")) if isinstance(source.arguments, dict) else ""
             if is_check_command(command):
                 self.add_check(f"- step {step}: `{_one_line(command)}` → exit {source.exit_code}")
+
+    def wrote(self, paths: list[str], step: int) -> None:
+        """Files written apart from any result (a job, seen when it ended)."""
+        for path in paths:
+            self.file(path).note_write([], step)
+        self.touched.update(paths)
 
     def body(self, spec: PayloadSpec, step: int) -> None:
         """A body the agent wrote for a file (a payload with a path)."""

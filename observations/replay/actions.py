@@ -56,8 +56,8 @@ def shell_accesses(
         return ()
     found: list[FileAccess] = []
     for pipeline in chain:
-        if len(pipeline) == 1 and _is_cd(pipeline[0]):
-            cwd = _cd_target(pipeline[0], scope, cwd)
+        if len(pipeline) == 1 and is_cd(pipeline[0]):
+            cwd = cd_target(pipeline[0], scope, cwd)
             continue
         found.extend(pipeline_accesses(pipeline, scope=scope, cwd=cwd, output=output))
     if any(marker in output for marker in _SHELL_TRUNCATION):
@@ -135,11 +135,11 @@ def _view_range(raw: Any) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _is_cd(command: SimpleCommand) -> bool:
+def is_cd(command: SimpleCommand) -> bool:
     return bool(command.words) and command.words[0].text in ("cd", "pushd")
 
 
-def _cd_target(command: SimpleCommand, scope: PathScope, cwd: str | None) -> str | None:
+def cd_target(command: SimpleCommand, scope: PathScope, cwd: str | None) -> str | None:
     args = [w for w in command.words[1:] if not w.text.startswith("-") or w.text == "-"]
     if len(args) != 1 or args[0].opaque or args[0].text == "-":
         return None

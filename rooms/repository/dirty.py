@@ -31,28 +31,31 @@ class DirtyFiles:
     files: dict[str, tuple[bool, str]]  # path -> (HEAD has it, sha256 of what is there now; "" for nothing)
 
 
-def dirty_files(worktree: Path, admin_dir: Path, *, timeout: float = 60) -> DirtyFiles:
+def dirty_files(worktree: Path, admin_dir: Path, *, paths: set[str] | None = None, timeout: float = 60) -> DirtyFiles:
     """The worktree's paths that differ from its HEAD, none under ``.atrium/``.
 
     Read against an index of the hub's own (HEAD's tree, in the worktree's folder of
     the room repository, which the agent cannot reach), not the worktree's: git keeps
     its stat and untracked caches there between readings, and the agent's own index
-    (what it staged, a merge's stages) changes nothing."""
+    (what it staged, a merge's stages) changes nothing. ``paths``: only these (and
+    what is under them), as named; None: the whole worktree."""
     index = admin_dir / READING_INDEX
     head_file = admin_dir / f"{READING_INDEX}.head"
-    head, files = _status(worktree, admin_dir, index, timeout)
+    head, files = _status(worktree, admin_dir, index, paths, timeout)
     if not head_file.exists() or head_file.read_text() != head:  # HEAD moved: its tree afresh
         git("--git-dir", str(admin_dir), "read-tree", *([head] if head else ["--empty"]), cwd=worktree,
             index_file=index)
         head_file.write_text(head)
-        head, files = _status(worktree, admin_dir, index, timeout)
+        head, files = _status(worktree, admin_dir, index, paths, timeout)
     return DirtyFiles(head=head, files=files)
 
 
-def _status(worktree: Path, admin_dir: Path, index: Path, timeout: float) -> tuple[str, dict[str, tuple[bool, str]]]:
+def _status(worktree: Path, admin_dir: Path, index: Path, paths: set[str] | None,
+            timeout: float) -> tuple[str, dict[str, tuple[bool, str]]]:
     head, files = "", {}
+    spec = (".",) if paths is None else tuple(f":(literal){path}" for path in sorted(paths))
     out = git(f"--git-dir={admin_dir}", f"--work-tree={worktree}", "status", "--porcelain=v2", "-z", "--branch",
-              "--untracked-files=all", "--no-renames", "--ignore-submodules=all", "--", ".",
+              "--untracked-files=all", "--no-renames", "--ignore-submodules=all", "--", *spec,
               f":(exclude){HUB_OWNED}", cwd=worktree, timeout=timeout, index_file=index,
               config=(("core.untrackedCache", "true"),))
     for record in out.split("\0"):

@@ -42,7 +42,7 @@ class ObservationAdmin(_RecordAdmin):
 @admin.register(LedgerEntry)
 class LedgerEntryAdmin(_RecordAdmin):
     list_display = ("session", "path", "line_start", "line_end", "observation_seq", "received_step",
-                    "in_context", "evicted_by_fold", "times_served")
+                    "in_context", "evicted_by_fold", "times_served", "changed_step")
     list_filter = ("in_context",)
     search_fields = ("path", "content_hash")
     raw_id_fields = ("session",)

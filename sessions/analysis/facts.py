@@ -32,6 +32,15 @@ class ToolFact:
     served: str = "text"  # "text" or "note"
     tokens: int = 0
     preview: str = ""
+    wrote: tuple[str, ...] = ()  # the files the session's record of changes holds for this call
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        """The files the call changed: its record of changes, or, for a session from
+        before that record was kept, the path of a file tool that wrote."""
+        if self.wrote:
+            return self.wrote
+        return (self.path,) if self.tool in WRITING_TOOLS and not self.is_error and self.path else ()
 
     @property
     def command(self) -> str:

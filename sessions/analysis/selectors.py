@@ -16,6 +16,7 @@ from sessions.analysis.facts import (
     ToolFact,
 )
 from sessions.models import Fold, Observation, ProviderCall, Session, SessionEvent
+from sessions.runtime.write_watch import FILE_CHANGED
 
 # Event kinds that open a new segment of the conversation (sessions that run long
 # enough to outgrow folds); payload: step, tokens_freed.
@@ -60,8 +61,13 @@ def session_facts(session: Session) -> SessionFacts:
 def _tool_facts(session: Session, events: tuple[Event, ...]) -> tuple[ToolFact, ...]:
     arguments: dict[str, dict] = {}
     exits: dict[str, int] = {}
+    wrote: dict[str, list[str]] = {}
     for event in events:
-        if event.kind == "model.reply":
+        if event.kind == FILE_CHANGED:
+            p = event.payload
+            wrote.setdefault(str(p.get("call_id")), []).extend(
+                str(path) for path in (p.get("path"), p.get("old_path")) if path)
+        elif event.kind == "model.reply":
             for call in event.payload.get("tool_calls") or ():
                 arguments[str(call.get("id"))] = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
         elif event.kind == "job.finished" and isinstance(event.payload.get("exit_code"), int):
@@ -87,7 +93,7 @@ def _tool_facts(session: Session, events: tuple[Event, ...]) -> tuple[ToolFact, 
             step=int(p.get("step") or 0), call_id=call_id, tool=tool, arguments=arguments.get(call_id, {}),
             is_error=bool(p.get("is_error")), read=reads.get(call_id), exit_code=code, job=job,
             duration_ms=int(p.get("duration_ms") or 0), served=str(p.get("served") or "text"),
-            tokens=int(p.get("tokens") or 0), preview=preview,
+            tokens=int(p.get("tokens") or 0), preview=preview, wrote=tuple(dict.fromkeys(wrote.get(call_id, ()))),
         ))
     return tuple(facts)
 

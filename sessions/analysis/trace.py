@@ -18,7 +18,7 @@ from typing import Any
 
 from observations.gateway.prices import format_usd
 from sessions.analysis.commands import is_test_command, normalize_command
-from sessions.analysis.facts import WRITING_TOOLS, Event, SessionFacts, ToolFact
+from sessions.analysis.facts import Event, SessionFacts, ToolFact
 
 # Figures that add up across sessions (room and agent totals); the rest are per session.
 ADDITIVE = (
@@ -169,8 +169,7 @@ def _files(result: Analysis, tools: tuple[ToolFact, ...]) -> None:
     seen: Counter = Counter()
     written: set[str] = set()
     for fact in tools:
-        if fact.tool in WRITING_TOOLS and not fact.is_error:
-            written.add(_norm(fact.path))
+        written.update(_norm(path) for path in fact.writes)
         if fact.tool != "read_file" or fact.read is None:
             continue
         seen[fact.read] += 1
@@ -209,7 +208,7 @@ def _commands(result: Analysis, tools: tuple[ToolFact, ...], check_command: str)
 def _phases(result: Analysis, facts: SessionFacts) -> None:
     """Model calls before the first write (explore), from it to the first passing test
     run after it (write to green), and after that (after green)."""
-    write = next((t.step for t in facts.tools if t.tool in WRITING_TOOLS and not t.is_error), None)
+    write = next((t.step for t in facts.tools if t.writes), None)
     green = None
     if write is not None:
         green = next((t.step for t in facts.tools if t.step >= write and t.tool == "shell" and t.exit_code == 0

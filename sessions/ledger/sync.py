@@ -205,11 +205,11 @@ def _sync_ledger(session, ctx: SessionContext, entries=None) -> None:
         existing = existing.filter(range_key__in=[key for key, _ in keys])
     existing = {e.range_key: e for e in existing}
     new, changed = [], []
-    fields = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served")
+    fields = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served", "changed_step")
     for key, entry in keys:
         rng = entry.range
         values = dict(zip(fields, (entry.obs_id, entry.received_step, entry.in_context,
-                                   entry.evicted_by_fold, entry.times_served), strict=True))
+                                   entry.evicted_by_fold, entry.times_served, entry.changed_step), strict=True))
         row = existing.get(key)
         if row is None:
             new.append(LedgerEntry(session=session, range_key=key, path=rng.path, line_start=rng.start,

@@ -82,6 +82,8 @@ class LedgerEntry(models.Model):
     in_context = models.BooleanField(default=True)
     evicted_by_fold = models.PositiveIntegerField(null=True, blank=True)
     times_served = models.PositiveIntegerField(default=1)
+    changed_step = models.PositiveIntegerField(
+        null=True, blank=True, help_text="A write changed the file at this step, after the range was received.")
 
     class Meta:
         db_table = "observations_ledgerentry"

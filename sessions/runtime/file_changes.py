@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 ADDED, MODIFIED, DELETED, RENAMED = "added", "modified", "deleted", "renamed"
-WRITTEN = "written"  # inferred from a call the hub did not run: added or modified, not known which
+# Inferred from a call the hub did not run: added or modified, not known which (taken as
+# made by the session when it is removed again: most such files are an agent's scratch).
+WRITTEN = "written"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ def paths_changed(records: Iterable[dict]) -> list[str]:
     for record in records:
         kind = record.get("kind")
         sides = [(record.get("old_path", ""), True, False)] if kind == RENAMED else []
-        sides.append((record.get("path", ""), kind not in (ADDED, RENAMED), kind != DELETED))
+        sides.append((record.get("path", ""), kind not in (ADDED, RENAMED, WRITTEN), kind != DELETED))
         for path, before, after in sides:
             if path:
                 there.setdefault(path, [before, after])[1] = after

@@ -92,7 +92,7 @@ class StepLoop:
         turn = completion.turn
         # What a model writes is stored (PostgreSQL refuses NUL and lone surrogates).
         text = clean_text(turn.text)
-        calls = _unique_ids(tuple(
+        calls = unique_call_ids(tuple(
             ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls
         ), ctx, host)
         # A call whose arguments had to be cleaned is not run with altered arguments.
@@ -284,7 +284,7 @@ class StepLoop:
             "preview": text[:400], "duration_ms": outcome.duration_ms,
         })
 
-def _unique_ids(calls: tuple[ToolCall, ...], ctx: SessionContext, host: Host) -> tuple[ToolCall, ...]:
+def unique_call_ids(calls: tuple[ToolCall, ...], ctx: SessionContext, host: Host) -> tuple[ToolCall, ...]:
     """Call ids key idempotency records, jobs and approvals: a provider that repeats
     an id (within a turn or across the session) gets it re-minted, never a stale
     outcome or someone else's approval."""

@@ -2,7 +2,8 @@
 file tool, a wait while jobs run) and when a job ends, which files changed, by whatever
 means (sessions/runtime/file_changes.py). Each change is a ``file.changed`` event of the
 session, with the call that made it: the record everything asking "what did this
-session change?" reads. The reading it compares with is kept in the loop's state; the
+session change?" reads; the ranges the model read of those files before are marked
+stale in its ledger. The reading it compares with is kept in the loop's state; the
 hub's own moves of the worktree (the turn's end: the check, the commit, the merge)
 start a new reading rather than count as the agent's."""
 
@@ -37,10 +38,9 @@ class WriteWatch:
         """Jobs ended: what they changed, noted as the session's writes."""
         if not handles:
             return
-        for change in self._read(f"job {', '.join(handles)}"):
-            for path in (change.path, change.old_path):
-                if path:
-                    self.ctx.notes.file(path).note_write([], self.ctx.step)
+        changes = self._read(f"job {', '.join(handles)}")
+        self.ctx.notes.wrote([path for change in changes for path in (change.path, change.old_path) if path],
+                             self.ctx.step)
 
     def forget(self) -> None:
         """The hub moves the worktree now: the next reading starts afresh."""
@@ -52,4 +52,6 @@ class WriteWatch:
         self.state.files_reading = reading.to_dict()
         for change in changes:
             self.host.emit(FILE_CHANGED, {"step": self.ctx.step, "call_id": call_id, **change.to_dict()})
+        self.ctx.ledger.file_changed({path for change in changes for path in (change.path, change.old_path) if path},
+                                     self.ctx.step)
         return changes

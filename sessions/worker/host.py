@@ -74,7 +74,8 @@ class DjangoHost:
         self.check_command = "" if reviewing else self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._conflict: MergeResult | None = None  # of the last finish
-        self.file_changes = WorktreeReads(worktree).file_changes
+        self._reads = WorktreeReads(worktree)
+        self.file_changes = self._reads.file_changes
 
     # -------------------------------------------------------------- inputs
     def settle_jobs(self, token: str) -> tuple[JobReport, ...]:
@@ -295,6 +296,10 @@ class DjangoHost:
                 exc.record = dataclasses.replace(exc.record, request=sent)
             raise
         return Completion(completion.turn, dataclasses.replace(completion.record, request=sent))
+
+    def close(self) -> None:
+        """The run is over: the worktree's watch goes (sessions/worker/worktree_watch.py)."""
+        self._reads.close()
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self.events.append((kind, payload))

@@ -94,6 +94,8 @@ def _run_claimed(session_id: int, owner: str) -> str:
         keeper.stop()
         if runner is not None:
             runner.doorbell.close()  # first: a provider that fails to close must not leak its thread
+            if getattr(runner, "host", None) is not None:
+                runner.host.close()
             runner.provider.close()
         close_old_connections()
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from endpoint.conversation import message_digests
-from endpoint.feed import observation_input, take
-from endpoint.shell_calls import shell_effects
+from endpoint.feed import inferred_changes, observation_input, take
+from endpoint.shell_calls import shell_effects, shell_removals
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import Message, Request, ToolCall
+from observations.gateway.transcript import Observation
+from sessions.runtime.file_changes import paths_changed
 
 FILE = "def mean(values):\n    return sum(values) / len(values)\n" * 30
 
@@ -58,3 +62,28 @@ def test_an_unchanged_shell_reread_goes_upstream_as_a_note():
     tools = [m.text for m in ctx.prepare().request.messages if m.role == "tool"]
     assert tools[0] == mini_output(FILE) and tools[1].startswith("[unchanged] calc.py")
     assert observation_input(ToolCall("c", "bash", {"command": "cat calc.py"}), mini_output(FILE)).read is not None
+
+
+@pytest.mark.parametrize(("command", "output", "removed"), [
+    ("rm reproduce.py", mini_output(""), ("reproduce.py",)),
+    ("cd /testbed && rm -f a.py b/c.py", mini_output(""), ("/testbed/a.py", "/testbed/b/c.py")),
+    ("rm *.py", mini_output(""), ()),  # a glob: not known which
+    ("rm $TARGET", mini_output(""), ()),
+    ("rm gone.py", mini_output("rm: cannot remove 'gone.py': No such file or directory", 1), ()),
+    ("rm missing.py keep.py", "rm: cannot remove 'missing.py': No such file or directory", ("keep.py",)),
+    ("cat rm.py", mini_output("x"), ()),
+])
+def test_what_a_shell_call_removed(command, output, removed):
+    assert shell_removals(ToolCall("c", "bash", {"command": command}), output) == removed
+
+
+def test_a_clients_scratch_file_made_and_removed_is_no_change_of_the_session():
+    made = observation_input(ToolCall("c1", "bash", {"command": "cat > t.py <<'EOF'\nx = 1\nEOF"}), mini_output(""))
+    gone = observation_input(ToolCall("c2", "bash", {"command": "rm t.py"}), mini_output(""))
+    edit = observation_input(ToolCall("c3", "bash", {"command": "sed -i 's/a/b/' calc.py"}), mini_output(""))
+    records = [change for n, source in enumerate((made, gone, edit))
+               for change in inferred_changes(Observation(obs_id=n, step=n, source=source), n)]
+    assert [(r["path"], r["kind"], r["inferred"]) for r in records] == [
+        ("t.py", "written", True), ("t.py", "deleted", True),
+        ("calc.py", "written", True)]
+    assert paths_changed(records) == ["calc.py"]

@@ -16,10 +16,12 @@ from observations.gateway.messages import Message, Request
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "evals" / "scenarios").glob("*.yaml"))
 
 
-def test_the_shipped_scenarios_are_twelve_three_of_each_kind_with_13_or_14_turns_and_3_resets():
+def test_the_shipped_scenarios_are_three_of_each_kind_and_shell_edits_with_13_or_14_turns_and_3_resets():
     scenarios = [load_scenario(p) for p in SCENARIOS]
-    assert len(scenarios) >= 12
-    assert Counter(s.kind for s in scenarios) == {kind: 3 for kind in KINDS}
+    assert len(scenarios) >= 13
+    # The twelve of the kinds, and a topics run whose every change is made through the shell.
+    assert Counter(s.kind for s in scenarios) == {kind: 3 for kind in KINDS} | {"topics": 4}
+    assert any(s.name == "shell-edits" for s in scenarios)
     for s in scenarios:
         assert 13 <= len(s.turns) <= 14, s.name
         assert s.resets_asked >= 3, s.name

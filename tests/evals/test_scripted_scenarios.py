@@ -28,7 +28,7 @@ def test_every_scripted_scenario_passes_every_request_check_through_three_resets
     call_command("eval", *map(str, SCENARIOS), "--no-worker", "--as", person.username, "--json", str(out))
     report = json.loads(out.read_text())
     runs = report["runs"]
-    assert len(runs) == len(SCENARIOS) >= 12, worker
+    assert len(runs) == len(SCENARIOS) >= 13, worker
     failures = [(r["scenario"], r["reason"], [c for c in r["checks"] if not c["passed"]]) for r in runs
                 if r["state"] != "passed"]
     assert not failures

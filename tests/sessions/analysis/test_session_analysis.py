@@ -96,3 +96,17 @@ def test_analysis_and_transcript_stay_inside_the_room(client, patterns_session, 
     client.force_login(django_user_model.objects.create_user("outsider", password="pw-outsider-1"))
     for name in ("session_insights", "session_transcript"):
         assert client.get(reverse(f"sessions:{name}", args=[patterns_session.pk])).status_code == 404
+
+
+def test_a_change_made_through_the_shell_is_the_first_write_and_a_read_after_it_counts():
+    from sessions.analysis.facts import SessionFacts, ToolFact
+
+    tools = (
+        ToolFact(step=1, call_id="a", tool="read_file", arguments={"path": "app.py"}, read=("app.py", 1, 9, "h1")),
+        ToolFact(step=2, call_id="b", tool="shell", arguments={"command": "sed -i 's/a/b/' app.py"}, exit_code=0,
+                 wrote=("app.py",)),
+        ToolFact(step=3, call_id="c", tool="read_file", arguments={"path": "app.py"}, read=("app.py", 1, 9, "h2")),
+        ToolFact(step=4, call_id="d", tool="shell", arguments={"command": "python -m pytest -q"}, exit_code=0),
+    )
+    result = analyze(SessionFacts(session_id=1, title="t", agent="a", model="m", state="succeeded", tools=tools))
+    assert (result.first_write_step, result.first_green_step, result.reads_after_own_write) == (2, 4, 1)

@@ -9,7 +9,7 @@ import pytest
 from agents.providers import ContextOverflow
 from agents.tools.outcome import ToolOutcome
 from observations.gateway.messages import ToolCall
-from sessions.runtime.loop import StepLoop
+from sessions.runtime.loop import StepLoop, unique_call_ids
 from sessions.runtime.loop_state import RuntimeState
 from sessions.runtime.units import Outcome
 from tests.gateway.factories import make_context, shell_input
@@ -82,5 +82,5 @@ def test_call_ids_are_re_minted_even_when_the_first_candidate_is_taken():
         loop.ctx.add_assistant("", (ToolCall(call_id, "read_file", {}),))
         loop.ctx.add_tool_result(shell_input(call_id, "ls", ""))
     loop.ctx.step = 3
-    (minted,) = loop._unique_ids((ToolCall("x", "read_file", {}),))
+    (minted,) = unique_call_ids((ToolCall("x", "read_file", {}),), loop.ctx, loop.host)
     assert minted.id == "x-3-0-3"

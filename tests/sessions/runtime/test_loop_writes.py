@@ -5,7 +5,10 @@ starts a new reading."""
 
 from __future__ import annotations
 
+from agents.tools.outcome import ToolOutcome
 from sessions.runtime.file_changes import FileChange
+from sessions.runtime.loop import StepLoop
+from sessions.runtime.loop_state import RuntimeState
 from tests.gateway.factories import make_context
 from tests.sessions.runtime.test_loop import FakeHost, run, turn
 
@@ -31,3 +34,32 @@ def test_a_session_without_changes_records_none():
     host = FakeHost(turns=[turn("", ("c1", "shell", {"command": "ls"})), turn("done")])
     run(host)
     assert "file.changed" not in host.kinds()
+
+
+def test_a_read_before_a_command_changed_its_file_is_marked_stale_and_kept_so_by_the_state():
+    from observations.gateway.journal import StateJournal
+    from observations.gateway.state import dump_state
+
+    class Reads(FakeHost):
+        def execute(self, call):
+            if call.name != "read_file":
+                return super().execute(call)
+            return ToolOutcome(call.id, call.name, dict(call.arguments), "x = 1\n", path="app.py", line_start=1,
+                               line_end=1, range_sha256="r1")
+
+    host = Reads(turns=[turn("", ("c1", "read_file", {"path": "app.py"}), ("c2", "shell", {"command": "sed -i"})),
+                        turn("done")],
+                 file_reads=[[FileChange("app.py", "modified", "s1")]])
+    ctx = make_context(window=60_000)
+    journal = StateJournal()
+    journal.record(ctx)
+    loop = StepLoop(ctx, RuntimeState(), host)
+    loop.advance()  # the model's reply: the calls
+    loop.advance()  # the read
+    journal.record(ctx)
+    loop.advance()  # the command that changed the file
+    record = journal.record(ctx)
+    entry = next(iter(ctx.ledger))
+    assert entry.range.path == "app.py" and entry.changed_step == ctx.step
+    assert record.touched["ledger"] == [0]  # the mark goes with the unit's records
+    assert dump_state(ctx)["ledger"][0]["changed_step"] == ctx.step

@@ -99,3 +99,25 @@ def test_links_folders_swapped_for_links_and_fifos_are_read_without_following_or
     assert by_path["app-real/config.py"].old_path == "app/config.py"  # moved; nothing read through the link
     assert "pipe" not in by_path or by_path["pipe"].sha256 == ""
     assert all(change.sha256 != _sha(secret) for change in changes)
+
+
+def test_between_readings_the_kernel_names_the_paths_and_git_reads_only_those(reads, monkeypatch):
+    import sessions.worker.file_reads as file_reads
+
+    asked = []
+    real = file_reads.dirty_files
+    monkeypatch.setattr(file_reads, "dirty_files", lambda *a, **kw: asked.append(kw.get("paths")) or real(*a, **kw))
+    root = Path(reads.worktree.path)
+    _, reading = reads.file_changes(None)
+    assert asked == [None]  # the first reading reads everything, the watch armed before it
+    assert reads.file_changes(reading)[0] == [] and len(asked) == 1  # nothing changed: git is not asked at all
+    _run(root, "mkdir -p deep/er && echo x > deep/er/made.py && echo y >> app/util.py")
+    changes, reading = reads.file_changes(reading)
+    assert [(c.path, c.kind) for c in changes] == [("app/util.py", "modified"), ("deep/er/made.py", "added")]
+    assert asked[-1] == {"app/util.py", "deep/er/made.py"}
+    (root / "app/config.py").write_text("written by a job between steps\n")  # no call ran it: still seen
+    changes, reading = reads.file_changes(reading)
+    assert [(c.path, c.kind) for c in changes] == [("app/config.py", "modified")]
+    _run(root, "rm -r deep")  # a folder removed: its files are not named one by one, so all is read
+    changes, reading = reads.file_changes(reading)
+    assert [(c.path, c.kind) for c in changes] == [("deep/er/made.py", "deleted")] and asked[-1] is None
