@@ -6,14 +6,17 @@ CSRF to guard, nothing a page could send for you); without one it gets the 401 t
 makes git ask for credentials. A room the person is not in answers as a missing one.
 A push holds the room lock while git receives it, so it takes its turn with merges and
 intent commits; it runs to its end whatever its client does, and the room hears what
-moved.
+moved. After a push, and after a fetch is served, the repository is repacked in the
+background when it needs it (``rooms.repository.maintenance``): clones stay quick.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,7 @@ from remote.tokens import (
 )
 from rooms.errors import RoomError, attempt
 from rooms.repository.lock import LockBusy, room_repo_lock_async
+from rooms.repository.maintenance import repository_repack_soon
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +78,10 @@ async def git_http(request: HttpRequest, slug: str, path: str) -> HttpResponse:
         _pushes.add(task)
         task.add_done_callback(_pushes.discard)
         return await asyncio.shield(task)
-    return _streamed(await smart_http.serve(git_dir, git_request, push=push))
+    answer = await smart_http.serve(git_dir, git_request, push=push)
+    if path == smart_http.UPLOAD:  # a fetch: what it cost the next one may be saved
+        answer.body = _then(answer.body, lambda: repository_repack_soon(access.repo))
+    return _streamed(answer)
 
 
 def _git_request(request: HttpRequest, path: str, query: str, access: Access) \
@@ -111,6 +118,7 @@ async def _push(git_dir: Path, git_request: smart_http.GitRequest, push: smart_h
         return _plain(503, "The room's repository stayed busy (merges or other pushes); try again.")
     except TimeoutError:
         return _plain(504, "The push took too long and was stopped; nothing of it is kept.")
+    repository_repack_soon(access.repo)  # the lock is free again
     response = HttpResponse(answer.body, status=answer.status)
     for name, value in answer.headers:
         response[name] = value
@@ -122,6 +130,14 @@ def _push_rules(access: Access) -> smart_http.Push:
         main=access.room.default_branch, max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
         max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES, max_pack_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES,
         hooks=smart_http.push_hooks(settings.DATA_DIR / "git-hooks"))
+
+
+async def _then(body: AsyncGenerator[bytes, None], after: Callable[[], None]) -> AsyncIterator[bytes]:
+    """``body``, then ``after()`` once all of it went out (not when its client went away)."""
+    async with contextlib.aclosing(body):
+        async for chunk in body:
+            yield chunk
+    after()
 
 
 def _streamed(answer: smart_http.GitResponse) -> StreamingHttpResponse:

@@ -6,7 +6,9 @@ A 5,000-file repository (each file a few hundred bytes, in 50 folders) is the ro
 Three clones, median of RUNS each: over the hub's smart HTTP (real Daphne, a token),
 ``git clone --no-local`` of a local bare copy (git's transport: pack made and sent, as
 over HTTP) and ``git clone`` of it by path (hard links, no pack). Printed as
-ratios against each.
+ratios against each. The room's repository is made by a clone (one pack, no bitmap); the
+first fetch over HTTP leaves it packed with a bitmap (rooms.repository.maintenance), as
+in any room.
 """
 
 from __future__ import annotations
