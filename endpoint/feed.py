@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from agents.providers import CallRecord, Completion, ProviderError
 from endpoint.conversation import continuation
-from endpoint.shell_calls import shell_effects, shell_removals
+from endpoint.shell_calls import script_writes, shell_effects, shell_removals, shell_restores
 from observations.gateway import segments
 from observations.gateway.context import Boundary, SessionContext
 from observations.gateway.messages import NO_PARAMS, Message, Params, Request, ToolCall
@@ -38,7 +38,7 @@ from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, Observation, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.actions import PathScope, editor_accesses
-from sessions.runtime.file_changes import DELETED, WRITTEN
+from sessions.runtime.file_changes import DELETED, RESTORED, WRITTEN
 from sessions.runtime.segments import SegmentStarter
 
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
@@ -86,15 +86,17 @@ def feed(ctx: SessionContext, messages: Sequence[Message]) -> tuple[int, ...]:
         elif message.role == "tool":
             call_id = message.tool_call_id or ""
             call = calls.get(call_id) or ToolCall(call_id, message.tool_name or "tool", {})
-            observations.append(ctx.add_tool_result(observation_input(call, message.text)).obs_id)
+            earlier = [c for c in calls.values() if c.id != call_id]
+            observations.append(ctx.add_tool_result(observation_input(call, message.text, earlier)).obs_id)
         else:
             ctx.add_user(message.text, kind="user")
     return tuple(observations)
 
 
-def observation_input(call: ToolCall, text: str) -> ObservationInput:
+def observation_input(call: ToolCall, text: str, earlier: Sequence[ToolCall] = ()) -> ObservationInput:
     """A client's tool result as the gateway's observation: what it was for (the call),
-    and the file range it read or the path it wrote where the arguments show them."""
+    and the file range it read or the paths it wrote where the arguments show them
+    (``earlier``: the session's calls before it, where a script it ran was written)."""
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
     data = text.encode("utf-8", "surrogatepass")
     sha = hashlib.sha256(data).hexdigest()
@@ -111,6 +113,7 @@ def observation_input(call: ToolCall, text: str) -> ObservationInput:
         read = FileRange(path, start, end, sha)
     elif path is None and not failed:
         read, written = shell_effects(call, text, sha)
+        written = tuple(dict.fromkeys(written + script_writes(call, text, earlier)))
     return ObservationInput(
         call_id=call.id, tool=call.name, arguments=arguments, text=text, sha256=sha, size=len(data),
         tokens=estimate_tokens(text), purpose=call_purpose(call.name, call.arguments), read=read,
@@ -205,13 +208,24 @@ class Exchange:
             self.host.emit("fold", dump_fold(fold))
 
 
+def changed_by(ctx: SessionContext, obs: Observation) -> list[dict[str, Any]]:
+    """``inferred_changes`` of a result fed at ``ctx``'s step; the ranges of those files
+    read before it are stale in the ledger (not one the same call read: it read after
+    its write, as in ``sed -i … f && cat f``)."""
+    changes = inferred_changes(obs, ctx.step)
+    read_here = {obs.source.read.path} if obs.source.read is not None else set()
+    ctx.ledger.file_changed({change["path"] for change in changes} - read_here, ctx.step)
+    return changes
+
+
 def inferred_changes(obs: Observation, step: int) -> list[dict[str, Any]]:
     """The session's change records (``file.changed`` payloads) of a client's tool result:
-    the client ran the tool, so what it wrote or removed is known only from the call
-    itself, and the records say so. A write's path may have been there before or not."""
+    the client ran the tool, so what it wrote, removed or put back is known only from
+    the call itself, and the records say so. A write's path may have been there before
+    or not."""
     call = ToolCall(obs.call_id, obs.source.tool, obs.source.arguments)
-    removed = shell_removals(call, obs.source.text)
-    changes = [(path, WRITTEN) for path in obs.source.written if path not in removed]
-    changes += [(path, DELETED) for path in removed]
+    removed, restored = shell_removals(call, obs.source.text), shell_restores(call, obs.source.text)
+    changes = [(path, WRITTEN) for path in obs.source.written if path not in removed and path not in restored]
+    changes += [(path, DELETED) for path in removed] + [(path, RESTORED) for path in restored]
     return [{"step": step, "call_id": obs.call_id, "path": path, "kind": kind, "sha256": "", "old_path": "",
              "inferred": True} for path, kind in changes]

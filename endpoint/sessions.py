@@ -45,7 +45,7 @@ from endpoint.conversation import (
     placement,
     route,
 )
-from endpoint.feed import Exchange, inferred_changes, take
+from endpoint.feed import Exchange, changed_by, take
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
@@ -263,7 +263,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
                       "tokens": obs.source.tokens, "preview": obs.source.text[:400]}
             results.append((result, obs))
             events.append(("tool.result", result))
-            events.extend((FILE_CHANGED, change) for change in inferred_changes(obs, ctx.step))
+            events.extend((FILE_CHANGED, change) for change in changed_by(ctx, obs))
     # Steers, chat that mentions the agent, other agents' posts: as a worker's boundary takes them.
     runtime = RuntimeState.from_dict(session.runtime_state)
     taken_inputs = inputs.pending_inputs(session, chat_after=runtime.chat_cursor)

@@ -3,21 +3,21 @@ merges, what agents said to each other, and the merge conflicts sessions took ba
 resolved.
 
 Read for the room page's team panel, which loads itself after the page: the files come
-from git (one read-only diff per live session), never from a session's saved state.
+from the sessions' records of changes (whatever tool made each, on a worker or through
+the gateway endpoint), never from a session's saved state.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from rooms.models import Room
 from sessions.models import AgentMention, Review, Session, SessionEvent
 from sessions.runtime import states
-from sessions.worker.room import session_changed_files
+from sessions.selectors import sessions_files_touched
 
-MAX_LIVE_SHOWN = 20  # live sessions listed (each costs a git diff)
+MAX_LIVE_SHOWN = 20  # live sessions listed
 MAX_FILES_SHOWN = 8  # files listed per session
 MAX_RESOLVED_SHOWN = 5
 
@@ -56,8 +56,8 @@ def room_team(room: Room) -> Team:
     live = list(Session.objects.without_state().defer("analysis")
                 .filter(task__room=room).exclude(state__in=states.TERMINAL)
                 .select_related("agent", "task").order_by("created_at", "pk")[:MAX_LIVE_SHOWN + 1])
-    repo = Path(room.repo_path)
-    working = [Worker(session=s, files=session_changed_files(s, repo, room.default_branch)) for s in live[:MAX_LIVE_SHOWN]]
+    touched = sessions_files_touched([s.pk for s in live[:MAX_LIVE_SHOWN]])
+    working = [Worker(session=s, files=tuple(touched[s.pk])) for s in live[:MAX_LIVE_SHOWN]]
     rounds = Counter(SessionEvent.objects.filter(session__task__room=room, kind="merge.handed_back")
                      .values_list("session_id", flat=True))
     handed = {s.pk: s for s in Session.objects.without_state().defer("analysis")

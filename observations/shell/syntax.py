@@ -3,7 +3,7 @@
 It splits a command line into a chain of pipelines of simple commands with their
 redirections, the way bash would for the common cases agents use: quotes (including
 ``$'...'``), escapes, line continuations, ``&&``/``||``/``;``/newlines, pipes, subshell
-parentheses, redirections and here-documents (whose bodies are skipped). Anything it
+parentheses, redirections and here-documents (each body kept on its redirection). Anything it
 cannot interpret exactly (command substitution, globs, brace expansion, variables) is
 marked *opaque* rather than guessed; the text of each command substitution is kept, so
 a reader can look into it; an unbalanced quote makes the whole line unparseable
@@ -14,6 +14,7 @@ code from their arguments) is `observations.shell.programs`' business.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from observations.shell.words import (
@@ -24,7 +25,7 @@ from observations.shell.words import (
     double_quoted,
     expansion,
     heredoc_delimiter,
-    skip_heredoc_bodies,
+    read_heredoc_bodies,
 )
 
 _REDIRECT_OPS = ("&>>", "<<<", "<<-", ">>", "<<", "&>", ">&", "<&", ">|", "<>", ">", "<")
@@ -35,7 +36,8 @@ _CONTROL_OPS = ("&&", "||", "|&", "|", ";;", ";", "&", "(", ")")
 class Redirect:
     fd: int | None  # explicit descriptor (the 2 of 2>), None when implicit
     op: str
-    target: Word
+    target: Word  # a here-document's: its delimiter
+    body: str | None = None  # a here-document's text, as written (no expansion done)
 
 
 @dataclass(slots=True)
@@ -77,7 +79,8 @@ _DIGITS = re.compile(r"[0-9]+")  # the fd of `2>`: ASCII digits only (`²` is a 
 def parse_command(text: str) -> list[Pipeline] | None:
     """The chain of pipelines in ``text``, or None when it is not well-formed shell."""
     try:
-        return _Chain().build(_tokenize(text))
+        tokenizer = _Tokenizer(text)
+        return _Chain().build(tokenizer.run(), iter(tokenizer.bodies))
     except Unparseable:
         return None
 
@@ -90,13 +93,16 @@ class _Chain:
         self.pipeline: Pipeline = []
         self.command = SimpleCommand()
 
-    def build(self, tokens: list[tuple[str, object, int | None]]) -> list[Pipeline]:
+    def build(self, tokens: list[tuple[str, object, int | None]], bodies: Iterator[str]) -> list[Pipeline]:
+        """``bodies``: the here-documents' texts, in the order of their redirections."""
         pending_redirect: tuple[int | None, str] | None = None
         for kind, value, fd in tokens:
             if pending_redirect is not None:
                 if kind != "word":
                     raise Unparseable  # a redirection needs its target
-                self.command.redirects.append(Redirect(pending_redirect[0], pending_redirect[1], value))
+                fd_, op = pending_redirect
+                body = next(bodies, None) if op in ("<<", "<<-") else None
+                self.command.redirects.append(Redirect(fd_, op, value, body))
                 pending_redirect = None
             elif kind == "word":
                 self.command.words.append(value)
@@ -133,10 +139,6 @@ def split_words(text: str) -> list[str] | None:
     return chain[0][0].argv
 
 
-def _tokenize(text: str) -> list[tuple[str, object, int | None]]:
-    """Tokens as (kind, value, fd): ("word", Word, None), ("op", str, None),
-    ("redirect", op, fd)."""
-    return _Tokenizer(text).run()
 
 
 class _Tokenizer:
@@ -148,6 +150,7 @@ class _Tokenizer:
         self.text, self.n = text, len(text)
         self.tokens: list[tuple[str, object, int | None]] = []
         self.heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a newline
+        self.bodies: list[str] = []  # the here-documents' texts, in order
         self.word = WordBuilder()
         self.steps = (self._escape, self._quote, self._expansion, self._comment, self._blank, self._redirect,
                       self._control)
@@ -235,7 +238,8 @@ class _Tokenizer:
         self.tokens.append(("op", "\n", None))
         i += 1
         if self.heredocs:
-            i = skip_heredoc_bodies(self.text, i, self.heredocs)
+            i, bodies = read_heredoc_bodies(self.text, i, self.heredocs)
+            self.bodies += bodies
             self.heredocs = []
         return i
 

@@ -209,19 +209,26 @@ def heredoc_delimiter(text: str, i: int) -> tuple[int, str]:
     return i, "".join(out)
 
 
-def skip_heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool]]) -> int:
+def read_heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool]]) -> tuple[int, list[str]]:
+    """The bodies of ``heredocs`` (in order) from ``i``, the start of the line after the
+    one that opened them, and where reading goes on after them."""
     n = len(text)
+    bodies: list[str] = []
     for delimiter, strip_tabs in heredocs:
+        lines: list[str] = []
         while True:
             if i >= n:
-                # bash warns and ends the body at end of input; accept the same.
-                return n
+                break  # bash warns and ends the body at end of input; accept the same.
             end = text.find("\n", i)
             line = text[i : end if end >= 0 else n]
             i = end + 1 if end >= 0 else n
-            if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            if strip_tabs:
+                line = line.lstrip("\t")
+            if line == delimiter:
                 break
-    return i
+            lines.append(line + "\n")
+        bodies.append("".join(lines))
+    return i, bodies
 
 
 class WordBuilder:

@@ -1,10 +1,8 @@
-"""What sessions did in a room's repository, read without changing anything: the files a
-session's worktree changed since its base, and what merged into main since a commit.
+"""What happened in a room's repository, read without changing anything: what merged
+into main since a commit.
 
-Read-only git only: ``--no-optional-locks`` keeps even a diff from refreshing another
-session's index while its agent works there, and a worktree's repository is named
-explicitly (as ``worktree_commit`` does), never found through the worktree's ``.git``
-file, which is the agent's to write. Nothing here imports Django.
+Read-only git only, on the room's repository (never a worktree, whose ``.git`` file is
+the agent's to write). Nothing here imports Django.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import GitError, git
-from rooms.repository.worktrees import HUB_OWNED, Worktree, WorktreeError, admin_dir
+from rooms.repository.worktrees import HUB_OWNED
 
 _RECORD, _FIELD = "\x1e", "\x1f"
 
@@ -33,24 +31,6 @@ def branch_tip(repo: Path, branch: str) -> str:
 def fork_point(repo: Path, branch: str, target: str) -> str:
     """Where ``branch`` left ``target``: the base of a session that recorded none."""
     return git("merge-base", target, branch, cwd=repo).strip()
-
-
-def worktree_changed_files(worktree: Worktree, base: str) -> tuple[str, ...]:
-    """Files that differ between ``base`` and the worktree's files as they are now
-    (committed on the branch or not), and new files git does not ignore; none under the
-    hub-owned ``.atrium``. Empty when the worktree is gone."""
-    if not Path(worktree.path).is_dir():
-        return ()
-    try:
-        where = (f"--git-dir={admin_dir(worktree)}", f"--work-tree={worktree.path}")
-    except WorktreeError:  # unregistered (being removed): nothing to read
-        return ()
-    outside = ("--", ".", f":(exclude){HUB_OWNED}")
-    changed = git("--no-optional-locks", *where, "diff", "--name-only", "-z", base, *outside,
-                  cwd=worktree.path, check=False)
-    added = git("--no-optional-locks", *where, "ls-files", "--others", "--exclude-standard", "-z", *outside,
-                cwd=worktree.path, check=False)
-    return tuple(sorted({p for p in (changed + "\0" + added).split("\0") if p}))
 
 
 def main_commits_since(repo: Path, base: str, target: str) -> tuple[MainCommit, ...]:

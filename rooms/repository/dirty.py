@@ -54,7 +54,11 @@ def _status(worktree: Path, admin_dir: Path, index: Path, paths: set[str] | None
             timeout: float) -> tuple[str, dict[str, tuple[bool, str]]]:
     head, files = "", {}
     spec = (".",) if paths is None else tuple(f":(literal){path}" for path in sorted(paths))
-    out = git(f"--git-dir={admin_dir}", f"--work-tree={worktree}", "status", "--porcelain=v2", "-z", "--branch",
+    # A reading of the whole worktree writes git's refreshed stat and untracked caches
+    # to the index; one of a few paths leaves the index alone (writing 5,000 entries
+    # back would cost it two thirds of its time).
+    locks = ("--no-optional-locks",) if paths is not None else ()
+    out = git(*locks, f"--git-dir={admin_dir}", f"--work-tree={worktree}", "status", "--porcelain=v2", "-z", "--branch",
               "--untracked-files=all", "--no-renames", "--ignore-submodules=all", "--", *spec,
               f":(exclude){HUB_OWNED}", cwd=worktree, timeout=timeout, index_file=index,
               config=(("core.untrackedCache", "true"),))

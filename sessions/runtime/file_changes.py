@@ -19,6 +19,8 @@ ADDED, MODIFIED, DELETED, RENAMED = "added", "modified", "deleted", "renamed"
 # Inferred from a call the hub did not run: added or modified, not known which (taken as
 # made by the session when it is removed again: most such files are an agent's scratch).
 WRITTEN = "written"
+# Inferred too: put back as HEAD holds it (``git checkout -- path``): no change of the session's.
+RESTORED = "restored"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +98,24 @@ def _paired_renames(changes: list[FileChange], removed: dict[str, str]) -> list[
 def paths_changed(records: Iterable[dict]) -> list[str]:
     """The paths a session's change records (``FileChange.to_dict``s, oldest first)
     leave changed, as git's diff of its branch names them: a file made and removed
-    again within the session is not among them; a rename's old path is (as removed)."""
+    again within the session is not among them, nor one restored as HEAD holds it; a
+    rename's old path is (as removed). An inferred removal of a folder (``rm -r``)
+    removes what the records have under it, the folder's name standing for the rest
+    only when they have nothing there."""
     there: dict[str, list[bool]] = {}  # path -> [there at the start, there now]
     for record in records:
-        kind = record.get("kind")
+        kind, path = record.get("kind"), record.get("path", "")
+        if kind == RESTORED:
+            there[path] = [False, False]
+            continue
+        inside = [p for p in there if p.startswith(f"{path}/")] if kind == DELETED and record.get("inferred") else []
+        for name in inside:
+            there[name][1] = False
+        if inside and path not in there:  # a folder: what of it the records name is gone
+            continue
         sides = [(record.get("old_path", ""), True, False)] if kind == RENAMED else []
-        sides.append((record.get("path", ""), kind not in (ADDED, RENAMED, WRITTEN), kind != DELETED))
-        for path, before, after in sides:
-            if path:
-                there.setdefault(path, [before, after])[1] = after
+        sides.append((path, kind not in (ADDED, RENAMED, WRITTEN), kind != DELETED))
+        for side, before, after in sides:
+            if side:
+                there.setdefault(side, [before, after])[1] = after
     return sorted(path for path, (start, now) in there.items() if start or now)

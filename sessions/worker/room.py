@@ -1,5 +1,6 @@
-"""The room as room_status sees it (agents/tools/room.py), read from the database and the
-room's repository; its notes kept on the session row."""
+"""The room as room_status sees it (agents/tools/room.py), read from the database (what
+each session changed: its record of changes) and the room's repository (main's
+commits); its notes kept on the session row."""
 
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ from rooms.repository.activity import (
     branch_tip,
     fork_point,
     main_commits_since,
-    worktree_changed_files,
 )
 from rooms.repository.git import GitError
-from rooms.repository.worktrees import Worktree
 from sessions.models import Session
-from sessions.selectors import room_live_sessions, room_open_tasks
+from sessions.selectors import room_live_sessions, room_open_tasks, sessions_files_touched
 
 
 def session_base(session: Session, repo: Path, target: str) -> str:
@@ -32,20 +31,6 @@ def session_base(session: Session, repo: Path, target: str) -> str:
         return ""
 
 
-def session_changed_files(session: Session, repo: Path, target: str) -> tuple[str, ...]:
-    """What the session changed so far: its worktree against its base (its tools' writes
-    and shell edits, committed or not). Git only: another session's saved state is
-    never read (it is large, and its records may be mid-write)."""
-    base = session_base(session, repo, target)
-    if not (base and session.worktree_path):
-        return ()
-    worktree = Worktree(path=Path(session.worktree_path), branch=session.branch, repo=repo)
-    try:
-        return worktree_changed_files(worktree, base)
-    except GitError:
-        return ()
-
-
 class DatabaseRoomView:
     def __init__(self, session: Session, *, owner: str) -> None:
         self.session_id, self.task_id, self.owner = session.pk, session.task_id, owner
@@ -56,13 +41,15 @@ class DatabaseRoomView:
         me = Session.objects.without_state().get(pk=self.session_id)
         base = session_base(me, self.repo, self.target)
         merges = main_commits_since(self.repo, base, self.target) if base else ()
+        live = room_live_sessions(self.room_id, besides=self.session_id)
+        touched = sessions_files_touched([s.pk for s in live])
         return RoomSnapshot(
             session_id=self.session_id, task_id=self.task_id, main=branch_tip(self.repo, self.target),
             tasks=tuple(TaskLine(t.pk, t.title) for t in room_open_tasks(self.room_id)),
             sessions=tuple(
                 SessionLine(id=s.pk, agent=s.agent.name, task_id=s.task_id, task=s.task.title, state=s.state,
-                            files=session_changed_files(s, self.repo, self.target))
-                for s in room_live_sessions(self.room_id, besides=self.session_id)
+                            files=tuple(touched[s.pk]))
+                for s in live
             ),
             merges=tuple(MergeLine(sha=m.sha, subject=m.subject, files=m.files) for m in merges),
         )

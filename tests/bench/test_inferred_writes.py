@@ -8,8 +8,10 @@ and its output: ``observation_input``, ``inferred_changes``), the session's reco
 read as ``session_files_touched`` reads it (``paths_changed``), and that list is
 compared with the files of the run's submission (``diff --git a/<path>``). Printed: the
 runs whose every patched file was inferred, the patched files inferred of all patched
-files, and how many of the paths the record leaves changed the patch holds (the rest:
-the agents' scratch files the patch leaves out).
+files (and how many of those missed no call of the run names: changes the benchmark's
+environment made before the agent ran, such as sphinx's ``tox.ini``), and how many of
+the paths the record leaves changed the patch holds (the rest: the agents' scratch
+files the patch leaves out, files restored in ways not followed).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ CLIENT_CWD = "/.client-cwd/"  # where the endpoint keys a client's relative path
 
 def _inferred(trajectory) -> set[str]:
     """What the session's record leaves changed (``session_files_touched``'s answer)."""
-    records = []
+    records, calls = [], []
     for step in trajectory.steps:
         for event in step.events:
             call = ToolCall(event.call_id, "bash", event.arguments)
             records += inferred_changes(Observation(obs_id=0, step=step.index, source=observation_input(
-                call, event.output)), step.index)
+                call, event.output, calls)), step.index)
+            calls.append(call)
     return {path.removeprefix(CLIENT_CWD).removeprefix("/testbed/") for path in paths_changed(records)}
 
 
@@ -46,15 +49,19 @@ def test_inferred_writes_against_each_runs_final_patch():
     files = sorted(DATA.glob("*.traj.json"))
     if not files:
         pytest.skip(f"no recorded runs in {DATA}")
-    whole_runs, patched_total, patched_found, inferred_total, inferred_in_patch = 0, 0, 0, 0, 0
+    whole_runs, patched_total, patched_found, inferred_total, inferred_in_patch, unnamed = 0, 0, 0, 0, 0, 0
     for path in files:
         data = json.loads(path.read_text())
         patched = set(re.findall(r"^diff --git a/(\S+) b/", data.get("info", {}).get("submission") or "", re.M))
-        inferred = _inferred(read_mini_swe_agent(data, path=str(path)))
+        trajectory = read_mini_swe_agent(data, path=str(path))
+        inferred = _inferred(trajectory)
+        commands = "\n".join(str(event.arguments) for step in trajectory.steps for event in step.events)
+        unnamed += sum(1 for missed in patched - inferred if missed.rpartition("/")[2] not in commands)
         whole_runs += patched <= inferred
         patched_total, patched_found = patched_total + len(patched), patched_found + len(patched & inferred)
         inferred_total, inferred_in_patch = inferred_total + len(inferred), inferred_in_patch + len(inferred & patched)
     print(f"\n{len(files)} mini-swe-agent runs: every patched file inferred in {whole_runs}; "
-          f"{patched_found}/{patched_total} patched files inferred ({patched_found / patched_total:.0%}); "
+          f"{patched_found}/{patched_total} patched files inferred ({patched_found / patched_total:.0%}; "
+          f"of the {patched_total - patched_found} missed, {unnamed} named by no call); "
           f"{inferred_in_patch}/{inferred_total} inferred paths are in the patch "
           f"({inferred_in_patch / inferred_total:.0%})")

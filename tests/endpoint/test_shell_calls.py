@@ -9,8 +9,8 @@ import json
 import pytest
 
 from endpoint.conversation import message_digests
-from endpoint.feed import inferred_changes, observation_input, take
-from endpoint.shell_calls import shell_effects, shell_removals
+from endpoint.feed import changed_by, inferred_changes, observation_input, take
+from endpoint.shell_calls import script_writes, shell_effects, shell_removals, shell_restores
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import Message, Request, ToolCall
@@ -87,3 +87,94 @@ def test_a_clients_scratch_file_made_and_removed_is_no_change_of_the_session():
         ("t.py", "written", True), ("t.py", "deleted", True),
         ("calc.py", "written", True)]
     assert paths_changed(records) == ["calc.py"]
+
+
+FIX_SCRIPT = "cat <<'EOF' > apply_fix.py\nfile_path = 'pkg/calc.py'\nlines = open(file_path).readlines()\n" \
+             "with open(file_path, 'w') as f:\n    f.writelines(lines)\nEOF"
+
+
+def bash(command: str, call_id: str = "c") -> ToolCall:
+    return ToolCall(call_id, "bash", {"command": command})
+
+
+def test_a_fix_script_written_in_one_call_and_run_in_a_later_one_names_its_file():
+    earlier = [bash(FIX_SCRIPT, "c1"), bash("cat apply_fix.py", "c2")]
+    assert script_writes(bash("python3 apply_fix.py"), mini_output(""), earlier) == ("pkg/calc.py",)
+    assert script_writes(bash("cd sub && python apply_fix.py"), mini_output(""), earlier) == ()  # another file
+    assert script_writes(bash("python3 apply_fix.py"), mini_output("Traceback", 1), earlier) == ()  # it failed
+    assert script_writes(bash("python3 other.py"), mini_output(""), earlier) == ()
+    # The script's paths are where it ran: from pkg/, its 'pkg/calc.py' is pkg/pkg/calc.py.
+    moved = [bash(f"cd pkg && {FIX_SCRIPT}", "c1")]
+    assert script_writes(bash("cd pkg && python apply_fix.py"), mini_output(""), moved) == ("pkg/pkg/calc.py",)
+    # The last here-document written to the script is the one run.
+    rewritten = earlier + [bash("cat > apply_fix.py <<EOF\nopen('other.py', 'a')\nEOF", "c3")]
+    assert script_writes(bash("python3 apply_fix.py"), mini_output(""), rewritten) == ("other.py",)
+
+
+@pytest.mark.parametrize(("command", "written"), [
+    (f"{FIX_SCRIPT}\npython3 apply_fix.py && rm apply_fix.py", ("pkg/calc.py",)),  # in the same command
+    ("python3 -c \"open('a.txt', 'w').write('x')\"", ("a.txt",)),
+    ("python -u -W ignore -c \"open('a.txt', 'w')\"", ("a.txt",)),
+    ("python3 - <<'EOF'\nopen('b.txt', 'w')\nEOF", ("b.txt",)),
+    ("python3 <<'EOF'\nopen('b.txt', 'w')\nEOF", ("b.txt",)),
+    ("cat <<'EOF' | python3\nopen('c.txt', 'w')\nEOF", ("c.txt",)),
+    ("PYTHONPATH=. /usr/bin/python3.11 -c \"open('d.txt', 'w')\"", ("d.txt",)),
+    ("cd /testbed && python -c \"open('e.txt', 'w')\"", ("/testbed/e.txt",)),
+    ("python -m pytest -c \"open('f.txt', 'w')\"", ()),  # a module's own options
+    ("python3 -c \"$CODE\"", ()),
+    ("echo \"open('g.txt', 'w')\"", ()),
+])
+def test_python_code_given_on_the_line_or_its_standard_input(command, written):
+    assert script_writes(bash(command), mini_output("")) == written
+
+
+@pytest.mark.parametrize(("command", "restored"), [
+    ("git checkout pyproject.toml", ("pyproject.toml",)),
+    ("git checkout -- a.py b/c.py", ("a.py", "b/c.py")),
+    ("git checkout HEAD -- a.py", ("a.py",)),
+    ("git checkout HEAD a.py", ("a.py",)),
+    ("cd /testbed && git restore a.py", ("/testbed/a.py",)),
+    ("git restore --worktree --staged a.py", ("a.py",)),
+    ("git checkout HEAD~1 -- a.py", ()),  # another commit's content: a change
+    ("git checkout v1 a.py", ()),
+    ("git checkout -b topic", ()),
+    ("git restore --staged a.py", ()),  # the index only
+    ("git restore --source=HEAD~2 a.py", ()),
+    ("git checkout missing.py", "error: pathspec 'missing.py' did not match any file(s) known to git"),
+])
+def test_what_a_shell_call_put_back_as_head_has_it(command, restored):
+    expected = () if isinstance(restored, str) else restored
+    output = mini_output(restored, 1) if isinstance(restored, str) else mini_output("")
+    assert shell_restores(bash(command), output) == expected
+
+
+def test_a_script_run_reverted_and_a_scratch_folder_removed_leave_only_the_real_change():
+    calls = [bash(FIX_SCRIPT, "c1"), bash("python3 apply_fix.py", "c2"), bash("sed -i 's/a/b/' setup.cfg", "c3"),
+             bash("git checkout setup.cfg", "c4"), bash("mkdir -p repro/app && echo x > repro/app/m.py", "c5"),
+             bash("rm -rf repro apply_fix.py", "c6")]
+    records = []
+    for n, call in enumerate(calls):
+        source = observation_input(call, mini_output(""), calls[:n])
+        records += inferred_changes(Observation(obs_id=n, step=n, source=source), n)
+    assert [(r["path"], r["kind"]) for r in records] == [
+        ("apply_fix.py", "written"), ("pkg/calc.py", "written"), ("setup.cfg", "written"), ("setup.cfg", "restored"),
+        ("repro/app/m.py", "written"), ("repro", "deleted"), ("apply_fix.py", "deleted")]
+    assert paths_changed(records) == ["pkg/calc.py"]
+
+
+def test_a_read_before_a_clients_edit_is_stale_in_the_ledger_and_one_after_it_is_not():
+    ctx = SessionContext(model="openai:m", system_prompt="s", tools=(), budget=Budget(window=128_000, output_budget=4_000))
+    history: list[Message] = [Message("user", "Fix calc.py")]
+    commands = ["cat calc.py", "cat other.py", f"{FIX_SCRIPT.replace('pkg/calc.py', 'calc.py')}\npython3 apply_fix.py",
+                "sed -i 's/a/b/' other.py && cat other.py"]
+    for n, command in enumerate(commands):
+        call = ToolCall(f"call_{n}", "bash", {"command": command})
+        known = message_digests(history)
+        history += [Message("assistant", "THOUGHT", tool_calls=(call,)), Message("tool", mini_output(FILE), tool_call_id=call.id)]
+        taken = take(ctx, known, Request(model="m", system="s", tools=(), messages=tuple(history), max_tokens=0))
+        for obs_id in taken.observations:
+            changed_by(ctx, ctx.observation(obs_id))
+        ctx.prepare()
+    stale = {entry.range.path: entry.changed_step for entry in ctx.ledger}
+    assert stale["calc.py"] is not None  # read, then rewritten by the script
+    assert stale["other.py"] is None  # its last read came after its edit

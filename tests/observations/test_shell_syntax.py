@@ -38,18 +38,28 @@ def test_line_continuation_joins_lines():
     ]
 
 
-def test_here_document_body_is_skipped_and_redirect_kept():
+def test_here_document_body_is_kept_on_its_redirect_and_not_read_as_commands():
     chain = parse_command("cat <<'EOF' > out.py\nimport os\nprint('&& ; |')\nEOF\npython out.py")
     assert chain is not None
     [[cat], [python]] = chain
     assert cat.argv == ["cat"]
-    assert [(r.op, r.target.text) for r in cat.redirects] == [("<<", "EOF"), (">", "out.py")]
+    assert [(r.op, r.target.text, r.body) for r in cat.redirects] == [
+        ("<<", "EOF", "import os\nprint('&& ; |')\n"), (">", "out.py", None)]
     assert cat.stdout_target() is not None and cat.stdin_redirected()
     assert python.argv == ["python", "out.py"]
 
 
 def test_indented_here_document_ends_at_tab_indented_delimiter():
     assert argvs("cat <<-END > f\n\tbody\n\tEND\nls") == [[["cat"]], [["ls"]]]
+    [[cat], _] = parse_command("cat <<-END > f\n\tbody\n\t\tmore\n\tEND\nls") or [[None], None]
+    assert cat.redirects[0].body == "body\nmore\n"
+
+
+def test_two_here_documents_on_one_line_each_get_their_body():
+    [[first, second]] = parse_command("cat <<A | python3 - <<B\none\nA\ntwo\nB") or [[None, None]]
+    assert (first.redirects[0].body, second.redirects[0].body) == ("one\n", "two\n")
+    [[cut]] = parse_command("python3 <<EOF\nprint(1)") or [[None]]  # ended by the input's end, as bash does
+    assert cut.redirects[0].body == "print(1)\n"
 
 
 def test_descriptor_redirections_are_not_output_files():

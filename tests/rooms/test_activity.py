@@ -10,12 +10,9 @@ from rooms.repository.activity import (
     branch_tip,
     fork_point,
     main_commits_since,
-    worktree_changed_files,
 )
 from rooms.repository.git import git
 from rooms.repository.worktrees import (
-    Worktree,
-    admin_dir,
     worktree_commit,
     worktree_create,
     worktree_merge,
@@ -37,23 +34,6 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def worktrees_dir(tmp_path: Path) -> Path:
     return tmp_path / "worktrees"
-
-
-def test_a_worktree_reports_committed_uncommitted_and_new_files_but_not_hub_owned_ones(repo, worktrees_dir):
-    base = _main(repo)
-    worktree = worktree_create(repo=repo, worktrees_dir=worktrees_dir, session_id=1)
-    (worktree.path / "app.py").write_text("def add(a, b):\n    return a + b\n")
-    worktree_commit(worktree=worktree, message="fix")
-    (worktree.path / "README.md").write_text("# changed\n")
-    (worktree.path / "notes.txt").write_text("new\n")
-    (worktree.path / ".atrium").mkdir()
-    (worktree.path / ".atrium" / "x.md").write_text("hub's\n")
-    index = admin_dir(worktree) / "index"
-    index_before = index.stat().st_mtime_ns
-    assert worktree_changed_files(worktree, base) == ("README.md", "app.py", "notes.txt")
-    assert index.stat().st_mtime_ns == index_before  # read only: the agent's index is left alone
-    gone = Worktree(path=worktrees_dir / "9", branch="atrium/session-9", repo=repo)
-    assert worktree_changed_files(gone, base) == ()
 
 
 def test_main_commits_since_a_base_list_merges_oldest_first_without_hub_only_commits(repo, worktrees_dir):

@@ -75,6 +75,11 @@ def test_a_reading_survives_its_round_trip_through_the_state():
     ([{"path": "b.py", "kind": "added"}, {"path": "c.py", "kind": "renamed", "old_path": "b.py"}], ["c.py"]),
     ([{"path": "gone.py", "kind": "deleted"}], ["gone.py"]),
     ([{"path": "x.py", "kind": "written", "inferred": True}], ["x.py"]),
+    ([{"path": "a.py", "kind": "written"}, {"path": "a.py", "kind": "restored"}], []),
+    ([{"path": "a.py", "kind": "restored"}, {"path": "a.py", "kind": "written"}], ["a.py"]),
+    ([{"path": "d/x.py", "kind": "written"}, {"path": "d/y/z.py", "kind": "written"}, {"path": "keep/x.py",
+      "kind": "written"}, {"path": "d", "kind": "deleted", "inferred": True}], ["keep/x.py"]),
+    ([{"path": "tests/old", "kind": "deleted", "inferred": True}], ["tests/old"]),  # nothing known under it
 ])
 def test_what_a_sessions_records_leave_changed(records, expected):
     assert paths_changed(records) == expected

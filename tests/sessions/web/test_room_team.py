@@ -1,10 +1,9 @@
-"""The room's team panel: live sessions with the files their worktrees changed (real git),
-conflicts sessions resolved or left for a person, agents' mentions; members only; no
-session's saved state read. In a real browser too: the panel loads itself on the page."""
+"""The room's team panel: live sessions with the files their records of changes leave
+changed (whatever tool made each), conflicts sessions resolved or left for a person,
+agents' mentions; members only; no session's saved state read. In a real browser too:
+the panel loads itself on the page."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -12,10 +11,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from playwright.sync_api import expect, sync_playwright
 
-from rooms.repository.git import git
-from rooms.repository.worktrees import worktree_create
 from rooms.services import message_post
-from sessions.models import AgentMention, Review, Session
+from sessions.models import AgentMention, Review
 from sessions.services.talk import message_binder
 from sessions.services.tasks import task_create
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
@@ -25,16 +22,16 @@ from tests.sessions.web.conftest import append, session_in
 
 @pytest.fixture
 def team_room(demo_room, owner, tmp_path):
-    """A live session that changed two files, one that resolved a conflict in two rounds,
+    """A live session that changed two files (and made a scratch file it removed), one
+    that resolved a conflict in two rounds,
     one whose conflict went to a person, and agents' mentions delivered and stopped."""
     builder, reviewer = make_agent("builder"), make_agent("tidier")
-    repo = Path(demo_room.repo_path)
     task = task_create(room=demo_room, actor=owner, title="Add a mode", objective="Add mode()")
-    live = session_in(task, builder, "running", base_commit=git("rev-parse", "main", cwd=repo).strip())
-    tree = worktree_create(repo=repo, worktrees_dir=tmp_path / "worktrees", session_id=live.pk)
-    Session.objects.filter(pk=live.pk).update(worktree_path=str(tree.path), branch=tree.branch)
-    (tree.path / "textstats.py").write_text("# changed\n")
-    (tree.path / "modes.py").write_text("def mode(values): ...\n")
+    live = session_in(task, builder, "running")
+    for step, path, kind in ((1, "textstats.py", "modified"), (2, "scratch.py", "added"), (3, "modes.py", "added"),
+                             (4, "scratch.py", "deleted")):
+        append(live, "file.changed", {"step": step, "call_id": f"call_{step}", "path": path, "kind": kind,
+                                      "sha256": "", "old_path": ""})
 
     other = task_create(room=demo_room, actor=owner, title="Speed up", objective="Faster")
     resolved = session_in(other, reviewer, "succeeded")
