@@ -28,7 +28,9 @@ class ImportRefused(ValueError):
 def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int, max_checkout_files: int) -> None:
     """Raise ImportRefused when any ref of ``repo`` holds what the hub does not take in;
     a ref of a tree or a blob (not checked out as a branch, but ``git checkout TREE -- .``
-    writes it whole) is dropped from the import."""
+    writes it whole) is dropped from the import, and so is one that a branch's short
+    name would find first (``refs/tags/main``: the hub names ``main`` and the session
+    branches so)."""
     # Every ref a clone brought: its other branches (refs/remotes) and tags too, which a
     # person or an agent may check out or merge later, each peeled to what it names at
     # last (a tag of a tag of a commit is the commit). Each tree is checked once.
@@ -45,7 +47,7 @@ def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int, max_checkout_
         raise ImportRefused("git could not tell what each of the repository's branches and tags holds.")
     seen: set[str] = set()
     for (_oid, ref), peeled, tree in zip(refs, answers[0::2], answers[1::2], strict=True):
-        if not peeled.startswith("commit "):
+        if not peeled.startswith("commit ") or _shadows_a_branch(ref, [name for _, name in refs]):
             git("update-ref", "--no-deref", "-d", ref, cwd=repo, timeout=60)
             continue
         tree = tree.split()[-1]
@@ -55,6 +57,17 @@ def refuse_hostile_content(repo: Path, *, max_checkout_bytes: int, max_checkout_
         with contextlib.closing(tree_entries(repo, tree)) as entries:
             check_tree(entries, where=_shown(ref), max_checkout_bytes=max_checkout_bytes,
                        max_checkout_files=max_checkout_files)
+
+
+def _shadows_a_branch(ref: str, refs: list[str]) -> bool:
+    """Whether git would read a branch's short name as ``ref`` (git looks in ``refs/``
+    and ``refs/tags/`` before ``refs/heads/``): a branch of the repository's (its
+    clone's ``origin/`` ones are the room's branches-to-be), ``main`` or a session's."""
+    if ref.startswith(("refs/heads/", "refs/remotes/")):
+        return False
+    name = ref.removeprefix("refs/tags/") if ref.startswith("refs/tags/") else ref.removeprefix("refs/")
+    return (name == "main" or name.startswith("atrium/") or f"refs/heads/{name}" in refs
+            or f"refs/remotes/origin/{name}" in refs)
 
 
 def _shown(ref: str) -> str:

@@ -188,6 +188,27 @@ def test_a_tag_of_a_tree_is_dropped_from_the_import(tmp_path):
     assert "tree-tag" not in git("tag", "--list", cwd=Path(room.repo_path))
 
 
+def test_a_tag_that_a_branchs_short_name_would_find_first_is_dropped_from_the_import(tmp_path):
+    """git reads `main` as refs/tags/main before refs/heads/main: a bundle's tag named
+    like a branch (or like the hub's own names) would make the hub's `main` another
+    commit, one no check of main's ever saw."""
+    source = source_repo(tmp_path)
+    plain_git("add", "-A", cwd=source)
+    plain_git("commit", "-q", "-m", "c", cwd=source)
+    plain_git("branch", "-M", "main", cwd=source)
+    plain_git("branch", "feature", cwd=source)
+    plain_git("commit", "-q", "--allow-empty", "-m", "elsewhere", cwd=source)
+    for name in ("main", "feature", "atrium/session-1", "v1.0"):
+        plain_git("tag", name, "HEAD", cwd=source)
+    plain_git("reset", "-q", "--hard", "HEAD~1", cwd=source)
+    bundle = tmp_path / "shadow.bundle"
+    plain_git("bundle", "create", str(bundle), "--all", cwd=source)
+    room = room_create(owner=make_user("attacker"), name="Shadows", source=BundleRepository(bundle))
+    repo = Path(room.repo_path)
+    assert git("tag", "--list", cwd=repo).split() == ["v1.0"]
+    assert git("rev-parse", "main", cwd=repo) == git("rev-parse", "refs/heads/main", cwd=repo)
+
+
 def test_merged_attributes_change_nothing_the_hub_writes_or_shows_a_reviewer(tmp_path):
     """A session merges `.gitattributes` (the agents' to write): the hub's intent files are
     stored as written whatever they say (the encoding rule made every later task of the
