@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.providers import CallRecord, Completion, ProviderError
+from agents.providers.output_limits import output_limit
 from endpoint.conversation import continuation
 from endpoint.shell_calls import script_writes, shell_effects, shell_removals, shell_restores
 from observations.gateway import segments
@@ -152,6 +153,16 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def output_reserved(asked: int, *, model: str, window: int, budget: int) -> int:
+    """What a session's step reserves of the window for the reply, and asks the upstream
+    for: the client's ``max_tokens`` (Claude Code asks 32,000 to 64,000) up to the
+    model's own limit and half the window (the rest is the conversation's); without
+    one, the agent's output budget."""
+    if asked <= 0:
+        return budget
+    return max(1, min(asked, output_limit(model) or asked, window // 2))
+
+
 class Host(Protocol):
     def call_model(self, request: Request) -> Completion: ...
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
@@ -165,7 +176,7 @@ class Exchange:
 
     ctx: SessionContext
     host: Host
-    max_tokens: int = 0  # the client's own output limit; 0: the agent's output budget
+    max_tokens: int = 0  # the client's own output limit; 0: what the session's budget reserves
     params: Params = NO_PARAMS  # the client's settings (endpoint.params), for the step's calls only
     person_waiting: bool = False
     records: list[CallRecord] = field(default_factory=list)
@@ -196,10 +207,10 @@ class Exchange:
                           second_overflow_raises=True).run()
 
     def _request(self, boundary: Boundary) -> Request:
-        """The step's request with the client's settings. Its output limit is at most the
-        agent's output budget: that is what the budget reserves of the window (a larger
-        one could overflow a request the projection let through); a smaller one is the
-        client's. A handoff's prose (``segments``) is the gateway's, sent without them."""
+        """The step's request with the client's settings. Its output limit is at most what
+        the session's budget reserves of the window (``output_reserved``: a larger one
+        could overflow a request the projection let through). A handoff's prose
+        (``segments``) is the gateway's, sent without them."""
         limit = min((n for n in (self.max_tokens, boundary.request.max_tokens) if n), default=0)
         return dataclasses.replace(boundary.request, max_tokens=limit, params=self.params)
 

@@ -45,7 +45,7 @@ from endpoint.conversation import (
     placement,
     route,
 )
-from endpoint.feed import Exchange, changed_by, take
+from endpoint.feed import Exchange, changed_by, output_reserved, take
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
@@ -226,12 +226,13 @@ def _ended(session: Session) -> WireError:
 
 def _context(session: Session, request: Request) -> tuple[SessionContext, StateJournal]:
     """The session's gateway state as the last request left it (as the worker restores
-    it), under the client's current system prompt and tools."""
+    it), under the client's current system prompt, tools and output limit."""
     agent = session.agent
     common: dict[str, Any] = {
         "model": agent.model, "system_prompt": request.system, "tools": request.tools,
-        "budget": Budget(window=agent.context_window, output_budget=agent.output_budget,
-                         **settings.ATRIUM_FOLD_OVERRIDES),
+        "budget": Budget(window=agent.context_window, **settings.ATRIUM_FOLD_OVERRIDES,
+                         output_budget=output_reserved(request.max_tokens, model=agent.model,
+                                                       window=agent.context_window, budget=agent.output_budget)),
         "policy": agent.eviction_policy, "calibration": calibration_load(agent.model),
         "economics": CacheEconomics.of(agent.price_for(agent.model)),
         "length_prior": LengthPrior.of(session_lengths(agent, session.model or agent.model)),

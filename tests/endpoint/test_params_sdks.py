@@ -52,8 +52,9 @@ def test_an_openai_clients_parameters_reach_its_agents_upstream_through_the_sess
         "stop": ["END", "\nObservation:"], "temperature": 0.2, "top_p": 0.9, "seed": 7,
         "tool_choice": {"type": "function", "function": {"name": "read_file"}}, "parallel_tool_calls": False,
         "response_format": {"type": "json_object"}, "user": "person-1", "top_k": 20}
-    # The limit stays within the agent's output budget, which the session's budget reserves.
-    assert sent["max_tokens"] == 8_000 and "max_completion_tokens" not in sent
+    # The client's limit up to the model's own (gpt-4.1 writes at most 32,768), which the
+    # session's budget then reserves of the window.
+    assert sent["max_tokens"] == 32_768 and "max_completion_tokens" not in sent
     assert sent["model"] == "gpt-4.1" and "n" not in sent
 
     for refused, param in (({"n": 2}, "n"), ({"logprobs": True}, "logprobs"), ({"tool_choice": "any"}, "tool_choice"),
@@ -89,10 +90,11 @@ def test_an_anthropic_clients_parameters_reach_its_agents_upstream_through_the_s
 
     # Thinking is the gateway's to leave out (its turns hold no thinking blocks): said, not refused.
     wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
-    raw = client.messages.with_raw_response.create(model="m", max_tokens=2000, messages=HISTORY,
+    raw = client.messages.with_raw_response.create(model="m", max_tokens=20_000, messages=HISTORY,
                                                    tools=ANTHROPIC_TOOLS, thinking={"type": "enabled",
                                                                                     "budget_tokens": 1024})
     assert raw.headers[IGNORED_HEADER] == "thinking" and "thinking" not in last(wire, MESSAGES)
+    assert last(wire, MESSAGES)["max_tokens"] == 20_000  # as asked, not the agent's 8,000
     with pytest.raises(anthropic.BadRequestError, match=r"tool_choice: no tool named 'read_file'"):
         client.messages.create(model="m", max_tokens=10, messages=HISTORY, tools=ANTHROPIC_TOOLS,
                                tool_choice={"type": "tool", "name": "read_file"})
