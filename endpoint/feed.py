@@ -28,7 +28,8 @@ from typing import Any, Protocol
 from agents.providers import CallRecord, Completion, ProviderError
 from agents.providers.output_limits import output_limit
 from endpoint.conversation import continuation
-from endpoint.shell_calls import script_writes, shell_effects, shell_removals, shell_restores
+from endpoint.shell_calls import shell_command, shell_effects
+from endpoint.shell_changes import shell_changes
 from observations.gateway import segments
 from observations.gateway.context import Boundary, SessionContext
 from observations.gateway.messages import NO_PARAMS, Message, Params, Request, ToolCall
@@ -39,7 +40,7 @@ from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import FileRange, Observation, ObservationInput
 from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.actions import PathScope, editor_accesses
-from sessions.runtime.file_changes import DELETED, RESTORED, WRITTEN
+from sessions.runtime.file_changes import WRITTEN
 from sessions.runtime.segments import SegmentStarter
 
 # Tools of agents nobody here wrote: a read by name, a write by name, the path and the
@@ -87,11 +88,18 @@ def feed(ctx: SessionContext, messages: Sequence[Message]) -> tuple[int, ...]:
         elif message.role == "tool":
             call_id = message.tool_call_id or ""
             call = calls.get(call_id) or ToolCall(call_id, message.tool_name or "tool", {})
-            earlier = [c for c in calls.values() if c.id != call_id]
+            earlier = calls_before(list(calls.values()), call_id)
             observations.append(ctx.add_tool_result(observation_input(call, message.text, earlier)).obs_id)
         else:
             ctx.add_user(message.text, kind="user")
     return tuple(observations)
+
+
+def calls_before(calls: list[ToolCall], call_id: str) -> list[ToolCall]:
+    """The calls made before ``call_id`` (in the order made; a call of the same turn
+    listed after it, run beside it, is not before it)."""
+    ids = [call.id for call in calls]
+    return calls[:ids.index(call_id)] if call_id in ids else calls
 
 
 def observation_input(call: ToolCall, text: str, earlier: Sequence[ToolCall] = ()) -> ObservationInput:
@@ -114,7 +122,8 @@ def observation_input(call: ToolCall, text: str, earlier: Sequence[ToolCall] = (
         read = FileRange(path, start, end, sha)
     elif path is None and not failed:
         read, written = shell_effects(call, text, sha)
-        written = tuple(dict.fromkeys(written + script_writes(call, text, earlier)))
+        also = tuple(path for path, kind in shell_changes(call, text, earlier) if kind == WRITTEN)  # scripts' writes
+        written = tuple(dict.fromkeys(written + also))
     return ObservationInput(
         call_id=call.id, tool=call.name, arguments=arguments, text=text, sha256=sha, size=len(data),
         tokens=estimate_tokens(text), purpose=call_purpose(call.name, call.arguments), read=read,
@@ -223,20 +232,20 @@ def changed_by(ctx: SessionContext, obs: Observation) -> list[dict[str, Any]]:
     """``inferred_changes`` of a result fed at ``ctx``'s step; the ranges of those files
     read before it are stale in the ledger (not one the same call read: it read after
     its write, as in ``sed -i … f && cat f``)."""
-    changes = inferred_changes(obs, ctx.step)
+    calls = [call for entry in ctx.entries if entry.kind == "assistant" for call in entry.tool_calls]
+    changes = inferred_changes(obs, ctx.step, calls_before(calls, obs.call_id))
     read_here = {obs.source.read.path} if obs.source.read is not None else set()
     ctx.ledger.file_changed({change["path"] for change in changes} - read_here, ctx.step)
     return changes
 
 
-def inferred_changes(obs: Observation, step: int) -> list[dict[str, Any]]:
+def inferred_changes(obs: Observation, step: int, earlier: Sequence[ToolCall] = ()) -> list[dict[str, Any]]:
     """The session's change records (``file.changed`` payloads) of a client's tool result:
     the client ran the tool, so what it wrote, removed or put back is known only from
-    the call itself, and the records say so. A write's path may have been there before
-    or not."""
+    the call itself (``shell_changes``; a file tool's write by its arguments), and the
+    records say so. A write's path may have been there before or not."""
     call = ToolCall(obs.call_id, obs.source.tool, obs.source.arguments)
-    removed, restored = shell_removals(call, obs.source.text), shell_restores(call, obs.source.text)
-    changes = [(path, WRITTEN) for path in obs.source.written if path not in removed and path not in restored]
-    changes += [(path, DELETED) for path in removed] + [(path, RESTORED) for path in restored]
+    changes = shell_changes(call, obs.source.text, earlier) if shell_command(call) is not None \
+        else tuple((path, WRITTEN) for path in obs.source.written)
     return [{"step": step, "call_id": obs.call_id, "path": path, "kind": kind, "sha256": "", "old_path": "",
              "inferred": True} for path, kind in changes]

@@ -218,19 +218,21 @@ def session_files_touched(session: Session) -> list[str]:
     from its record of changes (``file.changed`` events: each write, by a tool or by a
     command, and the gateway endpoint's inferred ones); for a session from before that
     record was kept, from the gateway's file notes."""
-    if touched := sessions_files_touched([session.pk])[session.pk]:
-        return touched
+    touched = sessions_files_touched([session.pk])
+    if session.pk in touched:
+        return touched[session.pk]
     files = session_gateway_state(session).get("files", ())
     return sorted(note["path"] for note in files if note.get("written"))
 
 
 def sessions_files_touched(session_ids: list[int]) -> dict[int, list[str]]:
     """What each session changed so far, from its record of changes, in one query (the
-    room's live sessions, for the team panel and room_status)."""
-    records: dict[int, list[dict]] = {pk: [] for pk in session_ids}
+    room's live sessions, for the team panel and room_status); a session with no
+    record is not among the keys."""
+    records: dict[int, list[dict]] = {}
     for session_id, payload in (SessionEvent.objects.filter(session_id__in=session_ids, kind=FILE_CHANGED)
                                 .order_by("session_id", "seq").values_list("session_id", "payload")):
-        records[session_id].append(payload)
+        records.setdefault(session_id, []).append(payload)
     return {pk: paths_changed(found) for pk, found in records.items()}
 
 

@@ -57,7 +57,7 @@ def room_team(room: Room) -> Team:
                 .filter(task__room=room).exclude(state__in=states.TERMINAL)
                 .select_related("agent", "task").order_by("created_at", "pk")[:MAX_LIVE_SHOWN + 1])
     touched = sessions_files_touched([s.pk for s in live[:MAX_LIVE_SHOWN]])
-    working = [Worker(session=s, files=tuple(touched[s.pk])) for s in live[:MAX_LIVE_SHOWN]]
+    working = [Worker(session=s, files=tuple(touched.get(s.pk, ()))) for s in live[:MAX_LIVE_SHOWN]]
     rounds = Counter(SessionEvent.objects.filter(session__task__room=room, kind="merge.handed_back")
                      .values_list("session_id", flat=True))
     handed = {s.pk: s for s in Session.objects.without_state().defer("analysis")

@@ -27,36 +27,48 @@ _PATH_WRITES = frozenset({"write_text", "write_bytes"})
 _WRITING = frozenset("wax+")
 
 Paths = frozenset[str]
+MAX_SOURCE_CHARS = 256_000  # an agent's one-off script is far smaller
+MAX_VALUES = 16  # strings a name or a path may be: past this, not known
 
 
 def python_writes(source: str) -> tuple[str, ...]:
     """The paths ``source`` writes, in the order it names them, as it spells them
     (relative to where it runs)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return ()
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        resolver = _Resolver(tree)
+        calls = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
+                       key=lambda node: (node.lineno, node.col_offset))
+        return tuple(dict.fromkeys(posixpath.normpath(path) for call in calls
+                                   for path in sorted(resolver.written_by(call))))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # not Python, or nested past reading
         return ()
-    resolver = _Resolver(tree)
-    calls = sorted((node for node in ast.walk(tree) if isinstance(node, ast.Call)),
-                   key=lambda node: (node.lineno, node.col_offset))
-    return tuple(dict.fromkeys(posixpath.normpath(path) for call in calls
-                               for path in sorted(resolver.written_by(call))))
 
 
 class _Resolver:
     def __init__(self, tree: ast.AST) -> None:
         # Each name's every binding: its possible values, or None once one is not known.
         # Names bound to names settle in a few rounds, each reading the last one's.
-        self._bindings = list(_bindings(tree))
+        self._bindings: dict[str, list[ast.expr | None]] = {}
+        for name, value in _bindings(tree):
+            self._bindings.setdefault(name, []).append(value)
         self.names: dict[str, Paths | None] = {}
         for _ in range(4):
-            names: dict[str, Paths | None] = {}
-            for name, value in self._bindings:
-                known, values = names.get(name, frozenset()), self.values(value)
-                names[name] = None if known is None or values is None else known | values
+            names = {name: _bounded(self._union(values)) for name, values in self._bindings.items()}
             if names == self.names:
                 break
             self.names = names
+
+    def _union(self, nodes: list[ast.expr | None]) -> Paths | None:
+        found: Paths = frozenset()
+        for node in nodes:
+            values = self.values(node)
+            if values is None:
+                return None
+            found |= values
+        return found
 
     def written_by(self, call: ast.Call) -> Paths:
         name = _dotted(call.func)
@@ -101,6 +113,8 @@ class _Resolver:
             values = self.values(part)
             if values is None or joined is None:
                 return None
+            if len(joined) * len(values) > MAX_VALUES:
+                return None
             joined = frozenset(posixpath.join(a, b) if a else b for a in joined for b in values)
         return joined
 
@@ -112,15 +126,20 @@ class _Resolver:
         """Whether an open's mode writes (not given: it reads)."""
         return mode is not None and any(_WRITING & set(value) for value in self.values(mode) or ())
 
-    def _is_path(self, node: ast.AST) -> bool:
+    def _is_path(self, node: ast.AST | None, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``node`` is a ``Path`` (``seen``: the names being asked about, so a
+        name bound to itself, ``p = p / "x"``, ends the question)."""
         if isinstance(node, ast.Call):
             return _dotted(node.func) in _PATHS
         if isinstance(node, ast.BinOp):
-            return isinstance(node.op, ast.Div) and self._is_path(node.left)
-        if isinstance(node, ast.Name):
-            return any(name == node.id and self._is_path(value) for name, value in self._bindings
-                       if value is not None)
+            return isinstance(node.op, ast.Div) and self._is_path(node.left, seen)
+        if isinstance(node, ast.Name) and node.id not in seen:
+            return any(self._is_path(value, seen | {node.id}) for value in self._bindings.get(node.id, ()))
         return False
+
+
+def _bounded(values: Paths | None) -> Paths | None:
+    return None if values is None or len(values) > MAX_VALUES else values
 
 
 def _bindings(tree: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:

@@ -38,6 +38,7 @@ class Redirect:
     op: str
     target: Word  # a here-document's: its delimiter
     body: str | None = None  # a here-document's text, as written (no expansion done)
+    expands: bool = False  # the body is one bash expands ($var, $(...), `...`, \): its delimiter unquoted
 
 
 @dataclass(slots=True)
@@ -80,7 +81,7 @@ def parse_command(text: str) -> list[Pipeline] | None:
     """The chain of pipelines in ``text``, or None when it is not well-formed shell."""
     try:
         tokenizer = _Tokenizer(text)
-        return _Chain().build(tokenizer.run(), iter(tokenizer.bodies))
+        return _Chain().build(tokenizer.run(), zip(tokenizer.bodies, tokenizer.expanding, strict=False))
     except Unparseable:
         return None
 
@@ -93,16 +94,18 @@ class _Chain:
         self.pipeline: Pipeline = []
         self.command = SimpleCommand()
 
-    def build(self, tokens: list[tuple[str, object, int | None]], bodies: Iterator[str]) -> list[Pipeline]:
-        """``bodies``: the here-documents' texts, in the order of their redirections."""
+    def build(self, tokens: list[tuple[str, object, int | None]],
+              bodies: Iterator[tuple[str, bool]]) -> list[Pipeline]:
+        """``bodies``: the here-documents' texts (and whether bash expands each), in the
+        order of their redirections."""
         pending_redirect: tuple[int | None, str] | None = None
         for kind, value, fd in tokens:
             if pending_redirect is not None:
                 if kind != "word":
                     raise Unparseable  # a redirection needs its target
                 fd_, op = pending_redirect
-                body = next(bodies, None) if op in ("<<", "<<-") else None
-                self.command.redirects.append(Redirect(fd_, op, value, body))
+                body, expands = next(bodies, (None, False)) if op in ("<<", "<<-") else (None, False)
+                self.command.redirects.append(Redirect(fd_, op, value, body, expands))
                 pending_redirect = None
             elif kind == "word":
                 self.command.words.append(value)
@@ -151,6 +154,7 @@ class _Tokenizer:
         self.tokens: list[tuple[str, object, int | None]] = []
         self.heredocs: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) awaiting a newline
         self.bodies: list[str] = []  # the here-documents' texts, in order
+        self.expanding: list[bool] = []  # whether bash expands each (its delimiter unquoted)
         self.word = WordBuilder()
         self.steps = (self._escape, self._quote, self._expansion, self._comment, self._blank, self._redirect,
                       self._control)
@@ -256,8 +260,9 @@ class _Tokenizer:
         i += len(op)
         self.tokens.append(("redirect", op, fd))
         if op in ("<<", "<<-"):
-            i, delimiter = heredoc_delimiter(text, i)
+            i, delimiter, quoted = heredoc_delimiter(text, i)
             self.heredocs.append((delimiter, op == "<<-"))
+            self.expanding.append(not quoted)
             self.tokens.append(("word", Word(delimiter), None))
         return i
 

@@ -185,20 +185,25 @@ def _matching_paren(text: str, i: int) -> int:
     raise Unparseable
 
 
-def heredoc_delimiter(text: str, i: int) -> tuple[int, str]:
+def heredoc_delimiter(text: str, i: int) -> tuple[int, str, bool]:
+    """Where the delimiter word ends, the delimiter, and whether any of it was quoted
+    (then bash expands nothing in the body)."""
     n = len(text)
     while i < n and text[i] in " \t":
         i += 1
     out: list[str] = []
+    quoted = False
     while i < n and text[i] not in " \t\n;&|<>()":
         c = text[i]
         if c in "'\"":
+            quoted = True
             end = text.find(c, i + 1)
             if end < 0:
                 raise Unparseable
             out.append(text[i + 1 : end])
             i = end + 1
         elif c == "\\" and i + 1 < n:
+            quoted = True
             out.append(text[i + 1])
             i += 2
         else:
@@ -206,7 +211,7 @@ def heredoc_delimiter(text: str, i: int) -> tuple[int, str]:
             i += 1
     if not out:
         raise Unparseable
-    return i, "".join(out)
+    return i, "".join(out), quoted
 
 
 def read_heredoc_bodies(text: str, i: int, heredocs: list[tuple[str, bool]]) -> tuple[int, list[str]]:

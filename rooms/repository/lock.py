@@ -24,6 +24,18 @@ class LockBusy(TimeoutError):
     """The room lock stayed taken past the wait a caller allows."""
 
 
+@contextmanager
+def room_repo_lock_now(repo_path: Path | str) -> Iterator[None]:
+    """``room_repo_lock`` if it is free right now (LockBusy if not), held in the calling
+    thread for as long as the block runs."""
+    with open(Path(repo_path) / ".git" / "atrium-room.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise LockBusy("the room lock is taken") from exc
+        yield
+
+
 @asynccontextmanager
 async def room_repo_lock_async(repo_path: Path | str, *, wait_seconds: float) -> AsyncIterator[None]:
     """``room_repo_lock`` for the event loop (a push over the git remote, for as long as

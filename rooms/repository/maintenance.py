@@ -11,7 +11,7 @@ A repack deletes no object: what no ref reaches goes into a cruft pack kept with
 expiry (``--cruft``), since not every writer holds the room lock (a session commits in
 its worktree, an upstream fetch writes objects before main moves) and an object no ref
 reaches now may be one a moment later. It runs under the room lock all the same, so no
-push, merge or intent commit moves refs while it reads them.
+push, merge or intent commit moves refs while it reads them; it never waits for it.
 
 Nothing here imports Django: paths come in as arguments.
 """
@@ -19,6 +19,7 @@ Nothing here imports Django: paths come in as arguments.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -27,18 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import GitError, git
-from rooms.repository.lock import LockBusy, room_repo_lock_async
+from rooms.repository.lock import LockBusy, room_repo_lock_now
 
 logger = logging.getLogger(__name__)
 
 PACKS_MAX = 8  # packs (cruft and kept ones aside) before they are made one again
 LOOSE_MAX = 1000  # loose objects before they are packed: each costs every clone a compression
-# The room lock is held for as long: past it git is stopped, and that repository is left
-# alone for REPACK_FAILED_SECONDS. (A repository being made may be given longer: no one
-# waits for its lock.)
+# The room lock is held for as long: past it git is stopped, what it half wrote removed,
+# and that repository left alone for REPACK_FAILED_SECONDS, twice as long after each
+# failure in a row, up to REPACK_FAILED_MAX_SECONDS.
 REPACK_SECONDS = 60
 REPACK_EVERY_SECONDS = 60  # a repository is repacked at most this often by one process
 REPACK_FAILED_SECONDS = 3600
+REPACK_FAILED_MAX_SECONDS = 7 * 86_400
 # The name-hash cache lets a fetch's pack reuse the stored deltas; the lookup table makes
 # the bitmap of a long history quick to open.
 REPACK_CONFIG = (("pack.writeBitmapHashCache", "true"), ("pack.writeBitmapLookupTable", "true"))
@@ -76,51 +78,66 @@ def repack_needed(git_dir: Path) -> bool:
 
 def repository_repack(repo: Path, *, timeout: float = REPACK_SECONDS) -> bool:
     """Pack the repository's objects into one pack with a bitmap (and a cruft pack) if it
-    needs it; whether it did. Called while holding the room lock, or before anyone else
-    knows the repository (one being made, which may allow it longer). GitError when git
-    fails or takes longer than ``timeout``."""
-    if not repack_needed(Path(repo) / ".git"):
+    needs it; whether it did. Called holding the room lock. GitError when git fails or
+    takes longer than ``timeout``, with the temporary packs it left removed."""
+    git_dir = Path(repo) / ".git"
+    if not repack_needed(git_dir):
         return False
-    git("repack", "-d", "--cruft", "--write-bitmap-index", "--quiet", cwd=repo, timeout=timeout,
-        config=REPACK_CONFIG)
+    try:
+        git("repack", "-d", "--cruft", "--write-bitmap-index", "--quiet", cwd=repo, timeout=timeout,
+            config=REPACK_CONFIG)
+    except GitError:
+        for name in _listing(git_dir / "objects" / "pack"):
+            if name.startswith(("tmp_", ".tmp-")):
+                with contextlib.suppress(OSError):
+                    os.unlink(git_dir / "objects" / "pack" / name)
+        raise
     return True
 
 
 # Repacks under way in this process, by repository (a task is kept here until it ends),
-# and when each repository may be repacked again.
-_repacking: dict[Path, asyncio.Task] = {}
+# when each repository may be repacked again, and its failures in a row.
+_repacking: dict[Path, asyncio.Future] = {}
 _not_before: dict[Path, float] = {}
+_failures: dict[Path, int] = {}
 
 
 def repository_repack_soon(repo: Path) -> None:
-    """From the event loop, after a push or a fetch: a repack in the background if the
-    repository needs one, under the room lock if it is free right now. Skipped when the
-    lock is taken (a push or merge: whichever request comes next asks again), while one
-    runs, and for REPACK_EVERY_SECONDS after one started (REPACK_FAILED_SECONDS after one
-    failed): a repository git cannot bitmap would otherwise be tried at every fetch."""
+    """From the event loop, after a push or a fetch: a repack in a thread if the
+    repository needs one, under the room lock if it is free then. Skipped when the lock
+    is taken (a push or merge: whichever request comes next asks again), while one
+    runs, and for REPACK_EVERY_SECONDS after one started (longer after one failed): a
+    repository git cannot bitmap would otherwise be tried at every fetch."""
     repo = Path(repo)
     now = time.monotonic()
-    if repo in _repacking or now < _not_before.get(repo, now) or not repack_needed(repo / ".git"):
+    if repo in _repacking or now < _not_before.get(repo, now):
         return
     _not_before[repo] = now + REPACK_EVERY_SECONDS
-    task = asyncio.get_running_loop().create_task(_repack_if_free(repo))
+    task = asyncio.ensure_future(asyncio.to_thread(_repack_if_free, repo))
     _repacking[repo] = task
     task.add_done_callback(lambda _: _repacking.pop(repo, None))
 
 
-async def _repack_if_free(repo: Path) -> None:
+def _repack_if_free(repo: Path) -> None:
+    """In a thread of its own: the lock is held by the thread that runs git, and for
+    exactly as long."""
     try:
-        async with room_repo_lock_async(repo, wait_seconds=0):
-            await asyncio.to_thread(repository_repack, repo)
+        if not repack_needed(repo / ".git"):
+            return
+        with room_repo_lock_now(repo):
+            repository_repack(repo)
+        _failures.pop(repo, None)
     except LockBusy:
         _not_before.pop(repo, None)  # not tried: the next push or fetch may
     except (GitError, OSError):
-        _not_before[repo] = time.monotonic() + REPACK_FAILED_SECONDS
-        logger.exception("the repository %s was not repacked", repo)
+        failures = _failures[repo] = _failures.get(repo, 0) + 1
+        wait = min(REPACK_FAILED_SECONDS * 2 ** (failures - 1), REPACK_FAILED_MAX_SECONDS)
+        _not_before[repo] = time.monotonic() + wait
+        logger.exception("the repository %s was not repacked (failure %d in a row)", repo, failures)
 
 
 def _listing(folder: Path) -> set[str]:
     try:
         return set(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # none, or not readable: nothing known there
         return set()

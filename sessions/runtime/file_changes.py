@@ -98,24 +98,37 @@ def _paired_renames(changes: list[FileChange], removed: dict[str, str]) -> list[
 def paths_changed(records: Iterable[dict]) -> list[str]:
     """The paths a session's change records (``FileChange.to_dict``s, oldest first)
     leave changed, as git's diff of its branch names them: a file made and removed
-    again within the session is not among them, nor one restored as HEAD holds it; a
-    rename's old path is (as removed). An inferred removal of a folder (``rm -r``)
-    removes what the records have under it, the folder's name standing for the rest
-    only when they have nothing there."""
+    again within the session is not among them, nor one put back as HEAD holds it
+    (until a later record changes it again); a rename's old path is (as removed).
+
+    Inferred records name folders too: a folder removed (``rm -r``) removes what the
+    records have under it, and stands for the rest unless the session made all of
+    that; a folder restored (``git checkout .``) restores what of it they know was there
+at the start (a file the session made stays)."""
     there: dict[str, list[bool]] = {}  # path -> [there at the start, there now]
+    clean: set[str] = set()  # put back as HEAD holds them
     for record in records:
         kind, path = record.get("kind"), record.get("path", "")
-        if kind == RESTORED:
-            there[path] = [False, False]
+        inside = [p for p in there if _under(p, path)] if record.get("inferred") and kind in (DELETED, RESTORED) else []
+        if kind == RESTORED:  # what git put back was in HEAD (or the index)
+            for name in [name for name in inside if there[name][0]]:  # a new file under it stays
+                there[name][1] = True
+                clean.add(name)
+            there[path] = [True, True]
+            clean.add(path)
             continue
-        inside = [p for p in there if p.startswith(f"{path}/")] if kind == DELETED and record.get("inferred") else []
+        clean.difference_update([*inside, path, record.get("old_path", "")])
         for name in inside:
             there[name][1] = False
-        if inside and path not in there:  # a folder: what of it the records name is gone
-            continue
+        if inside and path not in there and not any(there[name][0] for name in inside):
+            continue  # a folder of the session's own making: gone with what the records have of it
         sides = [(record.get("old_path", ""), True, False)] if kind == RENAMED else []
         sides.append((path, kind not in (ADDED, RENAMED, WRITTEN), kind != DELETED))
         for side, before, after in sides:
             if side:
                 there.setdefault(side, [before, after])[1] = after
-    return sorted(path for path, (start, now) in there.items() if start or now)
+    return sorted(path for path, (start, now) in there.items() if (start or now) and path not in clean)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path != folder and (folder == "." or path.startswith(f"{folder}/"))

@@ -48,7 +48,7 @@ class DatabaseRoomView:
             tasks=tuple(TaskLine(t.pk, t.title) for t in room_open_tasks(self.room_id)),
             sessions=tuple(
                 SessionLine(id=s.pk, agent=s.agent.name, task_id=s.task_id, task=s.task.title, state=s.state,
-                            files=tuple(touched[s.pk]))
+                            files=tuple(touched.get(s.pk, ())))
                 for s in live
             ),
             merges=tuple(MergeLine(sha=m.sha, subject=m.subject, files=m.files) for m in merges),

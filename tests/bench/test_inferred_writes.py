@@ -39,7 +39,7 @@ def _inferred(trajectory) -> set[str]:
         for event in step.events:
             call = ToolCall(event.call_id, "bash", event.arguments)
             records += inferred_changes(Observation(obs_id=0, step=step.index, source=observation_input(
-                call, event.output, calls)), step.index)
+                call, event.output, calls)), step.index, calls)
             calls.append(call)
     return {path.removeprefix(CLIENT_CWD).removeprefix("/testbed/") for path in paths_changed(records)}
 

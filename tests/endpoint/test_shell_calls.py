@@ -10,7 +10,8 @@ import pytest
 
 from endpoint.conversation import message_digests
 from endpoint.feed import changed_by, inferred_changes, observation_input, take
-from endpoint.shell_calls import script_writes, shell_effects, shell_removals, shell_restores
+from endpoint.shell_calls import shell_effects
+from endpoint.shell_changes import shell_changes
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import Message, Request, ToolCall
@@ -23,6 +24,16 @@ FILE = "def mean(values):\n    return sum(values) / len(values)\n" * 30
 def mini_output(output: str, returncode: int = 0) -> str:
     """mini-swe-agent 2's observation (mini.yaml's template)."""
     return "{\n" + f'  "returncode": {returncode},\n  "output": {json.dumps(output)}\n' + "}"
+
+
+def changed(command: str, output: str, earlier=(), kind: str | None = None) -> tuple[str, ...]:
+    """The paths a call left changed (of ``kind``: written, deleted, restored)."""
+    return tuple(path for path, k in shell_changes(ToolCall("c", "bash", {"command": command}), output, earlier)
+                 if kind is None or k == kind)
+
+
+def script_writes(call: ToolCall, output: str, earlier=()) -> tuple[str, ...]:
+    return changed(call.arguments["command"], output, earlier, "written")
 
 
 def effects(command: str, text: str, tool: str = "bash"):
@@ -74,7 +85,7 @@ def test_an_unchanged_shell_reread_goes_upstream_as_a_note():
     ("cat rm.py", mini_output("x"), ()),
 ])
 def test_what_a_shell_call_removed(command, output, removed):
-    assert shell_removals(ToolCall("c", "bash", {"command": command}), output) == removed
+    assert changed(command, output, kind="deleted") == removed
 
 
 def test_a_clients_scratch_file_made_and_removed_is_no_change_of_the_session():
@@ -140,12 +151,16 @@ def test_python_code_given_on_the_line_or_its_standard_input(command, written):
     ("git checkout -b topic", ()),
     ("git restore --staged a.py", ()),  # the index only
     ("git restore --source=HEAD~2 a.py", ()),
+    ("git restore -p a.py", ()),  # a part of it
+    ("git checkout --ours a.py", ()),
+    ("git restore --ours a.py", ()),
+    ("git checkout .", (".",)),  # the whole worktree, as paths_changed reads it
     ("git checkout missing.py", "error: pathspec 'missing.py' did not match any file(s) known to git"),
 ])
 def test_what_a_shell_call_put_back_as_head_has_it(command, restored):
     expected = () if isinstance(restored, str) else restored
     output = mini_output(restored, 1) if isinstance(restored, str) else mini_output("")
-    assert shell_restores(bash(command), output) == expected
+    assert changed(command, output, kind="restored") == expected
 
 
 def test_a_script_run_reverted_and_a_scratch_folder_removed_leave_only_the_real_change():
@@ -155,7 +170,7 @@ def test_a_script_run_reverted_and_a_scratch_folder_removed_leave_only_the_real_
     records = []
     for n, call in enumerate(calls):
         source = observation_input(call, mini_output(""), calls[:n])
-        records += inferred_changes(Observation(obs_id=n, step=n, source=source), n)
+        records += inferred_changes(Observation(obs_id=n, step=n, source=source), n, calls[:n])
     assert [(r["path"], r["kind"]) for r in records] == [
         ("apply_fix.py", "written"), ("pkg/calc.py", "written"), ("setup.cfg", "written"), ("setup.cfg", "restored"),
         ("repro/app/m.py", "written"), ("repro", "deleted"), ("apply_fix.py", "deleted")]
@@ -178,3 +193,40 @@ def test_a_read_before_a_clients_edit_is_stale_in_the_ledger_and_one_after_it_is
     stale = {entry.range.path: entry.changed_step for entry in ctx.ledger}
     assert stale["calc.py"] is not None  # read, then rewritten by the script
     assert stale["other.py"] is None  # its last read came after its edit
+
+
+@pytest.mark.parametrize(("command", "changes"), [
+    ("git checkout -- pkg/calc.py && python3 -c \"open('pkg/calc.py', 'w')\"", (("pkg/calc.py", "written"),)),
+    ("sed -i 's/a/b/' f.py && git checkout f.py", (("f.py", "restored"),)),
+    ("git checkout f.py && sed -i 's/a/b/' f.py", (("f.py", "written"),)),
+    ("echo x > t.txt; rm t.txt", (("t.txt", "deleted"),)),
+    ("rm t.txt; echo y > t.txt", (("t.txt", "written"),)),
+])
+def test_within_one_call_the_last_change_of_a_path_is_its_change(command, changes):
+    assert shell_changes(bash(command), mini_output("")) == changes
+
+
+@pytest.mark.parametrize("command", [
+    "python3 - <<EOF\nopen('$OUT/x.txt', 'w')\nEOF",  # bash expands the body: not what it says
+    "python3 - <<EOF\nopen(f'{`pwd`}/x.txt', 'w')\nEOF",
+    "cat <<EOF > fix.py\nopen('$TARGET', 'w')\nEOF\npython3 fix.py",
+    "cat <<'EOF' > fix.py\nopen('a.txt', 'w')\nEOF\ncat <<'EOF' | tee -a fix.py\nopen('b.txt', 'w')\nEOF\n"
+    "python3 fix.py",  # appended to: what the script holds is not known
+])
+def test_a_script_whose_text_bash_changes_or_that_was_appended_to_names_nothing(command):
+    assert not {"a.txt", "b.txt", "$OUT/x.txt", "$TARGET"} & set(changed(command, mini_output("")))
+
+
+def test_a_quoted_here_document_is_taken_as_written_even_with_dollars():
+    command = "python3 - <<'EOF'\nprice = '$5'\nopen('out.txt', 'w')\nEOF"
+    assert changed(command, mini_output(""), kind="written") == ("out.txt",)
+
+
+def test_a_script_written_by_a_call_run_beside_it_later_in_the_turn_is_not_the_one_it_ran():
+    ctx = SessionContext(model="openai:m", system_prompt="s", tools=(), budget=Budget(window=128_000, output_budget=4_000))
+    run, write = bash("python3 apply_fix.py", "c1"), bash(FIX_SCRIPT, "c2")
+    history = [Message("user", "Fix"), Message("assistant", "", tool_calls=(run, write)),
+               Message("tool", mini_output(""), tool_call_id="c1"), Message("tool", mini_output(""), tool_call_id="c2")]
+    taken = take(ctx, [], Request(model="m", system="s", tools=(), messages=tuple(history), max_tokens=0))
+    records = [r for obs_id in taken.observations for r in changed_by(ctx, ctx.observation(obs_id))]
+    assert [(r["call_id"], r["path"]) for r in records] == [("c2", "apply_fix.py")]

@@ -4,6 +4,7 @@ spells out for writing, and nothing it only reads or computes."""
 from __future__ import annotations
 
 import textwrap
+import time
 
 import pytest
 
@@ -70,3 +71,18 @@ def test_paths_spelt_out_in_the_ways_scripts_spell_them(source, expected):
 ])
 def test_what_a_script_computes_or_does_not_spell_out_names_nothing(source):
     assert writes(source) == ()
+
+
+@pytest.mark.parametrize("source", [
+    "p = p / 'x'\nopen(p, 'w')",  # a name bound to itself
+    "def f(p):\n    p = p / 'sub'\n    p.write_text('x')",
+    "p = q\nq = p\np.write_text('x')",
+    "import os\nfor a in ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']:\n    pass\n"
+    "b = os.path.join(a, a, a, a, a)\nc = os.path.join(b, b)\nopen(c, 'w')",  # 10^10 combinations
+    "x = " + "(" * 500 + "1" + ")" * 500,  # nested past what the parser reads
+    "x = 'a'\n" * 40_000 + "open(x, 'w')",  # past the size an agent's script has
+])
+def test_a_hostile_script_names_nothing_and_costs_little(source):
+    start = time.perf_counter()
+    assert writes(source) == ()
+    assert time.perf_counter() - start < 5  # ends: no blow-up, no endless recursion

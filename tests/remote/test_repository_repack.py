@@ -29,6 +29,7 @@ from tests.rooms.factories import make_git_repo, make_room, make_user
 def _fresh_schedule(monkeypatch):
     monkeypatch.setattr(maintenance, "_repacking", {})
     monkeypatch.setattr(maintenance, "_not_before", {})
+    monkeypatch.setattr(maintenance, "_failures", {})
 
 
 def _cloned(tmp_path: Path) -> Path:
@@ -173,3 +174,27 @@ def test_a_push_over_the_remote_leaves_the_room_packed(daphne_server, tmp_path):
 def test_http_backend_is_started_as_the_program_itself():
     program = smart_http.http_backend()
     assert len(program) == 1 and Path(program[0]).name == "git-http-backend" and Path(program[0]).is_absolute()
+
+
+def test_a_repack_stopped_midway_leaves_no_half_written_pack_and_waits_longer_each_time(tmp_path, monkeypatch):
+    repo = _cloned(tmp_path)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    kept = {path.name for path in pack_dir.iterdir()}
+
+    def stopped(*args, **kwargs):  # as git killed at the timeout leaves it
+        (pack_dir / "tmp_pack_a1b2c3").write_bytes(b"PACK" + b"\0" * 1024)
+        (pack_dir / ".tmp-123-pack-x.idx").write_bytes(b"\0")
+        raise GitError(["repack"], -9, "git repack took longer than 60 seconds")
+
+    monkeypatch.setattr(maintenance, "git", stopped)
+    with pytest.raises(GitError):
+        repository_repack(repo)
+    assert {path.name for path in pack_dir.iterdir()} == kept
+
+    waits = []
+    for _ in range(3):
+        maintenance._not_before.pop(repo, None)
+        maintenance._repack_if_free(repo)
+        waits.append(maintenance._not_before[repo] - time.monotonic())
+    assert waits[0] == pytest.approx(maintenance.REPACK_FAILED_SECONDS, abs=5)
+    assert waits[1] == pytest.approx(2 * waits[0], abs=5) and waits[2] == pytest.approx(4 * waits[0], abs=5)

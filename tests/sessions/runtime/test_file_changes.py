@@ -80,6 +80,16 @@ def test_a_reading_survives_its_round_trip_through_the_state():
     ([{"path": "d/x.py", "kind": "written"}, {"path": "d/y/z.py", "kind": "written"}, {"path": "keep/x.py",
       "kind": "written"}, {"path": "d", "kind": "deleted", "inferred": True}], ["keep/x.py"]),
     ([{"path": "tests/old", "kind": "deleted", "inferred": True}], ["tests/old"]),  # nothing known under it
+    # A tracked folder the session wrote in, then removed: its name stands for the rest.
+    ([{"path": "tests/new.py", "kind": "written"}, {"path": "tests/a.py", "kind": "modified"},
+      {"path": "tests", "kind": "deleted", "inferred": True}], ["tests", "tests/a.py"]),
+    ([{"path": "a.py", "kind": "restored"}, {"path": "a.py", "kind": "deleted", "inferred": True}], ["a.py"]),
+    ([{"path": "a.py", "kind": "written"}, {"path": "a.py", "kind": "restored"},
+      {"path": "a.py", "kind": "deleted", "inferred": True}], ["a.py"]),  # restored: it was in HEAD
+    # git checkout . puts back what was there; a file the session made stays.
+    ([{"path": "a.py", "kind": "modified"}, {"path": "new.py", "kind": "written"},
+      {"path": ".", "kind": "restored", "inferred": True}], ["new.py"]),
+    ([{"path": "x/a.py", "kind": "written"}, {"path": ".", "kind": "deleted", "inferred": True}], []),
 ])
 def test_what_a_sessions_records_leave_changed(records, expected):
     assert paths_changed(records) == expected
