@@ -34,6 +34,9 @@ from sessions.runtime.file_changes import DELETED, RESTORED, WRITTEN
 
 _PYTHON = re.compile(r"(?:\S*/)?python[0-9.]*")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Calls looked back through for the here-document that wrote a script: an agent runs
+# what it wrote lately, and each call looked through may be parsed again.
+SCRIPT_LOOKBACK = 200
 _EXPANDED = re.compile(r"[$`\\]")  # what bash expands in a here-document whose delimiter is not quoted
 # git restore's options that still put back the whole file from the index.
 _PLAIN_RESTORE = frozenset({"-W", "--worktree", "-S", "--staged", "-q", "--quiet", "--source=HEAD", "-sHEAD"})
@@ -152,10 +155,10 @@ def _here_document(simple: SimpleCommand) -> str | None:
 def _script_text(key: str, pipelines: list[tuple[Pipeline, str | None]], earlier: Sequence[ToolCall]) -> str | None:
     """What the last here-document written to ``key`` held (``cat <<EOF > key``,
     ``tee key <<EOF``): in ``pipelines`` (this command's, each with its folder) or else
-    in ``earlier`` calls."""
+    in the last SCRIPT_LOOKBACK of the ``earlier`` calls."""
     found = _heredoc_into(key, pipelines)
     name = key.rpartition("/")[2]
-    for call in reversed(earlier):
+    for call in reversed(earlier[-SCRIPT_LOOKBACK:]):
         if found is not None:
             break
         command = shell_command(call)

@@ -142,8 +142,6 @@ def split_words(text: str) -> list[str] | None:
     return chain[0][0].argv
 
 
-
-
 class _Tokenizer:
     """One pass over a line. Each ``_…`` step reads what starts at ``i`` if it is its
     kind of text and returns where reading goes on, or None to leave it to the next

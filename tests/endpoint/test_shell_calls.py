@@ -230,3 +230,13 @@ def test_a_script_written_by_a_call_run_beside_it_later_in_the_turn_is_not_the_o
     taken = take(ctx, [], Request(model="m", system="s", tools=(), messages=tuple(history), max_tokens=0))
     records = [r for obs_id in taken.observations for r in changed_by(ctx, ctx.observation(obs_id))]
     assert [(r["call_id"], r["path"]) for r in records] == [("c2", "apply_fix.py")]
+
+
+def test_a_script_is_looked_for_among_the_sessions_recent_calls():
+    from endpoint.shell_changes import SCRIPT_LOOKBACK
+
+    others = [bash(f"cat <<'EOF' > note_{n}.txt\napply_fix.py\nEOF", f"o{n}") for n in range(SCRIPT_LOOKBACK)]
+    recent = [bash(FIX_SCRIPT, "c1"), *others[1:]]
+    assert script_writes(bash("python3 apply_fix.py"), mini_output(""), recent) == ("pkg/calc.py",)
+    long_ago = [bash(FIX_SCRIPT, "c1"), *others]
+    assert script_writes(bash("python3 apply_fix.py"), mini_output(""), long_ago) == ()
