@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from endpoint.wire import WireError
-from observations.gateway.messages import Message, ModelTurn, Request, serialize_message
+from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, serialize_message
 
 SESSION_HEADER = "X-Atrium-Session"
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -75,8 +75,19 @@ def message_digests(messages: Sequence[Message]) -> list[str]:
 
 
 def answer_digest(turn: ModelTurn) -> str:
-    """The digest of ``turn`` as the client sends it back in its next history."""
-    return message_digests([Message("assistant", turn.text, tool_calls=turn.tool_calls)])[0]
+    """The digest of ``turn`` as the client sends it back in its next history: its text
+    trimmed, as some clients give it back (aider drops the final newline)."""
+    return _answer(turn.text, turn.tool_calls)
+
+
+def answer_digests(messages: Sequence[Message]) -> list[str]:
+    """Per message of a history, the ``answer_digest`` it matches if it is an answer of
+    the gateway's ("" for a message of another role)."""
+    return [_answer(m.text, m.tool_calls) if m.role == "assistant" else "" for m in messages]
+
+
+def _answer(text: str, tool_calls: tuple[ToolCall, ...]) -> str:
+    return message_digests([Message("assistant", text.strip(), tool_calls=tool_calls)])[0]
 
 
 @dataclass(frozen=True)
@@ -88,11 +99,11 @@ class Answered:
     continues: bool  # whether the request continues that conversation's history unchanged
 
 
-def route(digests: Sequence[str], roles: Sequence[str], answers: Sequence[Answered]) -> str | None:
-    """The conversation of the latest gateway answer in a history (``digests`` and
-    ``roles`` of its messages), of those ``answers`` that hold one of its digests; of
-    two that gave the same answer, the one the history continues. None: it holds none."""
-    position = {d: i for i, (d, role) in enumerate(zip(digests, roles, strict=True)) if role == "assistant"}
+def route(digests: Sequence[str], answers: Sequence[Answered]) -> str | None:
+    """The conversation of the latest gateway answer in a history (``digests``: its
+    ``answer_digests``), of those ``answers`` that hold one of its digests; of two that
+    gave the same answer, the one the history continues. None: it holds none."""
+    position = {d: i for i, d in enumerate(digests) if d}
     ranked = [(position[a.digest], a.continues, a.conversation) for a in answers if a.digest in position]
     return max(ranked)[2] if ranked else None
 
@@ -105,14 +116,16 @@ def continues(known: Sequence[str], digests: Sequence[str]) -> bool:
     return len(digests) >= len(known) and all(h == d for h, d in zip(known, digests, strict=False))
 
 
-def placement(known: Sequence[str], last_answer: str, digests: Sequence[str], *, client_named: bool) -> Placement:
-    """Where a request with message ``digests`` goes in a conversation that holds
-    ``known`` and last answered ``last_answer``: it continues it; a diverged history
-    of the same run starts a new segment (a client that names its conversation is
-    always the same run); any other diverged history is another run's (a fork)."""
+def placement(known: Sequence[str], last_answer: str, digests: Sequence[str], answers: Sequence[str], *,
+              client_named: bool) -> Placement:
+    """Where a request with message ``digests`` (and ``answers``, its ``answer_digests``)
+    goes in a conversation that holds ``known`` and last answered ``last_answer``: it
+    continues it; a diverged history of the same run starts a new segment (a client that
+    names its conversation is always the same run); any other diverged history is
+    another run's (a fork)."""
     if continues(known, digests):
         return "continue"
-    return "segment" if client_named or (last_answer and last_answer in digests) else "fork"
+    return "segment" if client_named or (last_answer and last_answer in answers) else "fork"
 
 
 @dataclass(frozen=True)

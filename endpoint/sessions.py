@@ -39,6 +39,7 @@ from endpoint.cache import BoundedCache
 from endpoint.conversation import (
     Answered,
     answer_digest,
+    answer_digests,
     continues,
     message_digests,
     named,
@@ -107,12 +108,12 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
     client must hear instead (its session cancelled, a context that does not fit, the
     upstream's refusal), after the calls made and the state are saved."""
     failure: WireError | None = None
-    digests = message_digests(request.messages)
+    digests, answers = message_digests(request.messages), answer_digests(request.messages)
     if not named(conversation):
-        conversation = _routed(key, digests, request) or conversation
+        conversation = _routed(key, digests, answers) or conversation
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
-        if placement(talk.digests, talk.last_answer, digests, client_named=named(conversation)) == "fork":
+        if placement(talk.digests, talk.last_answer, digests, answers, client_named=named(conversation)) == "fork":
             talk = _conversation_forked(key, talk, request, digests)
         # Not locked: the conversation's lock already makes this request the session's
         # only writer of its state and counts, and a lock held while the request is
@@ -165,16 +166,15 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
     return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
 
 
-def _routed(key: GatewayKey, digests: list[str], request: Request) -> str | None:
-    """The conversation that gave the latest of the gateway's answers in the history."""
-    roles = [m.role for m in request.messages]
-    assistant = {d for d, role in zip(digests, roles, strict=True) if role == "assistant"}
-    if not assistant:
+def _routed(key: GatewayKey, digests: list[str], answers: list[str]) -> str | None:
+    """The conversation that gave the latest of the gateway's answers in the history
+    (``answers``: its ``answer_digests``)."""
+    if not any(answers):
         return None
-    rows = (GatewayAnswer.objects.filter(key=key, digest__in=assistant)
+    rows = (GatewayAnswer.objects.filter(key=key, digest__in={d for d in answers if d})
             .values_list("digest", "conversation__conversation", "conversation__digests"))
-    answers = [Answered(digest, talk, continues(held, digests)) for digest, talk, held in rows]
-    return route(digests, roles, answers)
+    found = [Answered(digest, talk, continues(held, digests)) for digest, talk, held in rows]
+    return route(answers, found)
 
 
 def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Request,

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from endpoint.conversation import (
     Answered,
     answer_digest,
+    answer_digests,
     continuation,
     conversation_key,
     message_digests,
@@ -85,33 +86,39 @@ OTHER_ANSWER = Message("assistant", "", tool_calls=(ToolCall("c9", "read", {"pat
 
 def test_the_gateways_answer_is_recognised_as_the_client_sends_it_back():
     turn = ModelTurn(text="", tool_calls=ANSWER.tool_calls)
-    assert answer_digest(turn) == message_digests([ANSWER])[0]
+    assert answer_digest(turn) == answer_digests([ANSWER])[0]
+    # aider gives an answer back without its final newline.
+    said = ModelTurn(text="calc.py\n```python\nx = 1\n```\n")
+    assert answer_digests([ASK, Message("assistant", said.text.rstrip("\n"))]) == ["", answer_digest(said)]
 
 
 def test_a_history_goes_to_the_conversation_of_the_latest_answer_it_holds():
     history = (ASK, ANSWER, RESULT, OTHER_ANSWER)
-    digests, roles = message_digests(history), [m.role for m in history]
-    first, latest = digests[1], digests[3]
-    assert route(digests, roles, [Answered(first, "s:a", True), Answered(latest, "s:b", False)]) == "s:b"
+    answers = answer_digests(history)
+    first, latest = answers[1], answers[3]
+    assert route(answers, [Answered(first, "s:a", True), Answered(latest, "s:b", False)]) == "s:b"
     # Two conversations gave the same answer: the one the history continues.
-    assert route(digests, roles, [Answered(latest, "s:x", False), Answered(latest, "s:y", True)]) == "s:y"
-    assert route(digests, roles, [Answered("0" * 32, "s:z", True)]) is None
+    assert route(answers, [Answered(latest, "s:x", False), Answered(latest, "s:y", True)]) == "s:y"
+    assert route(answers, [Answered("0" * 32, "s:z", True)]) is None
     # A user message with an answer's text is not an answer.
-    assert route(message_digests([ASK]), ["user"], [Answered(message_digests([ASK])[0], "s:u", True)]) is None
+    assert route(answer_digests([ASK]), [Answered(message_digests([ASK])[0], "s:u", True)]) is None
 
 
 def test_a_diverged_history_is_a_new_segment_of_its_run_or_another_runs_conversation():
     held = message_digests((ASK, ANSWER, RESULT))
-    last = message_digests([OTHER_ANSWER])[0]
-    grown = message_digests((ASK, ANSWER, RESULT, OTHER_ANSWER, RESULT))
-    assert placement(held, last, grown, client_named=False) == "continue"
-    assert placement(held, last, held, client_named=False) == "continue"  # the same request again
-    edited = message_digests((ASK, ANSWER, Message("tool", "[trimmed]", tool_call_id="c1"), OTHER_ANSWER))
-    assert placement(held, last, edited, client_named=False) == "segment"  # holds the last answer: the same run
-    twin = message_digests((ASK, Message("assistant", "I will read stats.py first.")))
-    assert placement(held, last, twin, client_named=False) == "fork"
-    assert placement(held, last, message_digests([ASK]), client_named=False) == "fork"  # a run starting again
-    assert placement(held, last, twin, client_named=True) == "segment"  # the client says it is the same run
+    last = answer_digests([OTHER_ANSWER])[0]
+
+    def placed(history, *, client_named=False):
+        return placement(held, last, message_digests(history), answer_digests(history), client_named=client_named)
+
+    assert placed((ASK, ANSWER, RESULT, OTHER_ANSWER, RESULT)) == "continue"
+    assert placed((ASK, ANSWER, RESULT)) == "continue"  # the same request again
+    edited = (ASK, ANSWER, Message("tool", "[trimmed]", tool_call_id="c1"), OTHER_ANSWER)
+    assert placed(edited) == "segment"  # holds the last answer: the same run
+    twin = (ASK, Message("assistant", "I will read stats.py first."))
+    assert placed(twin) == "fork"
+    assert placed((ASK,)) == "fork"  # a run starting again
+    assert placed(twin, client_named=True) == "segment"  # the client says it is the same run
 
 
 @pytest.mark.parametrize(("user_id", "expected"), [
