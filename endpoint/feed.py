@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agents.providers import CallRecord, Completion, ProviderError
+from agents.providers.base import DeltaSink
 from agents.providers.output_limits import output_limit
 from endpoint.conversation import continuation
 from endpoint.shell_calls import shell_command, shell_effects
@@ -173,7 +174,7 @@ def output_reserved(asked: int, *, model: str, window: int, budget: int) -> int:
 
 
 class Host(Protocol):
-    def call_model(self, request: Request) -> Completion: ...
+    def call_model(self, request: Request, on_delta: DeltaSink | None = None) -> Completion: ...
     def emit(self, kind: str, payload: dict[str, Any]) -> None: ...
 
 
@@ -188,6 +189,7 @@ class Exchange:
     max_tokens: int = 0  # the client's own output limit; 0: what the session's budget reserves
     params: Params = NO_PARAMS  # the client's settings (endpoint.params), for the step's calls only
     person_waiting: bool = False
+    on_delta: DeltaSink | None = None  # the turn streamed to the client as it comes
     records: list[CallRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -200,7 +202,7 @@ class Exchange:
 
         def send(boundary: Boundary) -> tuple[Completion, Usage | None]:
             try:
-                completion = self.host.call_model(self._request(boundary))
+                completion = self.host.call_model(self._request(boundary), self.on_delta)
             except ProviderError as exc:
                 if exc.record is not None:
                     self.records.append(exc.record)

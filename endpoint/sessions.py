@@ -34,6 +34,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
+from agents.providers.base import DeltaSink
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from endpoint.cache import BoundedCache
 from endpoint.conversation import (
@@ -96,17 +97,20 @@ class _Host:
     provider: Any
     events: list[tuple[str, dict[str, Any]]]
 
-    def call_model(self, request: Request) -> Completion:
-        return self.provider.call(request)
+    def call_model(self, request: Request, on_delta: DeltaSink | None = None) -> Completion:
+        return self.provider.call(request, on_delta=on_delta)
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self.events.append((kind, payload))
 
 
-def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> ModelTurn:
+def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
+                 on_delta: DeltaSink | None = None) -> ModelTurn:
     """The answer to one request of ``conversation``; raises WireError for what the
     client must hear instead (its session cancelled, a context that does not fit, the
-    upstream's refusal), after the calls made and the state are saved."""
+    upstream's refusal), after the calls made and the state are saved. ``on_delta``:
+    the turn is streamed from the upstream, each piece given to it as it arrives; it is
+    recorded when the stream ends (a stream the client left: the call, failed)."""
     failure: WireError | None = None
     digests, answers = message_digests(request.messages), answer_digests(request.messages)
     if not named(conversation):
@@ -123,7 +127,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request) -> Mod
             pk=talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
-        turn, failure = _unit(session, talk, request)
+        turn, failure = _unit(session, talk, request, on_delta)
     if failure is not None:
         raise failure
     assert turn is not None
@@ -245,7 +249,8 @@ def _context(session: Session, request: Request) -> tuple[SessionContext, StateJ
     return ctx, stored.journal_for(ctx)
 
 
-def _unit(session: Session, talk: GatewayConversation, request: Request) -> tuple[ModelTurn | None, WireError | None]:
+def _unit(session: Session, talk: GatewayConversation, request: Request,
+          on_delta: DeltaSink | None) -> tuple[ModelTurn | None, WireError | None]:
     """One request as one unit of the session; called holding the conversation's row lock."""
     ctx, journal = _context(session, request)
     events: list[tuple[str, dict[str, Any]]] = []
@@ -273,7 +278,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request) -> tupl
     agent = session.agent
     provider = _provider(agent.model, agent.api_key, agent.base_url, agent.timeouts)
     exchange = Exchange(ctx, _Host(provider, events), max_tokens=request.max_tokens, params=request.params,
-                        person_waiting=person)
+                        person_waiting=person, on_delta=on_delta)
     turn: ModelTurn | None = None
     failure: WireError | None = None
     try:

@@ -21,7 +21,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from asgiref.sync import sync_to_async
 from agents.models import AgentProfile
 from agents.providers.addresses import allowed_from
 from agents.providers.ambient import withheld_headers
+from agents.providers.base import DeltaSink
 from agents.providers.checked_http import checked_client
 from agents.providers.errors import (
     ConnectionFailed,
@@ -49,7 +50,7 @@ from agents.providers.factory import (
 from endpoint.cache import BoundedCache
 from endpoint.formats import FORMATS
 from endpoint.wire import Format, WireError
-from observations.gateway.messages import ModelTurn, Params, Request
+from observations.gateway.messages import ModelTurn, Request
 from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,10 @@ RELAYED_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 # Sent upstream on every pass-through; a request that carries it is refused (views).
 HOP_HEADER = "X-Atrium-Gateway-Hop"
 GATEWAY_KEY_PREFIX = "atr-gw-"  # endpoint.keys.TOKEN_PREFIX
+
+
+# The upstream call, given where to send the turn's pieces (None: it is not streamed).
+TurnCall = Callable[[DeltaSink | None], Awaitable[ModelTurn]]
 
 
 @dataclass
@@ -99,32 +104,28 @@ def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:
                         kind="api_error") from None
 
 
-async def translated(profile: AgentProfile, fmt: Format, body: dict[str, Any], params: Params) -> Relay:
-    """A client of the other format: its request as a neutral Request with its settings
-    (``endpoint.params``), sent through the profile's own provider (the same call
-    a session makes, SDK retries off), the turn back in the client's format, streamed as
-    events when it asked for a stream."""
-    model = profile.model.partition(":")[2]
-    wire_format = FORMATS[fmt]
-    request = wire_format.request(body, model, params)
-    try:
-        turn = await sync_to_async(_complete, thread_sensitive=False)(profile, request)
-    except ProviderError as exc:
-        raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
-    if body.get("stream") is True:
-        events = wire_format.stream(turn, model, body)
-        return Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"}, stream=replayed(events))
-    return Relay(200, {"Content-Type": "application/json"},
-                 content=json.dumps(wire_format.response(turn, model, body)).encode())
+def translated(profile: AgentProfile, request: Request) -> TurnCall:
+    """The call for a client of the other format: its request, made neutral with its
+    settings (``endpoint.params``), sent through the profile's own provider (the same
+    call a session makes, SDK retries off); ``endpoint.streaming`` answers with the turn
+    in the client's format."""
+
+    async def call(on_delta: DeltaSink | None) -> ModelTurn:
+        try:
+            return await sync_to_async(_complete, thread_sensitive=False)(profile, request, on_delta)
+        except ProviderError as exc:
+            raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
+
+    return call
 
 
-def _complete(profile: AgentProfile, request: Request) -> ModelTurn:
+def _complete(profile: AgentProfile, request: Request, on_delta: DeltaSink | None) -> ModelTurn:
     """One call of the profile's provider, in a worker thread: building the sync SDK
     client and waiting for it would hold up the event loop."""
     provider = build_provider(profile.model, api_key=profile.api_key or None, base_url=profile.base_url or None,
                               timeouts=profile.timeouts)
     try:
-        return provider.complete(request)
+        return provider.complete(request, on_delta=on_delta) if on_delta else provider.complete(request)
     finally:
         if close := getattr(provider, "close", None):
             close()

@@ -15,6 +15,7 @@ from agents.providers.errors import (
     InvalidModelSpec,
     ProviderError,
     Rejected,
+    StreamAbandoned,
     Transient,
 )
 from agents.providers.factory import (
@@ -46,6 +47,7 @@ __all__ = [
     "ReplayProvider",
     "ResilientProvider",
     "RetryPolicy",
+    "StreamAbandoned",
     "Transient",
     "arguments_are_malformed",
     "build_provider",

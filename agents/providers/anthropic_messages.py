@@ -22,9 +22,11 @@ from typing import Any
 import anthropic
 
 from agents.providers.ambient import withheld_headers
+from agents.providers.base import DeltaSink
 from agents.providers.errors import sdk_errors
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import canonical, parse_arguments
+from observations.gateway import messages as neutral
 from observations.gateway.messages import Message, ModelTurn, Params, Request, ToolCall, Usage
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -86,7 +88,7 @@ class AnthropicProvider:
         """Release the HTTP connection pool."""
         self._client.close()
 
-    def complete(self, request: Request) -> ModelTurn:
+    def complete(self, request: Request, on_delta: DeltaSink | None = None) -> ModelTurn:
         params = to_messages_params(request, model=self.model)
         started = time.monotonic()
         with sdk_errors(
@@ -98,9 +100,36 @@ class AnthropicProvider:
             api_key=self._api_key,
             code_of=lambda exc: exc.error_code or exc.type,
         ):
-            message = self._client.messages.create(**params)
+            if on_delta is None:
+                message = self._client.messages.create(**params)
+            else:
+                message = self._streamed(params, on_delta)
         latency_ms = int((time.monotonic() - started) * 1000)
         return from_message(message, latency_ms=latency_ms)
+
+
+    def _streamed(self, params: dict[str, Any], on_delta: DeltaSink) -> Any:
+        """The message as the SDK's stream builds it, its text and tool calls given to
+        ``on_delta`` as they arrive: the pieces join to ``from_message``'s turn (its
+        text blocks joined by a newline)."""
+        calls: dict[int, int] = {}  # content block index: the tool call's place in the turn
+        text_block: int | None = None  # the block the last text came from
+        with self._client.messages.stream(**params) as stream:
+            if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
+                return anthropic.types.Message.model_validate_json(stream.response.read())  # answered whole
+            for event in stream:
+                if event.type == "content_block_start" and event.content_block.type == "tool_use":
+                    calls[event.index] = len(calls)
+                    block = event.content_block
+                    on_delta(neutral.TurnDelta(call=calls[event.index], call_id=block.id, name=block.name))
+                elif event.type == "content_block_delta" and event.delta.type == "text_delta" and event.delta.text:
+                    joint = "\n" if text_block not in (None, event.index) else ""
+                    text_block = event.index
+                    on_delta(neutral.TurnDelta(text=joint + event.delta.text))
+                elif event.type == "content_block_delta" and event.delta.type == "input_json_delta" \
+                        and event.delta.partial_json and event.index in calls:
+                    on_delta(neutral.TurnDelta(call=calls[event.index], text=event.delta.partial_json))
+            return stream.get_final_message()
 
 
 def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from observations.gateway.messages import ModelTurn, Request
+from observations.gateway.messages import ModelTurn, Request, TurnDelta
+
+# Takes each piece of a streamed turn as it arrives; raising StreamAbandoned stops the stream.
+DeltaSink = Callable[[TurnDelta], None]
 
 
 @runtime_checkable
@@ -17,4 +21,8 @@ class Provider(Protocol):
 
     spec: str
 
-    def complete(self, request: Request) -> ModelTurn: ...
+    def complete(self, request: Request, on_delta: DeltaSink | None = None) -> ModelTurn:
+        """``on_delta``: the turn is streamed from the upstream, each piece given to it
+        as it arrives (the providers that call over the network); the turn is returned
+        whole either way."""
+        ...

@@ -60,6 +60,13 @@ class ContextOverflow(ProviderError, Overflow):
         self.reason = reason  # which rule of observations.gateway.overflow matched
 
 
+class StreamAbandoned(ProviderError):
+    """The caller stopped taking a streamed turn (its client went away): the upstream
+    stream is closed where it stands."""
+
+    kind = "abandoned"
+
+
 class Transient(ProviderError):
     kind = "transient"
 
@@ -196,6 +203,9 @@ def sdk_errors(sdk: Any, *, base_error: type[Exception], spec: str, base_url: st
         ) from None
     except base_error as exc:
         raise ProviderError(f"{spec}: {redact(str(exc), [api_key])}", spec=spec) from None
+    except httpx2.TransportError as exc:  # a stream cut off after its first event: the SDK does not wrap it
+        raise Transient(f"{spec}: the stream from {display_url(base_url)} was cut off: "
+                        f"{redact(str(exc), [api_key])}", spec=spec) from None
     except json.JSONDecodeError as exc:  # a 200 whose body was cut off, or is not JSON
         raise Transient(f"{spec}: the answer from {display_url(base_url)} is not complete JSON ({exc}); "
                         "it may have been cut off", spec=spec) from None

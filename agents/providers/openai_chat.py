@@ -14,10 +14,8 @@ from typing import Any
 import openai
 
 from agents.providers.ambient import withheld_headers
-from agents.providers.errors import (
-    Rejected,
-    sdk_errors,
-)
+from agents.providers.base import DeltaSink
+from agents.providers.errors import Rejected, Transient, sdk_errors
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import (
@@ -25,6 +23,7 @@ from observations.gateway.messages import (
     Params,
     Request,
     ToolCall,
+    TurnDelta,
     Usage,
     serialize_request,
 )
@@ -87,7 +86,7 @@ class OpenAIProvider:
         """Release the HTTP connection pool."""
         self._client.close()
 
-    def complete(self, request: Request) -> ModelTurn:
+    def complete(self, request: Request, on_delta: DeltaSink | None = None) -> ModelTurn:
         params = to_chat_params(request, model=self.model, token_limit_field=self.token_limit_field)
         started = time.monotonic()
         with sdk_errors(
@@ -99,11 +98,65 @@ class OpenAIProvider:
             api_key=self._api_key,
             code_of=lambda exc: exc.code,
         ):
+            if on_delta is not None:
+                return self._streamed(params, request, on_delta, started)
             completion = self._client.chat.completions.create(**params)
         latency_ms = int((time.monotonic() - started) * 1000)
         return from_chat_completion(
             completion, request=request, spec=self.spec, latency_ms=latency_ms
         )
+
+    def _streamed(
+        self, params: dict[str, Any], request: Request, on_delta: DeltaSink, started: float
+    ) -> ModelTurn:
+        """The turn from the chunks of a stream, its text and tool calls given to
+        ``on_delta`` as they arrive (a call's id minted as ``from_chat_completion``
+        mints it, at its first chunk, where the server sends none)."""
+        text: list[str] = []
+        calls: dict[int, list[str]] = {}  # the chunk's call index: id, name, arguments so far
+        finish, model, usage = "", "", None
+        stream = self._client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}
+        )
+        with stream:
+            if not _is_event_stream(stream.response):  # a server that answers a stream whole
+                whole = openai.types.chat.ChatCompletion.model_validate_json(stream.response.read())
+                return from_chat_completion(whole, request=request, spec=self.spec,
+                                            latency_ms=int((time.monotonic() - started) * 1000))
+            for chunk in stream:
+                model = chunk.model or model
+                usage = chunk.usage or usage
+                for choice in chunk.choices[:1]:
+                    finish = choice.finish_reason or finish
+                    if choice.delta.content:
+                        text.append(choice.delta.content)
+                        on_delta(TurnDelta(text=choice.delta.content))
+                    for piece in choice.delta.tool_calls or ():
+                        function = piece.function
+                        if piece.index not in calls:
+                            call_id = piece.id or _minted_call_id(request, len(calls))
+                            calls[piece.index] = [call_id, (function.name if function else "") or "", ""]
+                            on_delta(TurnDelta(call=len(calls) - 1, call_id=call_id, name=calls[piece.index][1]))
+                        if function is not None and function.arguments:
+                            calls[piece.index][2] += function.arguments
+                            on_delta(TurnDelta(call=list(calls).index(piece.index), text=function.arguments))
+        if not finish:  # the server ended the stream in mid-answer
+            raise Transient(f"{self.spec}: the stream ended before the answer did (no finish_reason)",
+                            spec=self.spec)
+        tool_calls = tuple(ToolCall(id=c[0], name=c[1], arguments=parse_arguments(c[2])) for c in calls.values())
+        stop = "tool_use" if tool_calls else _STOP_REASONS.get(finish, finish)
+        return ModelTurn(
+            text="".join(text),
+            tool_calls=tool_calls,
+            usage=_usage(usage),
+            model=model,
+            stop_reason=stop,
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+
+
+def _is_event_stream(response: Any) -> bool:
+    return response.headers.get("content-type", "").startswith("text/event-stream")
 
 
 def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> dict[str, Any]:

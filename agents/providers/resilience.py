@@ -9,6 +9,8 @@ Policy, by error:
   session is never parked inside a sleep.
 - ConnectionFailed moves to the next fallback endpoint; the last endpoint treats it as
   transient, since there is nowhere else to go.
+- A streamed call that already gave a piece of its turn is not retried: the pieces
+  went on to the caller's client.
 - No retry starts past the whole call's limit (``Timeouts.call``): a hung provider holds
   a worker for that long at most, not for ``max_attempts`` times the answer's limit.
 """
@@ -21,16 +23,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from agents.providers.base import Provider
-from agents.providers.errors import (
-    ConnectionFailed,
-    ContextOverflow,
-    ProviderError,
-    Rejected,
-    Transient,
-)
+from agents.providers.base import DeltaSink, Provider
+from agents.providers.errors import ConnectionFailed, ProviderError, Transient
 from agents.providers.records import CallRecord, Completion, prefix_hash
-from observations.gateway.messages import ModelTurn, Request
+from observations.gateway.messages import ModelTurn, Request, TurnDelta
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +85,19 @@ class ResilientProvider:
             if close is not None:
                 close()
 
-    def call(self, request: Request) -> Completion:
-        """The turn and its record; on failure the raised ProviderError carries ``.record``."""
+    def call(self, request: Request, on_delta: DeltaSink | None = None) -> Completion:
+        """The turn and its record; on failure the raised ProviderError carries ``.record``.
+        ``on_delta``: the turn is streamed (``Provider.complete``); once a piece of it was
+        given, a failure is final (a retry would give the same pieces again)."""
+        streamed = False
+
+        def delta_sink(delta: TurnDelta) -> None:
+            nonlocal streamed
+            streamed = True
+            assert on_delta is not None
+            on_delta(delta)
+
+        streaming = {} if on_delta is None else {"on_delta": delta_sink}
         state = _CallState(
             base=CallRecord(
                 model=self.spec, requested_model=self.spec, prefix_hash=prefix_hash(request)
@@ -104,20 +111,17 @@ class ResilientProvider:
             for attempt in range(1, self.policy.max_attempts + 1):
                 state.attempts += 1
                 try:
-                    turn = provider.complete(request)
-                except (ContextOverflow, Rejected) as exc:
-                    raise self._failed(exc, state) from None
-                except ConnectionFailed as exc:
-                    if not is_last:
+                    turn = provider.complete(request, **streaming)
+                except ProviderError as exc:
+                    if streamed or not isinstance(exc, ConnectionFailed | Transient):
+                        raise self._failed(exc, state) from None
+                    if isinstance(exc, ConnectionFailed) and not is_last:
                         log.warning(
                             "%s; falling back to %s", exc.message, self.chain[position + 1].spec
                         )
                         break
-                    self._wait_or_raise(exc, None, attempt, state)
-                except Transient as exc:
-                    self._wait_or_raise(exc, exc.retry_after, attempt, state)
-                except ProviderError as exc:
-                    raise self._failed(exc, state) from None
+                    retry_after = exc.retry_after if isinstance(exc, Transient) else None
+                    self._wait_or_raise(exc, retry_after, attempt, state)
                 else:
                     return Completion(turn, self._succeeded(turn, state))
         raise AssertionError("unreachable: the last endpoint either answers or raises")

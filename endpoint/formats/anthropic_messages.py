@@ -14,14 +14,15 @@ import anthropic
 from agents.providers.toolcalls import parse_arguments
 from endpoint.formats.base import (
     ParamRules,
+    TurnEvents,
     WireFormat,
     never,
     new_id,
     number,
-    sse_event,
     string,
     strings,
 )
+from endpoint.formats.events import MessageEvents
 from endpoint.wire import WireError, check_number, check_positive_int, check_type
 from observations.gateway.messages import (
     NO_PARAMS,
@@ -200,29 +201,8 @@ class AnthropicMessages(WireFormat):
                 "content": content, "stop_reason": _stop_reason(turn), "stop_sequence": _stop_sequence(turn),
                 "usage": _usage(turn)}
 
-    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
-        """message_start … message_stop."""
-        whole = self.response(turn, model)
-        usage = whole["usage"]
-        start = {**whole, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
-        out = [sse_event("message_start", {"type": "message_start", "message": start})]
-        for index, block in enumerate(whole["content"]):
-            if block["type"] == "text":
-                first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
-            else:
-                first = {**block, "input": {}}
-                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"], ensure_ascii=False)}
-            out.append(sse_event("content_block_start", {"type": "content_block_start", "index": index,
-                                                         "content_block": first}))
-            out.append(sse_event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                         "delta": delta}))
-            out.append(sse_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-        out.append(sse_event("message_delta", {"type": "message_delta",
-                                               "delta": {"stop_reason": whole["stop_reason"],
-                                                         "stop_sequence": whole["stop_sequence"]},
-                                               "usage": {"output_tokens": usage["output_tokens"]}}))
-        out.append(sse_event("message_stop", {"type": "message_stop"}))
-        return out
+    def events(self, model: str, body: Mapping[str, Any]) -> TurnEvents:
+        return MessageEvents(model, lambda turn: self.response(turn, model))
 
     def error_body(self, error: WireError) -> dict[str, Any]:
         return {"type": "error", "error": {"type": error.kind, "message": error.message}}

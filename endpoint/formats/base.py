@@ -11,15 +11,15 @@ is imported by the format's module.
 
 from __future__ import annotations
 
-import json
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agents.providers.toolcalls import arguments_text
+from endpoint.formats.events import TurnEvents, new_id, sse_data, sse_event
 from endpoint.wire import WireError
-from observations.gateway.messages import NO_PARAMS, ModelTurn, Params, Request
+from observations.gateway.messages import NO_PARAMS, ModelTurn, Params, Request, TurnDelta
 
 Default = Callable[[Any], bool]  # True: the value asks for nothing beyond the default
 
@@ -102,9 +102,20 @@ class WireFormat(ABC):
         ...
 
     @abstractmethod
-    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
-        """``turn`` as the events of a stream, in the order and shapes the SDK parses."""
+    def events(self, model: str, body: Mapping[str, Any]) -> TurnEvents:
+        """The events of a stream answering ``body``, written as the turn's pieces come."""
         ...
+
+    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
+        """``turn``, arrived whole, as the events of a stream: the pieces it would have
+        streamed as (its text, then each call's start and arguments)."""
+        events = self.events(model, body or {})
+        pieces = [TurnDelta(text=turn.text)] if turn.text else []
+        for index, call in enumerate(turn.tool_calls):
+            pieces += [TurnDelta(call=index, call_id=call.id, name=call.name),
+                       TurnDelta(call=index, text=arguments_text(call.arguments))]
+        return [*events.opening(), *(chunk for piece in pieces for chunk in events.piece(piece)),
+                *events.closing(turn)]
 
     @abstractmethod
     def error_body(self, error: WireError) -> dict[str, Any]:
@@ -146,18 +157,6 @@ class WireFormat(ABC):
         return TypeError(f"no upstream speaks {self.name}: its clients are translated (of_provider)")
 
 
-def sse_data(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
-
-
-def sse_event(name: str, payload: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
-
-
-def new_id(prefix: str) -> str:
-    return prefix + uuid.uuid4().hex[:24]
-
-
 # Reading a client's setting, refused with the field named when it is not what it must be.
 def strings(value: Any, name: str, words: str) -> tuple[str, ...]:
     if value is None:
@@ -185,3 +184,7 @@ def boolean(body: Mapping[str, Any], name: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise WireError(f"{name}: must be a boolean.", param=name)
     return value
+
+
+__all__ = ["ParamRules", "TurnEvents", "WireFormat", "boolean", "never", "new_id", "number", "sse_data", "sse_event",
+           "string", "strings"]

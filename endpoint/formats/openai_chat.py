@@ -13,15 +13,16 @@ import openai
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from endpoint.formats.base import (
     ParamRules,
+    TurnEvents,
     WireFormat,
     boolean,
     never,
     new_id,
     number,
-    sse_data,
     string,
     strings,
 )
+from endpoint.formats.events import ChunkEvents
 from endpoint.wire import WireError, check_number, check_positive_int, check_type
 from observations.gateway.messages import (
     NO_PARAMS,
@@ -154,22 +155,8 @@ class OpenAIChat(WireFormat):
                 "choices": [{"index": 0, "message": message, "finish_reason": _finish(turn), "logprobs": None}],
                 "usage": _usage(turn)}
 
-    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
-        """Chunks, then ``[DONE]``."""
-        whole = self.response(turn, model)
-        head = {"id": whole["id"], "object": "chat.completion.chunk", "created": whole["created"],
-                "model": whole["model"]}
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            return sse_data({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-
-        out = [chunk({"role": "assistant", "content": turn.text or ""})]
-        for index, call in enumerate(whole["choices"][0]["message"].get("tool_calls", ())):
-            out.append(chunk({"tool_calls": [{"index": index, **call}]}))
-        out.append(chunk({}, whole["choices"][0]["finish_reason"]))
-        out.append(sse_data({**head, "choices": [], "usage": whole["usage"]}))
-        out.append(b"data: [DONE]\n\n")
-        return out
+    def events(self, model: str, body: Mapping[str, Any]) -> TurnEvents:
+        return ChunkEvents(model, body, lambda turn: self.response(turn, model))
 
     def error_body(self, error: WireError) -> dict[str, Any]:
         return {"error": {"message": error.message, "type": error.kind, "param": error.param, "code": error.code}}

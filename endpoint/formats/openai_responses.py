@@ -24,6 +24,7 @@ from typing import Any
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from endpoint.formats.base import (
     ParamRules,
+    TurnEvents,
     WireFormat,
     boolean,
     never,
@@ -32,6 +33,7 @@ from endpoint.formats.base import (
     sse_event,
     string,
 )
+from endpoint.formats.events import ResponseEvents
 from endpoint.formats.openai_chat import OPENAI_CHAT
 from endpoint.wire import WireError, check_number, check_positive_int, check_type
 from observations.gateway.messages import (
@@ -219,40 +221,11 @@ class OpenAIResponses(WireFormat):
                       "total_tokens": usage.input_tokens + usage.output_tokens},
         }
 
-    def stream(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> list[bytes]:
-        """response.created … one item at a time (added, its deltas, done) … response.completed."""
-        whole = self.response(turn, model, body)
-        events: list[bytes] = []
-
-        def emit(kind: str, **fields: Any) -> None:
-            events.append(sse_event(kind, {"type": kind, "sequence_number": len(events), **fields}))
-
-        emit("response.created", response={**whole, "status": "in_progress", "output": [], "usage": None})
-        emit("response.in_progress", response={**whole, "status": "in_progress", "output": [], "usage": None})
-        for index, item in enumerate(whole["output"]):
-            ids = {"item_id": item["id"], "output_index": index}
-            if item["type"] == "message":
-                text = item["content"][0]["text"]
-                emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress",
-                                                                             "content": []})
-                part = {"type": "output_text", "text": "", "annotations": []}
-                emit("response.content_part.added", **ids, content_index=0, part=part)
-                emit("response.output_text.delta", **ids, content_index=0, delta=text, logprobs=[])
-                emit("response.output_text.done", **ids, content_index=0, text=text, logprobs=[])
-                emit("response.content_part.done", **ids, content_index=0, part={**part, "text": text})
-            elif item["type"] == "function_call":
-                emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress",
-                                                                             "arguments": ""})
-                emit("response.function_call_arguments.delta", **ids, delta=item["arguments"])
-                emit("response.function_call_arguments.done", **ids, arguments=item["arguments"])
-            else:
-                emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress",
-                                                                             "input": ""})
-                emit("response.custom_tool_call_input.delta", **ids, delta=item["input"])
-                emit("response.custom_tool_call_input.done", **ids, input=item["input"])
-            emit("response.output_item.done", output_index=index, item=item)
-        emit("response.incomplete" if whole["status"] == "incomplete" else "response.completed", response=whole)
-        return events
+    def events(self, model: str, body: Mapping[str, Any]) -> TurnEvents:
+        offered = body.get("tools") or ()
+        return ResponseEvents(model, body, lambda turn: self.response(turn, model, body),
+                              custom={t.get("name") for t in offered if t.get("type") == "custom"},
+                              namespaces=_namespaces(offered))
 
     def error_body(self, error: WireError) -> dict[str, Any]:
         return OPENAI_CHAT.error_body(error)  # the same SDK reads both

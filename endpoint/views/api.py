@@ -10,7 +10,6 @@ bad key).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
@@ -36,6 +35,7 @@ from endpoint.formats import DEFAULT_FORMAT, FORMATS
 from endpoint.keys import gateway_key_lookup
 from endpoint.models import GatewayKey
 from endpoint.sessions import proxied_turn
+from endpoint.streaming import turn_answer
 from endpoint.wire import Format, WireError
 from observations.gateway.messages import Params
 from observations.gateway.tokens import estimate_request
@@ -197,7 +197,9 @@ async def _answer(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict
         if settings.ATRIUM_GATEWAY_SESSIONS:
             answer = await _session_turn(request, key, fmt, body, decision.params)
         else:
-            answer = await upstream.translated(key.agent, fmt, body, decision.params)
+            model = key.agent.model.partition(":")[2]
+            neutral = FORMATS[fmt].request(body, model, decision.params)
+            answer = await turn_answer(fmt, model, body, upstream.translated(key.agent, neutral))
         if decision.ignored:
             answer.headers[params.IGNORED_HEADER] = ", ".join(decision.ignored)
     log.info("gateway endpoint: key %s (room %s) %s → %s in %.0f ms", key.pk, key.room_id, fmt, answer.status,
@@ -215,12 +217,8 @@ async def _session_turn(request: HttpRequest, key: GatewayKey, fmt: Format, body
     neutral = wire_format.request(body, model, client_params)
     conversation = conversation_key(key.pk, neutral, request.headers.get(SESSION_HEADER),
                                     wire_format.conversation_id(body, request.headers))
-    turn = await _proxied_turn(key=key, conversation=conversation, request=neutral)
-    if body.get("stream") is True:
-        return upstream.Relay(200, {"Content-Type": "text/event-stream; charset=utf-8"},
-                              stream=upstream.replayed(wire_format.stream(turn, model, body)))
-    return upstream.Relay(200, {"Content-Type": "application/json"},
-                          content=json.dumps(wire_format.response(turn, model, body)).encode())
+    return await turn_answer(fmt, model, body, lambda on_delta: _proxied_turn(
+        key=key, conversation=conversation, request=neutral, on_delta=on_delta))
 
 
 @csrf_exempt

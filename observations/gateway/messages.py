@@ -142,6 +142,18 @@ class ModelTurn:
     stop_sequence: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDelta:
+    """A piece of a turn as the upstream streams it: ``text``, or for the tool call at
+    ``call`` (its place in the turn) its start (``call_id`` and ``name``) or a piece of
+    its arguments' JSON (``text``). The pieces, joined, are the turn the call returns."""
+
+    text: str = ""
+    call: int | None = None
+    call_id: str = ""
+    name: str = ""
+
+
 def serialize_message(message: Message) -> str:
     """Canonical one-line JSON of a message: no timestamps, no ids minted at send time."""
     body: dict[str, Any] = {"role": message.role, "text": message.text}

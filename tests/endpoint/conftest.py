@@ -118,3 +118,47 @@ def anthropic_tool_use_stream() -> str:
                            "usage": {"output_tokens": 20}}),
         ("message_stop", {"type": "message_stop"}),
     ])
+
+
+def streamed_answer(answer: dict) -> list[tuple[float, str]]:
+    """A scripted whole answer (an OpenAI chat completion or an Anthropic message) as its
+    upstream streams it, for ``WireServer.stream``: text and each tool call's arguments
+    in two pieces."""
+    if answer.get("type") == "message":
+        events: list[tuple[str | None, object]] = [("message_start", {"type": "message_start", "message": {
+            **answer, "content": [], "stop_reason": None, "usage": {**answer["usage"], "output_tokens": 1}}})]
+        for index, block in enumerate(answer["content"]):
+            first = {"type": "text", "text": ""} if block["type"] == "text" else {**block, "input": {}}
+            whole = block["text"] if block["type"] == "text" else json.dumps(block["input"])
+            events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                                   "content_block": first}))
+            for piece in filter(None, _halves(whole)):
+                delta = {"type": "text_delta", "text": piece} if block["type"] == "text" else \
+                    {"type": "input_json_delta", "partial_json": piece}
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": delta}))
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": answer["stop_reason"],
+                                                                         "stop_sequence": None},
+                                      "usage": {"output_tokens": answer["usage"]["output_tokens"]}}),
+                   ("message_stop", {"type": "message_stop"})]
+        return [(0.0, sse([event])) for event in events]
+    head = {k: answer[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    message, finish = answer["choices"][0]["message"], answer["choices"][0]["finish_reason"]
+
+    def chunk(delta: dict, end: str | None = None) -> tuple[str | None, object]:
+        return None, {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": end}]}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in filter(None, _halves(message.get("content") or ""))]
+    for index, call in enumerate(message.get("tool_calls") or ()):
+        first, rest = _halves(call["function"]["arguments"])
+        chunks += [chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                          "function": {"name": call["function"]["name"], "arguments": first}}]}),
+                   chunk({"tool_calls": [{"index": index, "function": {"arguments": rest}}]})]
+    chunks += [chunk({}, finish), (None, {**head, "choices": [], "usage": answer["usage"]}), (None, "[DONE]")]
+    return [(0.0, sse([c])) for c in chunks]
+
+
+def _halves(text: str) -> tuple[str, str]:
+    return text[:len(text) // 2], text[len(text) // 2:]

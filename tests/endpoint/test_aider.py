@@ -81,7 +81,8 @@ def test_aider_fixes_the_test_through_the_gateway_in_two_rounds(aider, setup, wi
 
     upstream = [r.json for r in wire.requests_to(PATH)]
     assert len(upstream) == 2, done.stdout[-3000:]
-    assert all(r["model"] == "gpt-4.1" and not r.get("stream") for r in upstream)  # the profile's model
+    # The profile's model, called streaming as aider asked (this upstream answers whole all the same).
+    assert all(r["model"] == "gpt-4.1" and r.get("stream") is True for r in upstream)
     second = "\n".join(str(m["content"]) for m in upstream[1]["messages"])
     assert "AssertionError: 1.5" in second  # its test's failure went back to the model
 

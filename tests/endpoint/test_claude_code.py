@@ -25,6 +25,7 @@ import pytest
 
 from endpoint.models import GatewayConversation
 from sessions.models import Observation, Session
+from tests.endpoint.conftest import streamed_answer
 from tests.endpoint.outside_clients import installed, no_way_out
 from tests.endpoint.test_codex_cli import BUG, CALC, CHECK, FIX, TASK
 from tests.endpoint.test_sessions import anthropic_message, completion
@@ -57,10 +58,10 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     work = make_git_repo(tmp_path / "work", files={"calc.py": CALC, "check.py": CHECK})
     for n, command in enumerate(COMMANDS, 1):
         call = ("Bash", {"command": command})
-        wire.reply(path, json_body=anthropic_message(text=f"Step {n}.", tool=call, n=n) if anthropic
-                   else completion(text=f"Step {n}.", call=call, n=n))
-    wire.reply(path, json_body=anthropic_message(text=DONE, n=len(COMMANDS) + 1) if anthropic
-               else completion(text=DONE, n=len(COMMANDS) + 1))
+        wire.stream(path, streamed_answer(anthropic_message(text=f"Step {n}.", tool=call, n=n) if anthropic
+                                          else completion(text=f"Step {n}.", call=call, n=n)))
+    wire.stream(path, streamed_answer(anthropic_message(text=DONE, n=len(COMMANDS) + 1) if anthropic
+                                      else completion(text=DONE, n=len(COMMANDS) + 1)))
     home = tmp_path / "home"
     home.mkdir()
 
@@ -79,6 +80,7 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     sent = wire.requests_to(path)
     upstream_bodies = [r.json for r in sent]
     assert len(upstream_bodies) == len(COMMANDS) + 1
+    assert all(r["stream"] is True for r in upstream_bodies)  # streamed from the upstream, piece by piece
     # Its defaults as the gateway took them: thinking and context management left out,
     # its system message as a reminder where it stood (after the task), its betas along
     # to an Anthropic upstream.

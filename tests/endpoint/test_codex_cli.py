@@ -23,6 +23,7 @@ import pytest
 
 from endpoint.models import GatewayConversation
 from sessions.models import Observation, Session
+from tests.endpoint.conftest import streamed_answer
 from tests.endpoint.outside_clients import installed, no_way_out
 from tests.endpoint.test_sessions import completion
 from tests.rooms.factories import make_git_repo
@@ -77,8 +78,8 @@ def turn(n: int, thought: str, command: str) -> dict:
 def test_codex_cli_runs_a_task_end_to_end_through_the_gateway(codex, setup, wire, hub, tmp_path):
     work = make_git_repo(tmp_path / "work", files={"calc.py": CALC, "check.py": CHECK})
     for n, (thought, command) in enumerate(TURNS, 1):
-        wire.reply(PATH, json_body=turn(n, thought, command))
-    wire.reply(PATH, json_body=completion(text=DONE, n=len(TURNS) + 1))
+        wire.stream(PATH, streamed_answer(turn(n, thought, command)))
+    wire.stream(PATH, streamed_answer(completion(text=DONE, n=len(TURNS) + 1)))
     home = tmp_path / "codex-home"
     home.mkdir()
     (home / "config.toml").write_text(CONFIG.format(url=hub.url))
@@ -94,7 +95,7 @@ def test_codex_cli_runs_a_task_end_to_end_through_the_gateway(codex, setup, wire
         done = run(TASK)
         # A second run in the same folder starts like the first (instructions, tools, its
         # environment note): a session of its own all the same.
-        wire.reply(PATH, json_body=completion(text="Nothing else to do.", n=len(TURNS) + 2))
+        wire.stream(PATH, streamed_answer(completion(text="Nothing else to do.", n=len(TURNS) + 2)))
         again = run("Anything else?")
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -107,6 +108,7 @@ def test_codex_cli_runs_a_task_end_to_end_through_the_gateway(codex, setup, wire
     upstream = [r.json for r in wire.requests_to(PATH)][:-1]
     assert len(upstream) == len(TURNS) + 1
     assert all(r["model"] == "gpt-4.1" for r in upstream)  # the profile's model, not Codex's
+    assert all(r["stream"] is True for r in upstream)  # streamed from the upstream, piece by piece
     assert "exec_command" in [t["function"]["name"] for t in upstream[0]["tools"]]
     outputs = [m["content"] for m in upstream[-1]["messages"] if m["role"] == "tool"]
     assert len(outputs) == len(TURNS) and "mean ok" in outputs[-1]  # the last check, as Codex reported it

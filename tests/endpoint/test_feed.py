@@ -108,7 +108,7 @@ class Upstream:
         self.sent: list[Request] = []
         self.events: list[str] = []
 
-    def call_model(self, req: Request) -> Completion:
+    def call_model(self, req: Request, on_delta: object = None) -> Completion:
         self.sent.append(req)
         answer = self.answers.pop(0)
         record = CallRecord(model="openai:m", requested_model="openai:m", prefix_hash="", input_tokens=10,

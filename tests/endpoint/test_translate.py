@@ -128,11 +128,14 @@ def test_a_turns_stream_is_the_event_sequence_each_sdk_expects():
     assert names == ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
                      "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
                      "message_stop"]
-    chunks = FORMATS["openai"].stream(TURN, model="m")
+    chunks = FORMATS["openai"].stream(TURN, model="m", body={"stream_options": {"include_usage": True}})
     assert chunks[-1] == b"data: [DONE]\n\n"
     payloads = [json.loads(c.decode()[len("data: "):]) for c in chunks[:-1]]
     assert all(p["object"] == "chat.completion.chunk" for p in payloads)
     assert payloads[-1]["choices"] == [] and payloads[-1]["usage"]["completion_tokens"] == 7
+    # As OpenAI streams: the usage chunk only when the client asked for it.
+    unasked = [json.loads(c.decode()[len("data: "):]) for c in FORMATS["openai"].stream(TURN, model="m")[:-1]]
+    assert all(p["choices"] for p in unasked) and unasked[-1]["choices"][0]["finish_reason"] == "tool_calls"
 
 
 def test_the_stop_sequence_that_ended_a_turn_reaches_an_anthropic_client():

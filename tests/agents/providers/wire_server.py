@@ -62,6 +62,8 @@ class WireServer:
         self._replies: dict[str, deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.requests: list[Received] = []
+        self.cut_off: list[str] = []  # the paths of streams whose client closed the connection mid-way
+        self.parts_sent: list[float] = []  # when each part of a stream was written (time.monotonic())
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -155,11 +157,15 @@ class WireServer:
                     if reply.parts:
                         self.send_header("Transfer-Encoding", "chunked")
                         self.end_headers()
-                        for pause, part in reply.parts:
-                            time.sleep(pause)
-                            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
-                            self.wfile.flush()
-                        self.wfile.write(b"0\r\n\r\n")
+                        try:
+                            for pause, part in reply.parts:
+                                time.sleep(pause)
+                                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                                self.wfile.flush()
+                                server.parts_sent.append(time.monotonic())
+                            self.wfile.write(b"0\r\n\r\n")
+                        except (BrokenPipeError, ConnectionResetError):
+                            server.cut_off.append(received.path)
                         return
                     self.send_header("Content-Length", str(len(reply.body)))
                     self.end_headers()
