@@ -141,13 +141,14 @@ class Continuation:
         return self.diverged_at is not None
 
 
-def continuation(known: Sequence[str], request: Request) -> Continuation:
-    """Split ``request``'s messages into what the session holds and what is new.
+def continuation(known: Sequence[str], request: Request, digests: Sequence[str] | None = None) -> Continuation:
+    """Split ``request``'s messages into what the session holds and what is new
+    (``digests``: their ``message_digests``, where already made).
 
     An unchanged history that grew gives ``new`` = the appended messages. A history
     shorter than ``known``, or one that differs within it, diverged at the first
     difference; everything from there is new."""
-    digests = message_digests(request.messages)
+    digests = message_digests(request.messages) if digests is None else digests
     kept = 0
     for held, sent in zip(known, digests, strict=False):
         if held != sent:

@@ -66,9 +66,10 @@ class Taken:
     closed: tuple[int, list[HistoryItem]] | None = None  # the segment the change ended, for history_search
 
 
-def take(ctx: SessionContext, known: Sequence[str], request: Request) -> Taken:
-    """Feed ``ctx`` what ``request`` adds to the history whose digests are ``known``."""
-    step = continuation(known, request)
+def take(ctx: SessionContext, known: Sequence[str], request: Request, digests: Sequence[str] | None = None) -> Taken:
+    """Feed ``ctx`` what ``request`` adds to the history whose digests are ``known``
+    (``digests``: the request's own, where already made)."""
+    step = continuation(known, request, digests)
     messages: Sequence[Message] = step.new
     closed = None
     if step.diverged:
@@ -84,7 +85,7 @@ def feed(ctx: SessionContext, messages: Sequence[Message]) -> tuple[int, ...]:
     observations = []
     for message in messages:
         if message.role == "assistant":
-            ctx.add_assistant(message.text, message.tool_calls)
+            ctx.add_assistant(message.text, message.tool_calls, thinking=message.thinking)
             calls.update((call.id, call) for call in message.tool_calls)
         elif message.role == "tool":
             call_id = message.tool_call_id or ""

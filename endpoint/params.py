@@ -14,7 +14,8 @@ client's own format) relays the body as it is and does not come here.
   mode without a schema) is refused; an effort is checked against Anthropic's list only
   (an OpenAI upstream refuses one it does not know, and the client hears that).
 - Refused on both: what the one turn the gateway answers with cannot hold (``n`` > 1,
-  log probabilities, audio, thinking blocks, a server tool's blocks).
+  log probabilities, audio, a server tool's blocks). Anthropic's thinking goes to an
+  Anthropic upstream as it is and is an OpenAI reasoning model's effort (``model``).
 - Every other field goes as it is to an upstream of the client's own format (``seed``,
   ``response_format``, ``top_k``, a server's own extras: what the provider does with it,
   or refuses, the client hears). To the other provider: a field that changes the answer
@@ -51,9 +52,10 @@ class Decision:
     ignored: tuple[str, ...] = ()  # fields not sent upstream, named in IGNORED_HEADER
 
 
-def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str, headers: Mapping[str, str] | None = None) -> Decision:
+def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str, headers: Mapping[str, str] | None = None,
+           model: str = "") -> Decision:
     """The client's (checked) ``body`` and request ``headers`` as the settings of an
-    upstream call to an ``upstream`` provider; raises WireError naming the first field
+    upstream call to an ``upstream`` provider's ``model``; raises WireError naming the first field
     that cannot be honoured. Each format's own tables (``WireFormat.rules``) say what its
     fields are, and which of its headers go along (``WireFormat.forwarded_headers``)."""
     client, provider = FORMATS[fmt], of_provider(upstream)
@@ -63,10 +65,10 @@ def decide(fmt: Format, body: Mapping[str, Any], *, upstream: str, headers: Mapp
         if body.get(name) is not None and not default(body[name]):
             raise WireError(f"{name}: not served through this gateway endpoint: {why}.", param=name)
     native, ignored = _as_they_are(body, client, provider)
-    ignored += client.dropped(body)
+    ignored += client.dropped(body, provider, model)
     params = client.params(body)
     if not same:
-        params = client.converted(params, body, provider)
+        params = client.converted(params, body, provider, model)
     _check_ranges(params, provider, same=same)
     _check_tool_choice(params, client, body)
     if native:

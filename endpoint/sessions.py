@@ -127,7 +127,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
             pk=talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
-        turn, failure = _unit(session, talk, request, on_delta)
+        turn, failure = _unit(session, talk, request, digests, on_delta)
     if failure is not None:
         raise failure
     assert turn is not None
@@ -249,12 +249,13 @@ def _context(session: Session, request: Request) -> tuple[SessionContext, StateJ
     return ctx, stored.journal_for(ctx)
 
 
-def _unit(session: Session, talk: GatewayConversation, request: Request,
+def _unit(session: Session, talk: GatewayConversation, request: Request, digests: list[str],
           on_delta: DeltaSink | None) -> tuple[ModelTurn | None, WireError | None]:
-    """One request as one unit of the session; called holding the conversation's row lock."""
+    """One request as one unit of the session (``digests``: its messages'); called
+    holding the conversation's row lock."""
     ctx, journal = _context(session, request)
     events: list[tuple[str, dict[str, Any]]] = []
-    taken = take(ctx, talk.digests, request)
+    taken = take(ctx, talk.digests, request, digests)
     if taken.diverged_at is not None:
         opened = ctx.segment_log[-1]
         events.append(("segment.started", {"segment": ctx.segment, "step": ctx.step, "reason": opened["reason"],
@@ -302,7 +303,7 @@ def _unit(session: Session, talk: GatewayConversation, request: Request,
     with transaction.atomic():
         if taken.closed is not None:
             history_record(session=session, segment=taken.closed[0], items=taken.closed[1])
-        _save(session, talk, request, ctx, journal, exchange, events, turn=turn, runtime=runtime,
+        _save(session, talk, digests, ctx, journal, exchange, events, turn=turn, runtime=runtime,
               delivered=[i.id for i in taken_inputs if i.kind == "steer"],
               delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
     return turn, failure
@@ -316,7 +317,7 @@ def _provider(model: str, api_key: str, base_url: str, timeouts: Timeouts = DEFA
         policy=RetryPolicy(max_attempts=1)))
 
 
-def _save(session: Session, talk: GatewayConversation, request: Request, ctx: SessionContext,
+def _save(session: Session, talk: GatewayConversation, digests: list[str], ctx: SessionContext,
           journal: StateJournal, exchange: Exchange, events: list[tuple[str, dict[str, Any]]],
           *, turn: ModelTurn | None, runtime: RuntimeState, delivered: list[int],
           delivered_mentions: tuple[int, ...]) -> None:
@@ -339,7 +340,7 @@ def _save(session: Session, talk: GatewayConversation, request: Request, ctx: Se
         message_mark_delivered(message=message)
     agent_mentions_mark_delivered(session=session, message_ids=delivered_mentions)
     session_events_append(session, events)
-    talk.digests = message_digests(request.messages)
+    talk.digests = digests
     talk.requests += 1
     fields = ["digests", "requests", "updated_at"]
     if turn is not None:

@@ -49,7 +49,7 @@ async def turn_answer(fmt: Format, model: str, body: Mapping[str, Any], call: Tu
     if first is None:  # the turn came whole (or failed): no piece of it has gone out
         return Relay(200, dict(EVENT_STREAM), stream=replayed(wire_format.stream(running.result(), model, body)))
     return Relay(200, dict(EVENT_STREAM), stream=_streamed(fmt, wire_format.events(model, body), pieces, first,
-                                                           running))
+                                                           running), on_close=pieces.leave)
 
 
 class Pieces:

@@ -79,6 +79,7 @@ class Relay:
     headers: dict[str, str]
     content: bytes = b""
     stream: AsyncIterator[bytes] | None = None
+    on_close: Callable[[], None] | None = None  # also run when the stream is closed before it started
 
 
 def profile_endpoint(profile: AgentProfile) -> UpstreamEndpoint:

@@ -2,7 +2,8 @@
 
 Rows up to BLOB_INLINE_MAX bytes keep their bytes in the database; larger ones go to
 DATA_DIR/blobs/<aa>/<sha256>, written atomically before the row exists, so a row
-never points at a missing or partial file. Identical bytes are stored once.
+never points at a missing or partial file. Identical bytes are stored once. Texts read
+lately are kept in memory (a blob never changes).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from django.conf import settings
@@ -19,6 +22,7 @@ from observations.gateway.tokens import estimate_tokens
 from observations.models import Blob
 
 FIRST_LINE_MAX = 300
+RECENT_TEXTS_BUDGET = 32 * 1024 * 1024  # characters of blob text kept in memory (blob_texts)
 
 
 def sha256_text(text: str) -> str:
@@ -65,7 +69,44 @@ def blob_text(blob: Blob) -> str:
 
 
 def blob_texts(sha256s: set[str]) -> dict[str, str]:
-    return {blob.sha256: blob_text(blob) for blob in Blob.objects.filter(sha256__in=sha256s)}
+    """The texts of the blobs ``sha256s``, those read lately from memory: a session's
+    state is restored with every observation's text on each gateway request, and a
+    blob's text never changes (its name is its digest)."""
+    texts = _RECENT.get_many(sha256s)
+    missing = sha256s - texts.keys()
+    if missing:
+        read = {blob.sha256: blob_text(blob) for blob in Blob.objects.filter(sha256__in=missing)}
+        _RECENT.put_many(read)
+        texts.update(read)
+    return texts
+
+
+class _RecentTexts:
+    """Blob texts by digest, the least recently used dropped past ``budget`` characters."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.size = budget, 0
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()  # the gateway's requests restore states in several threads
+
+    def get_many(self, digests: set[str]) -> dict[str, str]:
+        with self._lock:
+            found = {d: self._texts[d] for d in digests if d in self._texts}
+            for digest in found:
+                self._texts.move_to_end(digest)
+            return found
+
+    def put_many(self, texts: dict[str, str]) -> None:
+        with self._lock:
+            for digest, text in texts.items():
+                if digest not in self._texts and len(text) <= self.budget:
+                    self._texts[digest] = text
+                    self.size += len(text)
+            while self.size > self.budget:
+                self.size -= len(self._texts.popitem(last=False)[1])
+
+
+_RECENT = _RecentTexts(RECENT_TEXTS_BUDGET)
 
 
 def _write_file(path: Path, data: bytes) -> None:

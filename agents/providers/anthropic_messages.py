@@ -16,6 +16,7 @@ reads. Marks on the same block merge; the API allows four.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -23,7 +24,8 @@ import anthropic
 
 from agents.providers.ambient import withheld_headers
 from agents.providers.base import DeltaSink
-from agents.providers.errors import sdk_errors
+from agents.providers.errors import ProviderError, Transient, error_from_status, sdk_errors
+from agents.providers.sdk_body import as_built
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import canonical, parse_arguments
 from observations.gateway import messages as neutral
@@ -38,6 +40,8 @@ UNBOUNDED_MAX_TOKENS = 32_000
 EMPTY_TEXT = "(empty)"  # the API refuses empty text blocks
 
 _CACHE = {"type": "ephemeral"}
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+MIN_THINKING_BUDGET = 1024  # the API's least budget_tokens
 _TOOL_CHOICE = {"auto": "auto", "none": "none", "required": "any", "tool": "tool"}
 _STOP_REASONS = {
     "end_turn": "end_turn",
@@ -101,7 +105,7 @@ class AnthropicProvider:
             code_of=lambda exc: exc.error_code or exc.type,
         ):
             if on_delta is None:
-                message = self._client.messages.create(**params)
+                message = self._client.messages.create(**as_built(params))
             else:
                 message = self._streamed(params, on_delta)
         latency_ms = int((time.monotonic() - started) * 1000)
@@ -109,27 +113,74 @@ class AnthropicProvider:
 
 
     def _streamed(self, params: dict[str, Any], on_delta: DeltaSink) -> Any:
-        """The message as the SDK's stream builds it, its text and tool calls given to
-        ``on_delta`` as they arrive: the pieces join to ``from_message``'s turn (its
-        text blocks joined by a newline)."""
-        calls: dict[int, int] = {}  # content block index: the tool call's place in the turn
-        text_block: int | None = None  # the block the last text came from
-        with self._client.messages.stream(**params) as stream:
+        """The message as the SDK's stream builds it, its pieces given to ``on_delta``
+        as they arrive (``_Pieces``). An error event in the stream is the failure its
+        type says; a stream that ends before the message's stop reason is cut off."""
+        pieces = _Pieces(on_delta)
+        with self._client.messages.stream(**as_built(params)) as stream:
             if not stream.response.headers.get("content-type", "").startswith("text/event-stream"):
                 return anthropic.types.Message.model_validate_json(stream.response.read())  # answered whole
-            for event in stream:
-                if event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    calls[event.index] = len(calls)
-                    block = event.content_block
-                    on_delta(neutral.TurnDelta(call=calls[event.index], call_id=block.id, name=block.name))
-                elif event.type == "content_block_delta" and event.delta.type == "text_delta" and event.delta.text:
-                    joint = "\n" if text_block not in (None, event.index) else ""
-                    text_block = event.index
-                    on_delta(neutral.TurnDelta(text=joint + event.delta.text))
-                elif event.type == "content_block_delta" and event.delta.type == "input_json_delta" \
-                        and event.delta.partial_json and event.index in calls:
-                    on_delta(neutral.TurnDelta(call=calls[event.index], text=event.delta.partial_json))
-            return stream.get_final_message()
+            try:
+                for event in stream:
+                    pieces.read(event)
+            except anthropic.APIStatusError as exc:
+                if exc.status_code != 200:
+                    raise
+                raise _stream_error(self.spec, exc.body, self._api_key) from None
+            message = stream.get_final_message()
+        if message.stop_reason is None:
+            raise Transient(f"{self.spec}: the stream ended before the answer did (no stop_reason)",
+                            spec=self.spec)
+        return message
+
+
+class _Pieces:
+    """An Anthropic stream's events as the pieces of the turn ``from_message`` makes of
+    the message: its text blocks joined by a newline, a call with no input as ``{}``."""
+
+    def __init__(self, on_delta: DeltaSink) -> None:
+        self.on_delta = on_delta
+        self.calls: dict[int, int] = {}  # content block index: the tool call's place in the turn
+        self.argued: set[int] = set()  # the call blocks that streamed some input
+        self.text_block: int | None = None  # the block the last text came from
+
+    def read(self, event: Any) -> None:
+        if event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.calls[event.index] = len(self.calls)
+                self.on_delta(neutral.TurnDelta(call=self.calls[event.index], call_id=block.id, name=block.name))
+            elif block.type == "redacted_thinking":
+                self.on_delta(neutral.TurnDelta(redacted=block.data))
+        elif event.type == "content_block_delta":
+            self._delta(event.index, event.delta)
+        elif event.type == "content_block_stop" and event.index in self.calls and event.index not in self.argued:
+            self.on_delta(neutral.TurnDelta(call=self.calls[event.index], text="{}"))
+
+    def _delta(self, index: int, delta: Any) -> None:
+        if delta.type == "thinking_delta":
+            self.on_delta(neutral.TurnDelta(thinking=delta.thinking))
+        elif delta.type == "signature_delta":
+            self.on_delta(neutral.TurnDelta(signature=delta.signature))
+        elif delta.type == "text_delta" and delta.text:
+            joint = "\n" if self.text_block not in (None, index) else ""
+            self.text_block = index
+            self.on_delta(neutral.TurnDelta(text=joint + delta.text))
+        elif delta.type == "input_json_delta" and delta.partial_json and index in self.calls:
+            self.argued.add(index)
+            self.on_delta(neutral.TurnDelta(call=self.calls[index], text=delta.partial_json))
+
+
+# An error event inside a stream (its HTTP status was 200): the status its type stands for.
+_STREAM_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500, "timeout_error": 504,
+                        "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+                        "not_found_error": 404, "request_too_large": 413}
+
+
+def _stream_error(spec: str, body: Any, api_key: str) -> ProviderError:
+    kind = (body.get("error") or {}).get("type") if isinstance(body, dict) else None
+    return error_from_status(spec=spec, status=_STREAM_ERROR_STATUS.get(kind or "", 500), headers={},
+                             body_text=json.dumps(body) if body is not None else "", code=kind, secrets=[api_key])
 
 
 def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
@@ -158,13 +209,26 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
     # Through the SDK's extra_body, never over a field set here: its create() takes only
     # the fields it knows, and it no longer knows temperature and top_p (whether a model
     # takes them is the API's to say, as it would say it to the client itself).
-    native = request.params.native.get("anthropic", {})
+    native = _thinking_within(request.params.native.get("anthropic", {}), params["max_tokens"])
     extra = {k: v for k, v in {**request.params.sampling(), **native}.items() if k not in params}
     if extra:
         params["extra_body"] = extra
     if request.params.headers:
         params["extra_headers"] = dict(request.params.headers)
     return params
+
+
+def _thinking_within(native: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The client's settings with its thinking budget below the output limit the step
+    sends (the API refuses a budget of max_tokens or more; the gateway may lower the
+    limit the client asked for), or without thinking where no budget fits."""
+    thinking = native.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    if not isinstance(budget, int) or budget < max_tokens:
+        return native
+    if max_tokens <= MIN_THINKING_BUDGET:
+        return {k: v for k, v in native.items() if k != "thinking"}
+    return {**native, "thinking": {**thinking, "budget_tokens": max_tokens - 1}}
 
 
 def messages_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
@@ -241,7 +305,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         return [block]
     if message.role == "user":
         return [{"type": "text", "text": message.text or EMPTY_TEXT}]
-    blocks: list[dict[str, Any]] = []
+    # Its thinking first, as the provider gave it: the signatures vouch for the bytes.
+    blocks: list[dict[str, Any]] = [json.loads(block) for block in message.thinking]
     if message.text:
         blocks.append({"type": "text", "text": message.text})
     for call in message.tool_calls:
@@ -259,8 +324,11 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
 def from_message(message: Any, *, latency_ms: int) -> ModelTurn:
     texts: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[str] = []
     for block in message.content:
-        if block.type == "text":
+        if block.type in THINKING_BLOCKS:
+            thinking.append(json.dumps(block.model_dump(mode="json", exclude_none=True), ensure_ascii=False))
+        elif block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
             calls.append(
@@ -275,6 +343,7 @@ def from_message(message: Any, *, latency_ms: int) -> ModelTurn:
         stop_reason=stop,
         latency_ms=latency_ms,
         stop_sequence=message.stop_sequence if message.stop_reason == "stop_sequence" else None,
+        thinking=tuple(thinking),
     )
 
 

@@ -16,6 +16,7 @@ import openai
 from agents.providers.ambient import withheld_headers
 from agents.providers.base import DeltaSink
 from agents.providers.errors import Rejected, Transient, sdk_errors
+from agents.providers.sdk_body import as_built
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from agents.providers.toolcalls import arguments_text, parse_arguments
 from observations.gateway.messages import (
@@ -100,7 +101,7 @@ class OpenAIProvider:
         ):
             if on_delta is not None:
                 return self._streamed(params, request, on_delta, started)
-            completion = self._client.chat.completions.create(**params)
+            completion = self._client.chat.completions.create(**as_built(params))
         latency_ms = int((time.monotonic() - started) * 1000)
         return from_chat_completion(
             completion, request=request, spec=self.spec, latency_ms=latency_ms
@@ -116,7 +117,7 @@ class OpenAIProvider:
         calls: dict[int, list[str]] = {}  # the chunk's call index: id, name, arguments so far
         finish, model, usage = "", "", None
         stream = self._client.chat.completions.create(
-            **params, stream=True, stream_options={"include_usage": True}
+            **as_built(params), stream=True, stream_options={"include_usage": True}
         )
         with stream:
             if not _is_event_stream(stream.response):  # a server that answers a stream whole

@@ -6,6 +6,8 @@ start of another; a dated or suffixed name (``claude-sonnet-4-5-20250929``,
 ``gpt-4.1-mini``) is its family's. Anthropic's figures are its models overview page's
 "max output"; OpenAI's its model pages' "max output tokens". A model not listed here
 has no known limit: the client's ``max_tokens`` goes as asked, and the provider answers.
+Also which of OpenAI's models reason (``reasons``): a client's thinking becomes an effort
+only for those.
 """
 
 from __future__ import annotations
@@ -30,7 +32,20 @@ OUTPUT_LIMITS: tuple[tuple[str, int], ...] = (
 )
 
 
+# OpenAI's reasoning models (their pages' "reasoning" models): the ones that take a
+# reasoning effort; any other refuses one.
+REASONING_FAMILIES = ("gpt-5", "o4-mini", "o3", "o1")
+
+
 def output_limit(model: str) -> int | None:
+    return next((limit for family, limit in OUTPUT_LIMITS if _of(model, family)), None)
+
+
+def reasons(model: str) -> bool:
+    """Whether ``model`` is one of OpenAI's reasoning models (takes ``reasoning_effort``)."""
+    return any(_of(model, family) for family in REASONING_FAMILIES)
+
+
+def _of(model: str, family: str) -> bool:
     name = model.partition(":")[2] if ":" in model else model
-    return next((limit for family, limit in OUTPUT_LIMITS
-                 if name == family or name.startswith((f"{family}-", f"{family}."))), None)
+    return name == family or name.startswith((f"{family}-", f"{family}."))

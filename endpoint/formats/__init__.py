@@ -7,9 +7,10 @@ Each translates between its wire shapes and the gateway's neutral ones
 as the client's response, whole or as the events of a stream. That lets a key's agent
 answer a client of the other provider's format (the request goes upstream through the
 profile's own provider, as Atrium's sessions call it) and takes a stateless client's
-history into a session. Only what the neutral shapes hold translates: text, tool calls
-and tool results; images, documents, audio and thinking blocks are refused with a 400
-naming the part (passed through, they would be dropped silently).
+history into a session. Only what the neutral shapes hold translates: text, tool calls,
+tool results and thinking blocks (carried as the provider gave them, to that provider
+only); images, documents and audio are refused with a 400 naming the part (passed
+through, they would be dropped silently).
 
 A format's name may also be the provider kind whose upstreams speak it (``openai:``
 models answer Chat Completions, ``anthropic:`` models Messages): `of_provider` is the

@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 
+from agents.providers.output_limits import reasons
 from agents.providers.toolcalls import parse_arguments
 from endpoint.formats.base import (
     ParamRules,
@@ -51,12 +52,12 @@ RULES = ParamRules(
     },
     untranslatable={"top_k": never},
     # Its cache breakpoints (``agents.providers.anthropic_messages``), a diagnosis
-    # against a message id of the upstream's, which the client never saw, what is kept
-    # of the context (the gateway folds it itself), and thinking: the turn the gateway
-    # records holds no thinking blocks to carry back, and a thinking upstream wants them
-    # back with their signatures (the client goes on without them).
-    gateways_own=frozenset({"cache_control", "diagnostics", "context_management", "thinking"}),
-    converted=frozenset({"output_config"}),
+    # against a message id of the upstream's, which the client never saw, and what is
+    # kept of the context (the gateway folds it itself).
+    gateways_own=frozenset({"cache_control", "diagnostics", "context_management"}),
+    # Thinking goes to an Anthropic upstream as it is (its blocks carried back with their
+    # signatures); to an OpenAI reasoning model it is the effort.
+    converted=frozenset({"output_config", "thinking"}),
     temperature_max=1.0,
 )
 
@@ -65,7 +66,9 @@ CLAUDE_CODE_SESSION_HEADER = "X-Claude-Code-Session-Id"
 BETA_HEADER = "anthropic-beta"
 # Betas of what the gateway leaves out of the request it makes (RULES.gateways_own, and a
 # system message inside ``messages``, which it turns into a user's text).
-LEFT_OUT_BETAS = ("interleaved-thinking", "thinking-token-count", "context-management", "mid-conversation-system")
+LEFT_OUT_BETAS = ("thinking-token-count", "context-management", "mid-conversation-system")
+# A thinking budget as an OpenAI reasoning effort: the least effort whose budget it is under.
+EFFORT_BUDGETS = ((4_096, "low"), (16_384, "medium"))
 _LEGACY_SESSION = re.compile(r"_session_([A-Za-z0-9-]+)$")
 
 
@@ -155,7 +158,9 @@ class AnthropicMessages(WireFormat):
         session = parsed.get("session_id") if isinstance(parsed, dict) else None
         return session if isinstance(session, str) and session else None
 
-    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
+    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat, model: str) -> Params:
+        if reasons(model) and (effort := _thinking_effort(body.get("thinking"))) is not None:
+            params = dataclasses.replace(params, effort=effort)  # an output_config.effort overrides it
         config = body.get("output_config")
         if config is None:
             return params
@@ -175,9 +180,10 @@ class AnthropicMessages(WireFormat):
         effort = config.get("effort")
         if effort is not None and not isinstance(effort, str):
             raise WireError("output_config.effort: must be a string.", param="output_config.effort")
-        return dataclasses.replace(params, json_schema=output["schema"] if output else None, effort=effort)
+        return dataclasses.replace(params, json_schema=output["schema"] if output else None,
+                                   effort=effort or params.effort)
 
-    def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+    def dropped(self, body: Mapping[str, Any], upstream: WireFormat, model: str) -> tuple[str, ...]:
         system = body.get("system")
         blocks = [b for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"]]
         blocks += [inner for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"
@@ -186,8 +192,11 @@ class AnthropicMessages(WireFormat):
                   "messages": blocks}
         out = [f"{where}.cache_control" for where, items in marked.items()
                if any(isinstance(item, dict) and "cache_control" in item for item in items)]
-        if any(b.get("type") in THINKING_BLOCKS for b in blocks if isinstance(b, dict)):
-            out.append("messages.thinking")
+        if upstream is not self:  # an OpenAI upstream: no thinking blocks, a thinking only as a reasoning effort
+            if any(b.get("type") in THINKING_BLOCKS for b in blocks if isinstance(b, dict)):
+                out.append("messages.thinking")
+            if _thinking_effort(body.get("thinking")) is not None and not reasons(model):
+                out.append("thinking")
         return tuple(out)
 
     def tool_names(self, tools: list[dict[str, Any]]) -> set[str | None]:
@@ -195,7 +204,8 @@ class AnthropicMessages(WireFormat):
 
     # --- the answer --------------------------------------------------------------------
     def response(self, turn: ModelTurn, model: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        content: list[dict[str, Any]] = [{"type": "text", "text": turn.text}] if turn.text else []
+        content: list[dict[str, Any]] = [json.loads(block) for block in turn.thinking]
+        content += [{"type": "text", "text": turn.text}] if turn.text else []
         content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in turn.tool_calls]
         return {"id": new_id("msg_"), "type": "message", "role": "assistant", "model": turn.model or model,
                 "content": content, "stop_reason": _stop_reason(turn), "stop_sequence": _stop_sequence(turn),
@@ -266,22 +276,26 @@ def _messages(wires: list[dict[str, Any]]) -> list[Message]:
             if text := _text(wire["content"], f"messages.{i}.content").strip():
                 held.append(Message("user", _as_reminder(text)))
             continue
-        results, texts, calls = _blocks(wire, f"messages.{i}", names)
+        results, texts, calls, thinking = _blocks(wire, f"messages.{i}", names)
         messages += results
         if held and not (messages and messages[-1].tool_calls):
             messages += held
             held.clear()
         if texts or calls:
-            messages.append(Message(wire["role"], "\n\n".join(texts), tool_calls=tuple(calls)))
+            messages.append(Message(wire["role"], "\n\n".join(texts), tool_calls=tuple(calls),
+                                    thinking=tuple(thinking)))
     return messages + held
 
 
-def _blocks(wire: dict[str, Any], where: str, names: dict[str, str]) -> tuple[list[Message], list[str], list[ToolCall]]:
-    """One wire message's tool results (as tool messages), texts and tool calls."""
+def _blocks(wire: dict[str, Any], where: str,
+            names: dict[str, str]) -> tuple[list[Message], list[str], list[ToolCall], list[str]]:
+    """One wire message's tool results (as tool messages), texts, tool calls and
+    thinking blocks (each as the JSON of the block the client gave back)."""
     content = wire["content"]
     results: list[Message] = []
     texts: list[str] = []
     calls: list[ToolCall] = []
+    thinking: list[str] = []
     for j, block in enumerate([{"type": "text", "text": content}] if isinstance(content, str) else content):
         kind = block["type"]
         if kind == "text" and isinstance(block.get("text"), str):
@@ -290,7 +304,7 @@ def _blocks(wire: dict[str, Any], where: str, names: dict[str, str]) -> tuple[li
             calls.append(ToolCall(str(block.get("id")), str(block.get("name")), parse_arguments(block.get("input"))))
             names[calls[-1].id] = calls[-1].name
         elif kind in THINKING_BLOCKS and wire["role"] == "assistant":
-            continue  # thinking is the gateway's to leave out (RULES.gateways_own), named as dropped
+            thinking.append(json.dumps(block, ensure_ascii=False))
         elif kind == "tool_result" and wire["role"] == "user":
             call_id = str(block.get("tool_use_id"))
             text = _text(block.get("content"), f"{where}.content.{j}.content")
@@ -300,7 +314,7 @@ def _blocks(wire: dict[str, Any], where: str, names: dict[str, str]) -> tuple[li
         else:
             raise WireError(f"{where}.content.{j}: a `{kind}` block cannot be translated to this key's agent",
                             param=f"{where}.content.{j}")
-    return results, texts, calls
+    return results, texts, calls, thinking
 
 
 def _as_reminder(text: str) -> str:
@@ -334,6 +348,17 @@ def _tool_choice(value: Any) -> tuple[ToolChoice | None, bool | None]:
         raise WireError("tool_choice.disable_parallel_tool_use: must be a boolean.",
                         param="tool_choice.disable_parallel_tool_use")
     return ToolChoice(_CHOICES[kind], name if kind == "tool" else ""), (False if disable else None)
+
+
+def _thinking_effort(thinking: Any) -> str | None:
+    """A client's ``thinking`` as a reasoning effort: by its budget, "medium" when
+    adaptive; None when off (or not an object: the upstream checks that)."""
+    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+        return None
+    budget = thinking.get("budget_tokens")
+    if thinking["type"] == "adaptive" or not isinstance(budget, int):
+        return "medium"
+    return next((effort for ceiling, effort in EFFORT_BUDGETS if budget < ceiling), "high")
 
 
 def _stop_reason(turn: ModelTurn) -> str:

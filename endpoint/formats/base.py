@@ -11,6 +11,7 @@ is imported by the format's module.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -77,18 +78,20 @@ class WireFormat(ABC):
         ...
 
     @abstractmethod
-    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
+    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat, model: str) -> Params:
         """``params`` with the answer's schema and the effort, for an ``upstream`` of
-        another format, in neutral words."""
+        another format (its ``model``), in neutral words."""
         ...
 
     def conversation_id(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
         """The client's own name for its conversation, where its format carries one."""
         return None
 
-    def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
-        """Parts of the request below its fields that the gateway leaves out (named in
-        the response's ignored-parameters header with the fields)."""
+    def dropped(self, body: Mapping[str, Any], upstream: WireFormat, model: str) -> tuple[str, ...]:
+        """Parts of the request the gateway leaves out for an ``upstream`` of that
+        format (its ``model``): below its fields, or a converted field with no
+        counterpart there (named in the response's ignored-parameters header with the
+        fields)."""
         return ()
 
     @abstractmethod
@@ -110,7 +113,8 @@ class WireFormat(ABC):
         """``turn``, arrived whole, as the events of a stream: the pieces it would have
         streamed as (its text, then each call's start and arguments)."""
         events = self.events(model, body or {})
-        pieces = [TurnDelta(text=turn.text)] if turn.text else []
+        pieces = [_thinking_piece(json.loads(block)) for block in turn.thinking]
+        pieces += [TurnDelta(text=turn.text)] if turn.text else []
         for index, call in enumerate(turn.tool_calls):
             pieces += [TurnDelta(call=index, call_id=call.id, name=call.name),
                        TurnDelta(call=index, text=arguments_text(call.arguments))]
@@ -184,6 +188,12 @@ def boolean(body: Mapping[str, Any], name: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise WireError(f"{name}: must be a boolean.", param=name)
     return value
+
+
+def _thinking_piece(block: dict[str, Any]) -> TurnDelta:
+    if block.get("type") == "redacted_thinking":
+        return TurnDelta(redacted=block.get("data", ""))
+    return TurnDelta(thinking=block.get("thinking", ""), signature=block.get("signature", ""))
 
 
 __all__ = ["ParamRules", "TurnEvents", "WireFormat", "boolean", "never", "new_id", "number", "sse_data", "sse_event",

@@ -46,14 +46,15 @@ class TurnEvents(ABC):
 
 
 class MessageEvents(TurnEvents):
-    """Anthropic's message_start … content blocks … message_delta, message_stop. The
-    text is one block; each tool call one more. The usage goes whole in message_delta
-    (the SDK reads the cumulative counts there), not known at message_start."""
+    """Anthropic's message_start … content blocks … message_delta, message_stop. Each
+    thinking block is a block (its thinking, then its signature), the text one block,
+    each tool call one more. The usage goes whole in message_delta (the SDK reads the
+    cumulative counts there), not known at message_start."""
 
     def __init__(self, model: str, answer: Answer) -> None:
         self.id, self.model, self.answer = new_id("msg_"), model, answer
         self.block = -1
-        self.open: str | int | None = None  # "text" or the tool call's place in the turn
+        self.open: str | int | None = None  # "thinking", "text" or the tool call's place in the turn
 
     def opening(self) -> list[bytes]:
         usage = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
@@ -63,6 +64,8 @@ class MessageEvents(TurnEvents):
             "stop_reason": None, "stop_sequence": None, "usage": usage}})]
 
     def piece(self, delta: TurnDelta) -> list[bytes]:
+        if delta.thinking or delta.signature or delta.redacted:
+            return self._thinking(delta)
         out: list[bytes] = []
         owner = "text" if delta.call is None else delta.call
         if owner != self.open:
@@ -77,6 +80,27 @@ class MessageEvents(TurnEvents):
                 {"type": "input_json_delta", "partial_json": delta.text}
             out.append(sse_event("content_block_delta", {"type": "content_block_delta", "index": self.block,
                                                          "delta": wire}))
+        return out
+
+    def _thinking(self, delta: TurnDelta) -> list[bytes]:
+        out: list[bytes] = []
+        if delta.redacted or self.open != "thinking":
+            out += self._stop()
+            self.block, self.open = self.block + 1, "thinking"
+            first = {"type": "redacted_thinking", "data": delta.redacted} if delta.redacted else \
+                {"type": "thinking", "thinking": "", "signature": ""}
+            out.append(sse_event("content_block_start", {"type": "content_block_start", "index": self.block,
+                                                         "content_block": first}))
+        if delta.thinking:
+            out.append(sse_event("content_block_delta", {"type": "content_block_delta", "index": self.block,
+                                                         "delta": {"type": "thinking_delta",
+                                                                   "thinking": delta.thinking}}))
+        if delta.signature:  # it ends its block: the next thinking is a block of its own
+            out.append(sse_event("content_block_delta", {"type": "content_block_delta", "index": self.block,
+                                                         "delta": {"type": "signature_delta",
+                                                                   "signature": delta.signature}}))
+        if delta.signature or delta.redacted:
+            out += self._stop()
         return out
 
     def closing(self, turn: ModelTurn) -> list[bytes]:
@@ -108,6 +132,8 @@ class ChunkEvents(TurnEvents):
         return [self._chunk({"role": "assistant", "content": ""})]
 
     def piece(self, delta: TurnDelta) -> list[bytes]:
+        if delta.thinking or delta.signature or delta.redacted:
+            return []  # Chat Completions has no thinking to show
         if delta.call is None:
             return [self._chunk({"content": delta.text})]
         call: dict[str, Any] = {"index": delta.call, "function": {"arguments": delta.text}}
@@ -129,9 +155,10 @@ class ChunkEvents(TurnEvents):
 
 class ResponseEvents(TurnEvents):
     """The Responses stream: response.created … each output item (added, its deltas,
-    done) … response.completed (or .incomplete) with the whole response, whose items
-    keep the ids the stream gave them. A free-form (custom) tool's input is one JSON
-    argument upstream: it is sent whole when its call ends."""
+    done) … response.completed (or .incomplete), whose output is the items as they were
+    done. A call still open at the end is done with its arguments as the whole response
+    gives them; a free-form (custom) tool's input, one JSON argument upstream, is sent
+    whole when its call ends."""
 
     def __init__(self, model: str, body: Mapping[str, Any], answer: Answer, *, custom: set[str],
                  namespaces: Mapping[str, str]) -> None:
@@ -139,26 +166,27 @@ class ResponseEvents(TurnEvents):
         self.shell = {**answer(ModelTurn("", model=model)), "status": "in_progress", "incomplete_details": None,
                       "output": [], "usage": None}
         self.events = 0
-        self.items: list[dict[str, Any]] = []  # as streamed: the whole items at the end take their ids
+        self.added = 0  # output items so far
+        self.done: list[dict[str, Any]] = []  # the items done, in order: the response's output
         self.open: dict[str, Any] | None = None
-        self.buffered = ""  # a custom call's input so far
+        self.text = ""  # the open message's text, or a custom call's input so far
 
     def opening(self) -> list[bytes]:
         return [self._emit("response.created", response=self.shell),
                 self._emit("response.in_progress", response=self.shell)]
 
     def piece(self, delta: TurnDelta) -> list[bytes]:
+        if delta.thinking or delta.signature or delta.redacted:
+            return []  # no reasoning items: the gateway returns none (README)
         out: list[bytes] = []
         if delta.call is None:
             if self.open is None or self.open["type"] != "message":
                 out += self._close()
-                item = {"type": "message", "id": new_id("msg_"), "status": "in_progress", "role": "assistant",
-                        "content": [], "text": ""}
-                out += self._added(item)
+                out += self._added({"type": "message", "id": new_id("msg_"), "status": "in_progress",
+                                    "role": "assistant", "content": []})
                 out.append(self._emit("response.content_part.added", **self._ids(), content_index=0,
                                       part={"type": "output_text", "text": "", "annotations": []}))
-            assert self.open is not None
-            self.open["text"] += delta.text
+            self.text += delta.text
             out.append(self._emit("response.output_text.delta", **self._ids(), content_index=0, delta=delta.text,
                                   logprobs=[]))
             return out
@@ -174,58 +202,55 @@ class ResponseEvents(TurnEvents):
                     item["namespace"] = self.namespaces[delta.name]
             out += self._added(item)
         if delta.text and self.open is not None and self.open["type"] == "function_call":
+            self.open["arguments"] += delta.text
             out.append(self._emit("response.function_call_arguments.delta", **self._ids(), delta=delta.text))
         elif delta.text:
-            self.buffered += delta.text
+            self.text += delta.text
         return out
 
     def closing(self, turn: ModelTurn) -> list[bytes]:
         whole = self.answer(turn)
-        ids = {item.get("call_id") or item["type"]: item["id"] for item in self.items}
-        for item in whole["output"]:
-            item["id"] = ids.get(item.get("call_id") or item["type"], item["id"])
-        done = {item["id"]: item for item in whole["output"]}
-        out = self._close(done)
-        whole.update(id=self.shell["id"], created_at=self.shell["created_at"])  # the stream's, not a new one
+        calls = {item["call_id"]: item for item in whole["output"] if "call_id" in item}
+        out = self._close(calls)
+        whole.update(id=self.shell["id"], created_at=self.shell["created_at"], output=self.done)
         kind = "response.incomplete" if whole["status"] == "incomplete" else "response.completed"
         return [*out, self._emit(kind, response=whole)]
 
     def _added(self, item: dict[str, Any]) -> list[bytes]:
-        self.open = item
-        self.items.append(item)
-        shown = {k: v for k, v in item.items() if k != "text"}
-        return [self._emit("response.output_item.added", output_index=len(self.items) - 1, item=shown)]
+        self.open, self.text = item, ""
+        self.added += 1
+        return [self._emit("response.output_item.added", output_index=self.added - 1, item=item)]
 
-    def _close(self, done: Mapping[str, dict[str, Any]] | None = None) -> list[bytes]:
-        """The open item's done events; ``done``: the whole items by id, at the end (an
-        item closed earlier is done as it was streamed)."""
+    def _close(self, calls: Mapping[str, dict[str, Any]] | None = None) -> list[bytes]:
+        """The open item's done events; ``calls``: the whole response's calls by call id,
+        at the end (an item closed earlier is done as it was streamed)."""
         item, self.open = self.open, None
         if item is None:
             return []
-        ids = {"item_id": item["id"], "output_index": len(self.items) - 1}
-        whole = (done or {}).get(item["id"])
+        ids = {"item_id": item["id"], "output_index": self.added - 1}
+        whole = (calls or {}).get(item.get("call_id", ""))
         out: list[bytes] = []
         if item["type"] == "message":
-            text = item.pop("text")
-            part = {"type": "output_text", "text": text, "annotations": []}
-            out += [self._emit("response.output_text.done", **ids, content_index=0, text=text, logprobs=[]),
+            part = {"type": "output_text", "text": self.text, "annotations": []}
+            out += [self._emit("response.output_text.done", **ids, content_index=0, text=self.text, logprobs=[]),
                     self._emit("response.content_part.done", **ids, content_index=0, part=part)]
-            finished = whole or {**item, "status": "completed", "content": [part]}
+            finished = {**item, "status": "completed", "content": [part]}
         elif item["type"] == "function_call":
-            finished = whole or {**item, "status": "completed"}
-            out.append(self._emit("response.function_call_arguments.done", **ids,
-                                  arguments=finished.get("arguments", "")))
+            finished = {**(whole or {**item, "arguments": item["arguments"] or "{}"}), "id": item["id"],
+                        "status": "completed"}
+            out.append(self._emit("response.function_call_arguments.done", **ids, arguments=finished["arguments"]))
         else:
-            given, self.buffered = self.buffered, ""
-            finished = whole or {**item, "status": "completed", "input": _custom_input(given)}
+            finished = {**(whole or {**item, "input": _custom_input(self.text)}), "id": item["id"],
+                        "status": "completed"}
             out += [self._emit("response.custom_tool_call_input.delta", **ids, delta=finished["input"]),
                     self._emit("response.custom_tool_call_input.done", **ids, input=finished["input"])]
+        self.done.append(finished)
         out.append(self._emit("response.output_item.done", output_index=ids["output_index"], item=finished))
         return out
 
     def _ids(self) -> dict[str, Any]:
         assert self.open is not None
-        return {"item_id": self.open["id"], "output_index": len(self.items) - 1}
+        return {"item_id": self.open["id"], "output_index": self.added - 1}
 
     def _emit(self, kind: str, **fields: Any) -> bytes:
         self.events += 1

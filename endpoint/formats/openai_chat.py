@@ -129,7 +129,7 @@ class OpenAIChat(WireFormat):
             user=string(body.get("user"), "user"),
         )
 
-    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
+    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat, model: str) -> Params:
         schema = _schema(body.get("response_format"), upstream)
         effort = body.get("reasoning_effort")
         if effort is not None and upstream.efforts is not None and effort not in upstream.efforts:

@@ -155,7 +155,7 @@ class OpenAIResponses(WireFormat):
             user=string(body.get("user"), "user"),
         )
 
-    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat) -> Params:
+    def converted(self, params: Params, body: Mapping[str, Any], upstream: WireFormat, model: str) -> Params:
         reasoning = body.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, dict):
             raise WireError("reasoning: must be an object.", param="reasoning")
@@ -171,7 +171,7 @@ class OpenAIResponses(WireFormat):
         key = body.get("prompt_cache_key")  # Codex sets it to its session's id
         return key if isinstance(key, str) and key else None
 
-    def dropped(self, body: Mapping[str, Any]) -> tuple[str, ...]:
+    def dropped(self, body: Mapping[str, Any], upstream: WireFormat, model: str) -> tuple[str, ...]:
         hosted = [f"tools.{tool['type']}" for tool in body.get("tools") or () if tool["type"] in HOSTED]
         settings = [f"{field}.{name}" for field, kept in (("reasoning", {"effort"}), ("text", {"format"}))
                     for name in sorted((body.get(field) or {}).keys() - kept)]

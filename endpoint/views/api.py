@@ -175,6 +175,8 @@ async def _relay(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict[
                                                        status=answer.status)
         # A stream the client left before it started runs no finally: closing gives it back too.
         response._resource_closers.append(release)
+        if answer.on_close is not None:
+            response._resource_closers.append(answer.on_close)
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # a proxy in front must not hold events back
     else:
@@ -193,7 +195,7 @@ async def _answer(request: HttpRequest, key: GatewayKey, fmt: Format, body: dict
     else:
         # The gateway makes the upstream call itself: each parameter is carried or refused
         # before anything is fed to a session or sent.
-        decision = params.decide(fmt, body, upstream=endpoint.kind, headers=request.headers)
+        decision = params.decide(fmt, body, upstream=endpoint.kind, headers=request.headers, model=key.agent.model)
         if settings.ATRIUM_GATEWAY_SESSIONS:
             answer = await _session_turn(request, key, fmt, body, decision.params)
         else:

@@ -161,8 +161,9 @@ class SessionContext:
         self.add_user(render_person_message(decision, replaces), kind=kind)
         return decision
 
-    def add_assistant(self, text: str, tool_calls: tuple[ToolCall, ...] = ()) -> Entry:
-        """The model answered: every result and payload it saw is now consumed (evictable)."""
+    def add_assistant(self, text: str, tool_calls: tuple[ToolCall, ...] = (), *, thinking: tuple[str, ...] = ()) -> Entry:
+        """The model answered (its ``thinking`` blocks go back with it): every result and
+        payload it saw is now consumed (evictable)."""
         self.step += 1
         book = self.book
         for obs in self.observations[book.consumed_upto :]:
@@ -174,7 +175,8 @@ class SessionContext:
                 book.consume(payload, payload_gain(payload.spec, payload_receipt(payload)))
         book.payloads_consumed_upto = len(self.payloads)
         book.advance_floors(self.observations, self.payloads)
-        entry = self.transcript.append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls)))
+        entry = self.transcript.append(Entry("assistant", text, step=self.step, tool_calls=tuple(tool_calls),
+                                             meta={"thinking": tuple(thinking)} if thinking else {}))
         if self.serving.payload_receipts:
             self._register_payloads(entry)
         return entry

@@ -49,6 +49,10 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     tool_name: str | None = None
+    # An assistant message's thinking blocks, each the JSON of the block as its provider
+    # gave it: carried back as they came (their signatures vouch for them), to an
+    # upstream of that provider only.
+    thinking: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,18 +144,24 @@ class ModelTurn:
     # The client's stop sequence that ended the text (its stop_reason is then
     # "end_turn"), where the provider says which (Anthropic does, OpenAI does not).
     stop_sequence: str | None = None
+    thinking: tuple[str, ...] = ()  # as Message.thinking: the blocks before the text, in order
 
 
 @dataclass(frozen=True, slots=True)
 class TurnDelta:
     """A piece of a turn as the upstream streams it: ``text``, or for the tool call at
     ``call`` (its place in the turn) its start (``call_id`` and ``name``) or a piece of
-    its arguments' JSON (``text``). The pieces, joined, are the turn the call returns."""
+    its arguments' JSON (``text``), or of a thinking block: a piece of its ``thinking``,
+    the ``signature`` that ends it, or a ``redacted`` block whole. The pieces, joined,
+    are the turn the call returns."""
 
     text: str = ""
     call: int | None = None
     call_id: str = ""
     name: str = ""
+    thinking: str = ""
+    signature: str = ""
+    redacted: str = ""
 
 
 def serialize_message(message: Message) -> str:

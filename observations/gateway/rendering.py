@@ -75,7 +75,7 @@ def render_entry(ctx: SessionContext, entry: Entry) -> Message:
         payloads = ctx.transcript.payloads_by_entry.get(entry.meta.get("index", len(ctx.entries)), ())
         receipted = [(p.spec, payload_receipt(p)) for p in payloads if p.state is ObsState.RECEIPTED]
         text, calls = apply_receipts(entry.text, entry.tool_calls, receipted)
-        return Message("assistant", text, tool_calls=calls)
+        return Message("assistant", text, tool_calls=calls, thinking=entry.meta.get("thinking", ()))
     if entry.kind == "tool_result":
         obs = entry.observation
         assert obs is not None

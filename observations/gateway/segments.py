@@ -184,7 +184,7 @@ def _folded(ctx: SessionContext, entry: Entry, rendered: Message) -> Message:
         payloads = ctx.transcript.payloads_by_entry.get(entry.meta["index"], ())
         receipted = [(p.spec, payload_receipt(p)) for p in payloads if p.state is not ObsState.FRESH]
         text, calls = apply_receipts(entry.text, entry.tool_calls, receipted)
-        return Message("assistant", text, tool_calls=calls)
+        return Message("assistant", text, tool_calls=calls, thinking=entry.meta.get("thinking", ()))
     return rendered
 
 

@@ -86,6 +86,7 @@ def dump_entry(e: Entry) -> dict[str, Any]:
         "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls],
         "obs": e.observation.obs_id if e.observation is not None else None,
         "carried": bool(e.meta.get("carried")),
+        **({"thinking": list(e.meta["thinking"])} if e.meta.get("thinking") else {}),
     }
 
 
@@ -169,6 +170,8 @@ def load_state(
         entry.meta["index"] = index
         if raw.get("carried"):
             entry.meta["carried"] = True
+        if raw.get("thinking"):
+            entry.meta["thinking"] = tuple(raw["thinking"])
         ctx.transcript.append(entry)
         if entry.kind == "intent_update" and entry.text != INTENT_UPDATE_FOLDED:
             ctx.intent_updates.append(entry)

@@ -128,15 +128,10 @@ def streamed_answer(answer: dict) -> list[tuple[float, str]]:
         events: list[tuple[str | None, object]] = [("message_start", {"type": "message_start", "message": {
             **answer, "content": [], "stop_reason": None, "usage": {**answer["usage"], "output_tokens": 1}}})]
         for index, block in enumerate(answer["content"]):
-            first = {"type": "text", "text": ""} if block["type"] == "text" else {**block, "input": {}}
-            whole = block["text"] if block["type"] == "text" else json.dumps(block["input"])
             events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                                   "content_block": first}))
-            for piece in filter(None, _halves(whole)):
-                delta = {"type": "text_delta", "text": piece} if block["type"] == "text" else \
-                    {"type": "input_json_delta", "partial_json": piece}
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                       "delta": delta}))
+                                                   "content_block": _empty(block)}))
+            events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                       for delta in _deltas(block)]
             events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": answer["stop_reason"],
                                                                          "stop_sequence": None},
@@ -158,6 +153,20 @@ def streamed_answer(answer: dict) -> list[tuple[float, str]]:
                    chunk({"tool_calls": [{"index": index, "function": {"arguments": rest}}]})]
     chunks += [chunk({}, finish), (None, {**head, "choices": [], "usage": answer["usage"]}), (None, "[DONE]")]
     return [(0.0, sse([c])) for c in chunks]
+
+
+def _empty(block: dict) -> dict:
+    return {"text": {"type": "text", "text": ""}, "thinking": {"type": "thinking", "thinking": "", "signature": ""},
+            "tool_use": {**block, "input": {}}}[block["type"]]
+
+
+def _deltas(block: dict) -> list[dict]:
+    if block["type"] == "thinking":
+        return [*({"type": "thinking_delta", "thinking": p} for p in filter(None, _halves(block["thinking"]))),
+                {"type": "signature_delta", "signature": block["signature"]}]
+    if block["type"] == "text":
+        return [{"type": "text_delta", "text": p} for p in filter(None, _halves(block["text"]))]
+    return [{"type": "input_json_delta", "partial_json": p} for p in filter(None, _halves(json.dumps(block["input"])))]
 
 
 def _halves(text: str) -> tuple[str, str]:

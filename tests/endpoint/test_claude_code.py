@@ -49,6 +49,13 @@ def claude() -> Path:
                              "ATRIUM_CLAUDE_CODE names another)")
 
 
+def thought(message: dict, n: int) -> dict:
+    """``message`` with a thinking block first, signed as an Anthropic upstream signs it."""
+    signature = f"EqQBCkgIBxABGAIiQL{n:04d}" + "x" * 60
+    return {**message, "content": [{"type": "thinking", "thinking": f"Plan {n}: run the next check.",
+                                    "signature": signature}, *message["content"]]}
+
+
 @pytest.mark.parametrize("upstream", ["anthropic", "openai"])
 def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_defaults(claude, setup, wire, hub, tmp_path,
                                                                                   upstream):
@@ -58,7 +65,7 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     work = make_git_repo(tmp_path / "work", files={"calc.py": CALC, "check.py": CHECK})
     for n, command in enumerate(COMMANDS, 1):
         call = ("Bash", {"command": command})
-        wire.stream(path, streamed_answer(anthropic_message(text=f"Step {n}.", tool=call, n=n) if anthropic
+        wire.stream(path, streamed_answer(thought(anthropic_message(text=f"Step {n}.", tool=call, n=n), n) if anthropic
                                           else completion(text=f"Step {n}.", call=call, n=n)))
     wire.stream(path, streamed_answer(anthropic_message(text=DONE, n=len(COMMANDS) + 1) if anthropic
                                       else completion(text=DONE, n=len(COMMANDS) + 1)))
@@ -81,16 +88,22 @@ def test_claude_code_runs_a_task_end_to_end_through_the_gateway_with_its_default
     upstream_bodies = [r.json for r in sent]
     assert len(upstream_bodies) == len(COMMANDS) + 1
     assert all(r["stream"] is True for r in upstream_bodies)  # streamed from the upstream, piece by piece
-    # Its defaults as the gateway took them: thinking and context management left out,
-    # its system message as a reminder where it stood (after the task), its betas along
-    # to an Anthropic upstream.
+    # Its defaults as the gateway took them: context management left out, thinking along
+    # to an Anthropic upstream (not to gpt-4.1, which does not reason), its system message
+    # as a reminder where it stood (after the task), its betas along to an Anthropic upstream.
     first = upstream_bodies[0]
-    assert not {"thinking", "context_management"} & first.keys()
+    assert "context_management" not in first and ("thinking" in first) == anthropic
     if anthropic:
         assert all(r["model"] == "claude-sonnet-5" for r in upstream_bodies)  # the profile's, not Claude Code's
         assert "Bash" in [t["name"] for t in first["tools"]]
         betas = sent[0].headers["anthropic-beta"].split(",")
-        assert "claude-code-20250219" in betas and not [b for b in betas if "thinking" in b]
+        assert "claude-code-20250219" in betas and not [b for b in betas if "context-management" in b]
+        # Each answer's thinking, streamed to Claude Code with its signature, came back to
+        # the upstream in the next request as the upstream wrote it.
+        for n, body in enumerate(upstream_bodies[1:], 1):
+            answers = [m["content"] for m in body["messages"] if m["role"] == "assistant"]
+            assert [a[0] for a in answers] == [thought(anthropic_message(n=k), k)["content"][0]
+                                              for k in range(1, n + 1)]
         blocks = first["messages"][0]["content"]
         assert TASK in blocks[0]["text"] and blocks[-1]["text"].startswith("<system-reminder>\n"), blocks
         results = [json.dumps(b) for m in upstream_bodies[-1]["messages"] if isinstance(m["content"], list)

@@ -75,16 +75,23 @@ def test_the_clients_own_headers_go_to_an_upstream_of_its_format_only():
     claude_code = {"anthropic-beta": "claude-code-20250219, interleaved-thinking-2025-05-14,effort-2025-11-24,"
                                      "context-management-2025-06-27,mid-conversation-system-2026-04-07\r\nX: y"}
     decided = decide("anthropic", MESSAGES, upstream="anthropic", headers=claude_code)
-    assert decided.params.headers == {"anthropic-beta": "claude-code-20250219,effort-2025-11-24"}
-    assert decided.ignored == ("anthropic-beta.context-management", "anthropic-beta.interleaved-thinking",
-                               "anthropic-beta.mid-conversation-system")
+    assert decided.params.headers == {"anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14,"
+                                                        "effort-2025-11-24"}
+    assert decided.ignored == ("anthropic-beta.context-management", "anthropic-beta.mid-conversation-system")
     assert decide("openai", CHAT, upstream="openai", headers=headers).params.headers == {}
 
 
-@pytest.mark.parametrize("upstream", ["anthropic", "openai"])
-def test_claude_codes_thinking_context_management_and_cache_marks_are_the_gateways_own_and_named(upstream):
-    """Claude Code's defaults: the gateway folds the context itself and records turns
-    without thinking blocks, so these are left out, and said, on either upstream."""
+@pytest.mark.parametrize(("upstream", "model", "thinking", "effort"), [
+    ("anthropic", "anthropic:claude-sonnet-4-5", (), None),
+    ("openai", "openai:gpt-4.1", ("messages.thinking", "thinking"), None),
+    ("openai", "openai:o4-mini", ("messages.thinking",), "medium"),
+])
+def test_claude_codes_defaults_context_management_and_cache_marks_named_its_thinking_where_it_can_go(
+        upstream, model, thinking, effort):
+    """Claude Code's defaults: the gateway folds the context itself and marks its own
+    cache, so those are left out, and said. Its thinking goes to an Anthropic upstream as
+    it is, with its blocks; to an OpenAI reasoning model as an effort; to another OpenAI
+    model not at all, and said."""
     body = {**MESSAGES, "thinking": {"type": "adaptive"},
             "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
             "system": [{"type": "text", "text": "You are", "cache_control": {"type": "ephemeral"}}],
@@ -92,10 +99,12 @@ def test_claude_codes_thinking_context_management_and_cache_marks_are_the_gatewa
                          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
                                                            {"type": "text", "text": "Hello."}]},
                          {"role": "user", "content": "go on"}]}
-    decided = decide("anthropic", body, upstream=upstream)
-    assert decided.ignored == ("context_management", "messages.cache_control", "messages.thinking",
-                               "system.cache_control", "thinking")
-    assert decided.params.native == {}
+    decided = decide("anthropic", body, upstream=upstream, model=model)
+    assert decided.ignored == tuple(sorted(("context_management", "messages.cache_control", "system.cache_control",
+                                            *thinking)))
+    assert decided.params.native == ({"anthropic": {"thinking": {"type": "adaptive"}}} if upstream == "anthropic"
+                                     else {})
+    assert decided.params.effort == effort
 
 
 @pytest.mark.parametrize(("fmt", "upstream", "extra", "param"), [
@@ -153,6 +162,12 @@ def test_a_field_at_its_default_asks_for_nothing_and_is_not_refused():
             "frequency_penalty": 0, "response_format": {"type": "text"}}
     assert decide("openai", body, upstream="anthropic").params == Params()
     assert decide("anthropic", {**MESSAGES, "thinking": {"type": "disabled"}}, upstream="openai").params == Params()
+    budgets = {1024: "low", 8000: "medium", 32_000: "high"}
+    assert {budget: decide("anthropic", {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": budget}},
+                           upstream="openai", model="gpt-5").params.effort for budget in budgets} == budgets
+    assert decide("anthropic", {**MESSAGES, "thinking": {"type": "enabled", "budget_tokens": 32_000},
+                                "output_config": {"effort": "low"}}, upstream="openai", model="o3").params.effort \
+        == "low"  # the effort the client gave wins
 
 
 def test_a_tool_choice_that_needs_a_tool_needs_tools_and_one_that_does_not_is_harmless_without():

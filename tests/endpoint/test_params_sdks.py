@@ -88,12 +88,13 @@ def test_an_anthropic_clients_parameters_reach_its_agents_upstream_through_the_s
                                      messages=[{"role": "user", "content": "think aloud"}])
     assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "\nObservation:")
 
-    # Thinking is the gateway's to leave out (its turns hold no thinking blocks): said, not refused.
+    # Thinking goes to the Anthropic upstream as the client gave it.
     wire.reply(MESSAGES, json_body=load_fixture("anthropic_message_text.json"))
     raw = client.messages.with_raw_response.create(model="m", max_tokens=20_000, messages=HISTORY,
                                                    tools=ANTHROPIC_TOOLS, thinking={"type": "enabled",
                                                                                     "budget_tokens": 1024})
-    assert raw.headers[IGNORED_HEADER] == "thinking" and "thinking" not in last(wire, MESSAGES)
+    assert IGNORED_HEADER not in raw.headers
+    assert last(wire, MESSAGES)["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert last(wire, MESSAGES)["max_tokens"] == 20_000  # as asked, not the agent's 8,000
     with pytest.raises(anthropic.BadRequestError, match=r"tool_choice: no tool named 'read_file'"):
         client.messages.create(model="m", max_tokens=10, messages=HISTORY, tools=ANTHROPIC_TOOLS,

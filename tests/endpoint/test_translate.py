@@ -57,7 +57,7 @@ def test_an_anthropic_history_becomes_neutral_messages_tool_results_first():
     )
 
 
-def test_claude_codes_history_system_messages_inside_text_blocks_apart_and_thinking_left_out():
+def test_claude_codes_history_system_messages_inside_text_blocks_apart_and_thinking_kept_as_given():
     request = FORMATS["anthropic"].request({"model": "x", "max_tokens": 64_000, "messages": [
         {"role": "user", "content": [{"type": "text", "text": "<system-reminder>date</system-reminder>"},
                                      {"type": "text", "text": "Fix calc.py"}]},
@@ -71,7 +71,8 @@ def test_claude_codes_history_system_messages_inside_text_blocks_apart_and_think
     assert request.messages == (
         Message("user", "<system-reminder>date</system-reminder>\n\nFix calc.py"),
         Message("user", "<system-reminder>\nAgent types: Explore.\n</system-reminder>"),
-        Message("assistant", "", tool_calls=(ToolCall("t1", "Bash", {"command": "ls"}),)),
+        Message("assistant", "", tool_calls=(ToolCall("t1", "Bash", {"command": "ls"}),),
+                thinking=('{"type": "thinking", "thinking": "hm", "signature": "sig"}',)),
         Message("tool", "calc.py", tool_call_id="t1", tool_name="Bash"),
         Message("user", "<system-reminder>\nBe brief.\n</system-reminder>"),
     )
@@ -145,3 +146,32 @@ def test_the_stop_sequence_that_ended_a_turn_reaches_an_anthropic_client():
     delta = [e for e in FORMATS["anthropic"].stream(stopped, model="m") if e.startswith(b"event: message_delta")][0]
     assert b'"stop_reason": "stop_sequence", "stop_sequence": "\\nObservation:"' in delta
     assert FORMATS["openai"].response(stopped, model="m")["choices"][0]["finish_reason"] == "stop"
+
+
+def test_every_call_of_a_responses_stream_is_done_with_its_arguments_and_the_output_is_the_items_streamed():
+    turn = ModelTurn("Both.", tool_calls=(ToolCall("c1", "read", {"path": "a"}), ToolCall("c2", "read", {"path": "b"})))
+    events = [json.loads(e.decode().split("data: ", 1)[1]) for e in FORMATS["responses"].stream(turn, model="m")]
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert [json.loads(item["arguments"]) for item in done if item["type"] == "function_call"] == \
+        [{"path": "a"}, {"path": "b"}]
+    assert [e["arguments"] for e in events if e["type"] == "response.function_call_arguments.done"] == \
+        [item["arguments"] for item in done[1:]]
+    assert events[-1]["response"]["output"] == done
+    assert [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"] == [i["id"] for i in done]
+
+
+def test_an_anthropic_clients_answer_holds_the_turns_thinking_first_whole_and_streamed():
+    signed = {"type": "thinking", "thinking": "Check the divisor.", "signature": "EqQBsig"}
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgB"}
+    turn = ModelTurn("Guarding it.", thinking=(json.dumps(signed), json.dumps(redacted)))
+    assert FORMATS["anthropic"].response(turn, model="m")["content"] == [signed, redacted,
+                                                                          {"type": "text", "text": "Guarding it."}]
+    events = [json.loads(e.decode().split("data: ", 1)[1]) for e in FORMATS["anthropic"].stream(turn, model="m")]
+    starts = [e["content_block"] for e in events if e["type"] == "content_block_start"]
+    assert starts == [{"type": "thinking", "thinking": "", "signature": ""}, redacted, {"type": "text", "text": ""}]
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta" and e["index"] == 0]
+    assert deltas == [{"type": "thinking_delta", "thinking": "Check the divisor."},
+                      {"type": "signature_delta", "signature": "EqQBsig"}]
+    # A client of another format sees the text only.
+    assert "Check the divisor" not in b"".join(FORMATS["openai"].stream(turn, model="m")).decode()
+    assert "Check the divisor" not in json.dumps(FORMATS["responses"].response(turn, model="m"))

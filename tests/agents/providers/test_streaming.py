@@ -104,3 +104,44 @@ def test_a_sink_that_stops_taking_pieces_ends_the_call_and_closes_the_upstream_s
     while CHAT not in wire.cut_off and time.monotonic() < deadline:
         time.sleep(0.02)
     assert CHAT in wire.cut_off and len(wire.parts_sent) < 41
+
+
+def anthropic_stream(*events: tuple[str, dict]) -> list[tuple[float, str]]:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5", "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1}}
+    return [(0.0, sse([("message_start", {"type": "message_start", "message": message}), *events]))]
+
+
+def block(index: int, content: dict) -> tuple[str, dict]:
+    return "content_block_start", {"type": "content_block_start", "index": index, "content_block": content}
+
+
+def test_an_error_event_in_an_anthropic_stream_is_the_failure_its_type_names(wire, sleep):
+    for _ in range(3):  # a transient failure before any piece: retried, to the policy's 3 attempts
+        wire.stream("/v1/messages", anthropic_stream(
+            block(0, {"type": "text", "text": ""}),
+            ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})))
+    with pytest.raises(Transient) as failed:
+        anthropic_for(wire, sleep).call(session_request(), on_delta=lambda piece: None)
+    assert failed.value.status == 529 and "Overloaded" in failed.value.message
+    assert failed.value.record is not None and failed.value.record.attempts == 3
+
+
+def test_an_anthropic_stream_cut_off_before_its_stop_is_a_failure_and_a_call_without_input_streams_braces(
+        wire, sleep):
+    wire.stream("/v1/messages", anthropic_stream(
+        block(0, {"type": "text", "text": ""}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "Half"}})))
+    with pytest.raises(Transient, match="ended before the answer did"):
+        anthropic_for(wire, sleep).call(session_request(), on_delta=lambda piece: None)
+
+    wire.stream("/v1/messages", anthropic_stream(
+        block(0, {"type": "tool_use", "id": "toolu_9", "name": "list_files", "input": {}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"})))
+    pieces: list[TurnDelta] = []
+    turn = anthropic_for(wire, sleep).call(session_request(), on_delta=pieces.append).turn
+    assert joined(pieces)[1] == [("toolu_9", "list_files", {})] and turn.tool_calls[0].arguments == {}

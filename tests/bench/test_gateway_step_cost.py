@@ -1,0 +1,65 @@
+"""Benchmark: what one gateway request costs the hub itself, in statements and CPU, at
+step 10 and step 300 of a conversation: ``endpoint.sessions.proxied_turn`` called in
+process (no Daphne, no HTTP client on the hub's side), against the local
+wire-protocol upstream, each request a tool result of about 2.4 KB more.
+
+Run: .venv/bin/pytest -m bench tests/bench/test_gateway_step_cost.py -s -n0 (with
+DATABASE_URL set for PostgreSQL). Prints, around each of the two steps, the median of
+five requests: statements, transactions and the hub's CPU time (``time.process_time``:
+the upstream's serving thread is in this process too, a small part of it). Issue 26's
+goal for a step: 12 statements in one transaction and 15 ms of CPU.
+
+On the 2-core development box: 33 statements in 1 transaction at both steps; 29.4 ms of
+CPU at step 10 and 63.6 ms at step 300, against 40.7 and 194.4 ms in the same session
+before the SDKs' request rewriting was bypassed (``agents/providers/sdk_body.py``) and
+blob texts were kept in memory (``observations.blobs.blob_texts``): 0.72× and 0.33×.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from endpoint.formats import FORMATS
+from endpoint.models import GatewayKey
+from endpoint.sessions import proxied_turn
+from tests.endpoint.conftest import owner, setup, wire  # noqa: F401
+from tests.endpoint.test_sessions import FILE, TOOLS, completion
+
+STEPS = (10, 300)
+AROUND = 5  # requests measured at each step
+
+
+@pytest.mark.bench
+@pytest.mark.timeout(1800)
+def test_a_gateway_requests_cost_to_the_hub_at_step_10_and_300(setup, wire):  # noqa: F811
+    key = GatewayKey.objects.get(agent__name="gpt")
+    messages = [{"role": "system", "content": "You fix bugs."}, {"role": "user", "content": "Fix geo.py"}]
+    measured: dict[int, list[tuple[int, int, float]]] = {step: [] for step in STEPS}
+    for n in range(max(STEPS) + AROUND):
+        wire.reply("/v1/chat/completions",
+                   json_body=completion(text=f"Step {n}.", call=("read_file", {"path": f"src/m{n}.py"}), n=n))
+        request = FORMATS["openai"].request({"model": "m", "messages": messages, "tools": TOOLS}, "gpt-4.1")
+        connection.queries_log.clear()  # it keeps 9,000: the capture's window would slide past
+        started = time.process_time()
+        with CaptureQueriesContext(connection) as queries:
+            turn = proxied_turn(key=key, conversation="h:bench", request=request)
+        cpu = (time.process_time() - started) * 1000
+        for step in STEPS:
+            if step <= n < step + AROUND:
+                sql = [q["sql"] for q in queries.captured_queries]
+                statements = [s for s in sql if not s.startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+                measured[step].append((len(statements), sum(s == "BEGIN" for s in sql), cpu))
+        call = turn.tool_calls[0]
+        messages += [{"role": "assistant", "content": turn.text, "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]},
+            {"role": "tool", "tool_call_id": call.id, "content": f"{FILE}# {n}\n"}]
+    print("\nstep | statements | transactions | hub CPU ms (median of 5)")
+    for step, samples in measured.items():
+        print(f"{step:4d} | {statistics.median(s[0] for s in samples):10.0f} | "
+              f"{statistics.median(s[1] for s in samples):12.0f} | {statistics.median(s[2] for s in samples):8.1f}")
