@@ -209,7 +209,8 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
     # Through the SDK's extra_body, never over a field set here: its create() takes only
     # the fields it knows, and it no longer knows temperature and top_p (whether a model
     # takes them is the API's to say, as it would say it to the client itself).
-    native = _thinking_within(request.params.native.get("anthropic", {}), params["max_tokens"])
+    native = _thinking_within(request.params.native.get("anthropic", {}), params["max_tokens"],
+                              dict(request.params.headers))
     extra = {k: v for k, v in {**request.params.sampling(), **native}.items() if k not in params}
     if extra:
         params["extra_body"] = extra
@@ -218,17 +219,19 @@ def to_messages_params(request: Request, *, model: str) -> dict[str, Any]:
     return params
 
 
-def _thinking_within(native: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+def _thinking_within(native: dict[str, Any], max_tokens: int, headers: dict[str, str]) -> dict[str, Any]:
     """The client's settings with its thinking budget below the output limit the step
-    sends (the API refuses a budget of max_tokens or more; the gateway may lower the
-    limit the client asked for), or without thinking where no budget fits."""
+    sends (the API refuses a budget of max_tokens or more, but with interleaved
+    thinking; the gateway may lower the limit the client asked for): half of it, the
+    other half the answer's, or no thinking where half is under the least budget."""
     thinking = native.get("thinking")
     budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
-    if not isinstance(budget, int) or budget < max_tokens:
+    interleaved = "interleaved-thinking" in headers.get("anthropic-beta", "")
+    if not isinstance(budget, int) or budget < max_tokens or interleaved:
         return native
-    if max_tokens <= MIN_THINKING_BUDGET:
+    if max_tokens // 2 < MIN_THINKING_BUDGET:
         return {k: v for k, v in native.items() if k != "thinking"}
-    return {**native, "thinking": {**thinking, "budget_tokens": max_tokens - 1}}
+    return {**native, "thinking": {**thinking, "budget_tokens": max_tokens // 2}}
 
 
 def messages_settings(settings: Params, *, tools: bool) -> dict[str, Any]:
@@ -283,18 +286,21 @@ def _wire_messages(
 ) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
     """Wire messages, and for each neutral message where its last block ended up."""
     wire: list[dict[str, Any]] = []
-    last_block: list[tuple[int, int]] = []
+    last: list[tuple[int, dict[str, Any]]] = []
     for message in messages:
         role = "assistant" if message.role == "assistant" else "user"
         blocks = _blocks(message)
         if wire and wire[-1]["role"] == role:
             # Consecutive tool results (and a steer after them) share one user message;
-            # tool_result blocks stay first because tool messages precede the steer.
-            wire[-1]["content"].extend(blocks)
+            # tool_result blocks stay first because tool messages precede the steer. An
+            # assistant's thinking stays first in its message.
+            content = wire[-1]["content"]
+            content.extend(blocks)
+            content.sort(key=lambda b: b["type"] not in THINKING_BLOCKS)
         else:
             wire.append({"role": role, "content": blocks})
-        last_block.append((len(wire) - 1, len(wire[-1]["content"]) - 1))
-    return wire, last_block
+        last.append((len(wire) - 1, blocks[-1]))
+    return wire, [(i, next(j for j, b in enumerate(wire[i]["content"]) if b is block)) for i, block in last]
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
@@ -318,7 +324,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
                 "input": canonical(dict(call.arguments or {})),
             }
         )
-    return blocks or [{"type": "text", "text": EMPTY_TEXT}]
+    # Never thinking alone (nor last: a cache mark may not go on it).
+    return blocks if blocks[len(message.thinking):] else [*blocks, {"type": "text", "text": EMPTY_TEXT}]
 
 
 def from_message(message: Any, *, latency_ms: int) -> ModelTurn:

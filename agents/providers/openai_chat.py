@@ -116,9 +116,15 @@ class OpenAIProvider:
         text: list[str] = []
         calls: dict[int, list[str]] = {}  # the chunk's call index: id, name, arguments so far
         finish, model, usage = "", "", None
-        stream = self._client.chat.completions.create(
-            **as_built(params), stream=True, stream_options={"include_usage": True}
-        )
+        try:
+            stream = self._client.chat.completions.create(
+                **as_built(params), stream=True, stream_options={"include_usage": True}
+            )
+        except openai.BadRequestError as exc:
+            if "stream_options" not in str(exc):
+                raise
+            # A compatible server that takes no stream_options: its stream, without usage.
+            stream = self._client.chat.completions.create(**as_built(params), stream=True)
         with stream:
             if not _is_event_stream(stream.response):  # a server that answers a stream whole
                 whole = openai.types.chat.ChatCompletion.model_validate_json(stream.response.read())

@@ -33,8 +33,9 @@ OUTPUT_LIMITS: tuple[tuple[str, int], ...] = (
 
 
 # OpenAI's reasoning models (their pages' "reasoning" models): the ones that take a
-# reasoning effort; any other refuses one.
+# reasoning effort; any other refuses one, as do these of the same families.
 REASONING_FAMILIES = ("gpt-5", "o4-mini", "o3", "o1")
+NOT_REASONING = ("gpt-5-chat", "o1-mini", "o1-preview")
 
 
 def output_limit(model: str) -> int | None:
@@ -43,7 +44,8 @@ def output_limit(model: str) -> int | None:
 
 def reasons(model: str) -> bool:
     """Whether ``model`` is one of OpenAI's reasoning models (takes ``reasoning_effort``)."""
-    return any(_of(model, family) for family in REASONING_FAMILIES)
+    return any(_of(model, family) for family in REASONING_FAMILIES) and \
+        not any(_of(model, family) for family in NOT_REASONING)
 
 
 def _of(model: str, family: str) -> bool:

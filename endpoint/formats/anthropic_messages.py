@@ -40,6 +40,7 @@ from observations.gateway.messages import (
 ROLES = frozenset({"user", "assistant", "system"})
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+THINKING_KEYS = ("type", "thinking", "signature", "data")  # what a thinking block carries back
 _STOP = {"end_turn": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens", "refusal": "refusal"}
 _CHOICES = {"auto": "auto", "none": "none", "any": "required", "tool": "tool"}
 
@@ -304,7 +305,7 @@ def _blocks(wire: dict[str, Any], where: str,
             calls.append(ToolCall(str(block.get("id")), str(block.get("name")), parse_arguments(block.get("input"))))
             names[calls[-1].id] = calls[-1].name
         elif kind in THINKING_BLOCKS and wire["role"] == "assistant":
-            thinking.append(json.dumps(block, ensure_ascii=False))
+            thinking.append(json.dumps({k: block[k] for k in THINKING_KEYS if k in block}, ensure_ascii=False))
         elif kind == "tool_result" and wire["role"] == "user":
             call_id = str(block.get("tool_use_id"))
             text = _text(block.get("content"), f"{where}.content.{j}.content")

@@ -220,7 +220,9 @@ def start_segment(ctx: SessionContext, handoff: Handoff) -> SegmentRecord:
     _emptied(ctx)
     ctx.transcript.append(Entry("handoff", text, step=ctx.step, pinned=True))
     for entry in tail:
-        entry.meta = {"carried": True}  # recorded with the segment that ended; not again
+        # Recorded with the segment that ended, not again; an answer keeps its thinking,
+        # which an Anthropic upstream wants back with the turn that goes on.
+        entry.meta = {"carried": True, **({"thinking": entry.meta["thinking"]} if "thinking" in entry.meta else {})}
         obs = entry.observation
         if obs is not None:
             if obs.alias_of is not None and ctx.observation(obs.alias_of) is None:

@@ -145,3 +145,12 @@ def test_an_anthropic_stream_cut_off_before_its_stop_is_a_failure_and_a_call_wit
     pieces: list[TurnDelta] = []
     turn = anthropic_for(wire, sleep).call(session_request(), on_delta=pieces.append).turn
     assert joined(pieces)[1] == [("toolu_9", "list_files", {})] and turn.tool_calls[0].arguments == {}
+
+
+def test_a_server_that_takes_no_stream_options_is_asked_again_without_them(wire, sleep):
+    wire.reply(CHAT, status=400, json_body={"error": {"message": "Unrecognized request argument supplied: "
+                                                                 "stream_options", "type": "invalid_request_error"}})
+    wire.stream(CHAT, chunks({"role": "assistant", "content": "Fine."}, finish="stop"))
+    assert openai_for(wire, sleep).call(session_request(), on_delta=lambda piece: None).turn.text == "Fine."
+    first, second = (r.json for r in wire.requests_to(CHAT))
+    assert "stream_options" in first and "stream_options" not in second and second["stream"] is True

@@ -9,7 +9,13 @@ import json
 
 from agents.providers.anthropic_messages import to_messages_params
 from agents.providers.openai_chat import to_chat_params
-from observations.gateway.messages import Message, Params, Request
+from agents.providers.output_limits import reasons
+from endpoint.feed import observation_input
+from observations.gateway.budget import Budget
+from observations.gateway.context import SessionContext
+from observations.gateway.handoff import SECTIONS, Handoff
+from observations.gateway.messages import Message, Params, Request, ToolCall
+from observations.gateway.segments import start_segment
 from tests.agents.providers.requests import first_request
 from tests.agents.providers.test_anthropic_provider import anthropic_for
 
@@ -49,5 +55,32 @@ def test_a_thinking_budget_is_kept_below_the_output_limit_the_step_sends():
         return to_messages_params(request, model="claude-sonnet-5").get("extra_body", {}).get("thinking")
 
     assert sent(10_000, 32_000) == {"type": "enabled", "budget_tokens": 10_000}
-    assert sent(31_999, 16_000) == {"type": "enabled", "budget_tokens": 15_999}
-    assert sent(2_000, 1_000) is None  # no budget fits under 1,000 tokens: no thinking
+    assert sent(31_999, 16_000) == {"type": "enabled", "budget_tokens": 8_000}  # half for the answer
+    assert sent(2_000, 1_800) is None  # half of 1,800 is under the least budget: no thinking
+    assert reasons("o4-mini") and reasons("openai:gpt-5.1") and not reasons("gpt-5-chat-latest") \
+        and not reasons("o1-mini") and not reasons("gpt-4.1")
+
+
+def test_thinking_stays_first_and_never_takes_a_cache_mark():
+    thought = Message("assistant", "", thinking=(json.dumps(SIGNED),))
+    merged = Request(model="any", system="", tools=(), messages=(
+        Message("user", "go"), Message("assistant", "First."), thought), max_tokens=100)
+    wire = to_messages_params(merged, model="claude-sonnet-5")["messages"]
+    assert [b["type"] for b in wire[1]["content"]] == ["thinking", "text", "text"]
+    assert wire[1]["content"][0] == SIGNED  # its bytes as given, and no cache mark on it
+    assert wire[1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_a_new_segment_carries_the_last_answers_thinking():
+    ctx = SessionContext(model="anthropic:claude-sonnet-5", system_prompt="You fix bugs.", tools=(),
+                         budget=Budget(window=128_000, output_budget=4_000))
+    ctx.add_user("Fix calc.py", kind="user")
+    call = ToolCall("toolu_1", "read_file", {"path": "calc.py"})
+    ctx.add_assistant("", (call,), thinking=(json.dumps(SIGNED),))
+    ctx.add_tool_result(observation_input(call, "def div(a, b): return a / b\n"))
+    handoff = Handoff(segment=ctx.segment + 1, reason="test", sections=dict.fromkeys(SECTIONS, "-"),
+                      prose_source="records")
+    start_segment(ctx, handoff)
+    sent = to_messages_params(ctx.prepare().request, model="claude-sonnet-5")["messages"]
+    answers = [m["content"] for m in sent if m["role"] == "assistant"]
+    assert answers[-1][0] == SIGNED and answers[-1][-1]["type"] == "tool_use"
