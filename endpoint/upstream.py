@@ -22,10 +22,12 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 
 from agents.models import AgentProfile
 from agents.providers.addresses import allowed_from
@@ -54,6 +56,12 @@ from observations.gateway.messages import ModelTurn, Request
 from observations.gateway.model_spec import REMOTE_KINDS, ModelSpec
 
 log = logging.getLogger(__name__)
+
+# The upstream calls the gateway makes itself (a session's unit, a translated request)
+# each hold a thread for as long as the model takes: a pool of their own. On the event
+# loop's default pool (CPU count + 4 threads) a 2-core hub's seventh request waited for
+# one of the first six to be answered.
+UPSTREAM_THREADS = ThreadPoolExecutor(max_workers=settings.ATRIUM_GATEWAY_THREADS, thread_name_prefix="gateway")
 
 # What a relayed request may take; the client's own SDK bounds its wait too.
 RELAY_TIMEOUT_SECONDS = 600.0
@@ -113,7 +121,8 @@ def translated(profile: AgentProfile, request: Request) -> TurnCall:
 
     async def call(on_delta: DeltaSink | None) -> ModelTurn:
         try:
-            return await sync_to_async(_complete, thread_sensitive=False)(profile, request, on_delta)
+            return await sync_to_async(_complete, thread_sensitive=False, executor=UPSTREAM_THREADS)(
+                profile, request, on_delta)
         except ProviderError as exc:
             raise provider_failure(exc, trusted=profile_endpoint(profile).trusted) from None
 

@@ -242,6 +242,9 @@ ATRIUM_SESSION_TIME_LIMIT_SECONDS = envint("ATRIUM_SESSION_TIME_LIMIT_SECONDS", 
 ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
 # Requests one gateway key may have in flight in one web process; more are a 429.
 ATRIUM_GATEWAY_KEY_CONCURRENCY = envint("ATRIUM_GATEWAY_KEY_CONCURRENCY", "8")
+# Gateway requests one web process has upstream at once (each holds a thread and, on
+# PostgreSQL, a database connection while the model answers: keep it under DB_POOL_SIZE).
+ATRIUM_GATEWAY_THREADS = envint("ATRIUM_GATEWAY_THREADS", "32")
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
 # How often beat looks for expired leases, due wake-ups, expired approvals, overruns.

@@ -42,9 +42,9 @@ from observations.gateway.tokens import estimate_request
 
 log = logging.getLogger(__name__)
 
-# Its own thread (an upstream call must not hold up other requests) and a connection
-# closed when done, like every database call of a consumer.
-_proxied_turn = DatabaseSyncToAsync(proxied_turn, thread_sensitive=False)
+# A thread of the endpoint's own pool (an upstream call must not hold up other requests)
+# and a connection closed when done, like every database call of a consumer.
+_proxied_turn = DatabaseSyncToAsync(proxied_turn, thread_sensitive=False, executor=upstream.UPSTREAM_THREADS)
 
 View = Callable[..., Awaitable[HttpResponse]]
 

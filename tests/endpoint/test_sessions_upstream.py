@@ -8,6 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import anthropic
 import openai
 import pytest
 
@@ -21,6 +22,7 @@ from sessions.runtime import states
 from sessions.services.lifecycle import session_cancel
 from sessions.services.talk import session_steer
 from tests.agents.providers.wire_server import RefusingEndpoint
+from tests.endpoint import test_sessions
 from tests.endpoint.test_sessions import FILE, PATH, Agent, client, completion, sent
 from tests.rooms.factories import make_agent, make_room
 
@@ -143,3 +145,34 @@ def test_a_wait_under_a_second_is_said_in_milliseconds_and_never_rounded_down_to
     error.retry_after = 0.4
     response = error_response("openai", error)
     assert (response["retry-after-ms"], response["Retry-After"]) == ("400", "1")
+
+
+def test_ten_conversations_are_upstream_at_once_none_waits_for_a_thread(setup, wire, hub):
+    """More than the event loop's default pool (CPU count + 4 threads: 6 on 2 cores)."""
+    released = threading.Event()
+    for n in range(5):
+        wire.reply(PATH, json_body=completion(text=f"openai {n}", n=n), hold=released)
+        wire.reply("/v1/messages", json_body=test_sessions.anthropic_message(text=f"anthropic {n}", n=n),
+                   hold=released)
+    gpt, claude = client(hub, setup.openai_key), anthropic.Anthropic(base_url=hub.url, api_key=setup.anthropic_key,
+                                                                     max_retries=0)
+
+    def ask(n: int) -> str:
+        task = [{"role": "user", "content": f"Task {n}: say hello."}]
+        if n % 2:
+            return claude.messages.create(model="m", max_tokens=100, messages=task).content[0].text
+        return gpt.chat.completions.create(model="m", messages=task).choices[0].message.content
+
+    with ThreadPoolExecutor(10) as pool:
+        answers = [pool.submit(ask, n) for n in range(10)]
+        try:
+            deadline = time.monotonic() + 30
+            while len(wire.requests) < 10 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            upstream_at_once = len(wire.requests)
+        finally:
+            released.set()
+        assert sorted(a.result(timeout=60) for a in answers) == sorted(
+            [f"openai {n}" for n in range(5)] + [f"anthropic {n}" for n in range(5)])
+    assert upstream_at_once == 10
+    assert Session.objects.filter(origin=Session.Origin.ENDPOINT).count() == 10
