@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 EVENT_STREAM = {"Content-Type": "text/event-stream; charset=utf-8"}
 
+
 async def turn_answer(fmt: Format, model: str, body: Mapping[str, Any], call: TurnCall) -> Relay:
     """The answer to ``body``: the turn whole, or streamed as it comes when the
     client asked for a stream. ``call`` raises WireError for what the client must hear."""

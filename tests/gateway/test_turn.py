@@ -105,7 +105,7 @@ def test_the_endpoints_exchange_makes_the_drivers_requests():
         def __init__(self) -> None:
             self.requests, self.answers, self.events = [], ["overflow", 9_000], []
 
-        def call_model(self, request):
+        def call_model(self, request, on_delta=None):
             self.requests.append(request)
             answer = self.answers.pop(0)
             record = CallRecord(model="t:m", requested_model="t:m", prefix_hash="", input_tokens=answer
