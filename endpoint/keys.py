@@ -13,7 +13,16 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet, Sum
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    OuterRef,
+    Prefetch,
+    QuerySet,
+    Sum,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -22,7 +31,12 @@ from endpoint.models import GatewayConversation, GatewayKey
 from rooms.checks import check_is_staff, check_may_act, check_storable_text
 from rooms.errors import RoomError, RoomPermissionError
 from rooms.models import Membership, Room, RoomAgent
-from rooms.own_key import check_may_spend_here, may_spend_here, spends_its_creators
+from rooms.own_key import (
+    check_may_spend_here,
+    creator_allows_here,
+    may_spend_here,
+    spends_its_creators,
+)
 from rooms.secret_tokens import could_be, mint, token_digest
 from rooms.selectors import check_may_act_in, membership_of
 
@@ -146,11 +160,15 @@ def _lookup(digest: str, room_slug: str | None) -> GatewayKey | None:
         maker_acts = Membership.objects.filter(
             room_id=OuterRef("room_id"), user_id=OuterRef("created_by_id"), user__is_active=True,
             role__in=[Membership.Role.OWNER, Membership.Role.MEMBER])
+        # And what a profile on its creator's account asks of its creator, in the same query.
+        creator_allows = creator_allows_here(OuterRef("room_id"), OuterRef("agent_id"), OuterRef("agent__created_by_id"))
         key = (GatewayKey.objects.select_related("room", "agent", "created_by")
-               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts)).first())
+               .filter(digest=digest, revoked_at__isnull=True).filter(Exists(assigned), Exists(maker_acts))
+               .annotate(creator_allows=ExpressionWrapper(creator_allows, output_field=BooleanField())).first())
         if key is None or (room_slug is not None and key.room.slug != room_slug):
             return None
-        if not may_key(key.agent, key.created_by) or not may_spend_here(key.agent, key.room):
+        if not may_key(key.agent, key.created_by) or not may_spend_here(key.agent, key.room,
+                                                                         creator_allows=key.creator_allows):
             return None  # made before its profile took its creator's own provider key, or they left
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:

@@ -31,6 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
@@ -48,22 +49,23 @@ from endpoint.conversation import (
     route,
 )
 from endpoint.feed import Exchange, changed_by, output_reserved, take
+from endpoint.hot import CONTEXTS, Kept
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
 from observations.blobs import blob_texts
-from observations.calibration import calibration_load, calibration_save
+from observations.calibration import calibration_load
 from observations.gateway.budget import Budget
 from observations.gateway.context import ContextTooLarge, SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import StateJournal
 from observations.gateway.messages import ModelTurn, Request
-from observations.gateway.state import load_state
+from observations.gateway.state import load_state, reuse_state
 from rooms.models import Message
 from rooms.services import message_mark_delivered
-from sessions.events import session_event_append, session_events_append
+from sessions.events import session_event_append
 from sessions.ledger.history import history_record
-from sessions.ledger.state_store import gateway_state_read, gateway_state_save
+from sessions.ledger.state_store import gateway_state_read, gateway_state_save, gateway_state_seq
 from sessions.models import Session, Task
 from sessions.runtime import states
 from sessions.runtime.delivery import chat_cursor_after, deliver_inputs
@@ -112,19 +114,16 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
     the turn is streamed from the upstream, each piece given to it as it arrives; it is
     recorded when the stream ends (a stream the client left: the call, failed)."""
     failure: WireError | None = None
-    digests, answers = message_digests(request.messages), answer_digests(request.messages)
+    digests = message_digests(request.messages)
+    # A conversation the client named is placed without the gateway's answers.
+    answers = [] if named(conversation) else answer_digests(request.messages)
     if not named(conversation):
         conversation = _routed(key, digests, answers) or conversation
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
         if placement(talk.digests, talk.last_answer, digests, answers, client_named=named(conversation)) == "fork":
             talk = _conversation_forked(key, talk, request, digests)
-        # Not locked: the conversation's lock already makes this request the session's
-        # only writer of its state and counts, and a lock held while the request is
-        # upstream would hold up a person who cancels or steers it (a cancel is seen
-        # by the next request).
-        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
-            pk=talk.session_id)
+        session = _session_of(talk)
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request, digests, on_delta)
@@ -156,10 +155,10 @@ def _one_request_at_a_time(key: GatewayKey, conversation: str) -> Iterator[None]
 
 
 def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
-    """The conversation's row, locked; made with its task and session on its first
-    request (two first requests at once: one makes it, the other waits for its lock)."""
-    talk = GatewayConversation.objects.select_for_update(no_key=True).filter(key=key,
-                                                                            conversation=conversation).first()
+    """The conversation's row, locked, with its session; made with its task and session
+    on its first request (two first requests at once: one makes it, the other waits for
+    its lock)."""
+    talk = _with_session_locked().filter(key=key, conversation=conversation).first()
     if talk is not None:
         return talk
     try:
@@ -167,7 +166,23 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
             talk = _conversation_open(key, conversation, request)
     except IntegrityError:
         pass
-    return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
+    return _with_session_locked().get(key=key, conversation=conversation)
+
+
+def _with_session_locked() -> QuerySet[GatewayConversation]:
+    # Only the conversation's row is locked: it makes this request the session's only
+    # writer of its state and counts, and a lock on the session's row, held while the
+    # request is upstream, would hold up a person who cancels or steers it (a cancel
+    # is seen by the next request).
+    return GatewayConversation.objects.select_for_update(no_key=True, of=("self",)).select_related(
+        "session__task__room", "session__agent").defer("session__gateway_state")
+
+
+def _session_of(talk: GatewayConversation) -> Session:
+    if GatewayConversation.session.is_cached(talk):
+        return talk.session
+    return Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
+        pk=talk.session_id)
 
 
 def _routed(key: GatewayKey, digests: list[str], answers: list[str]) -> str | None:
@@ -230,17 +245,23 @@ def _ended(session: Session) -> WireError:
 
 def _context(session: Session, request: Request) -> tuple[SessionContext, StateJournal]:
     """The session's gateway state as the last request left it (as the worker restores
-    it), under the client's current system prompt, tools and output limit."""
+    it), under the client's current system prompt, tools and output limit: the context
+    this process kept from that request, else restored from the saved state."""
     agent = session.agent
-    common: dict[str, Any] = {
-        "model": agent.model, "system_prompt": request.system, "tools": request.tools,
+    settings_now: dict[str, Any] = {
+        "system_prompt": request.system, "tools": request.tools,
         "budget": Budget(window=agent.context_window, **settings.ATRIUM_FOLD_OVERRIDES,
                          output_budget=output_reserved(request.max_tokens, model=agent.model,
                                                        window=agent.context_window, budget=agent.output_budget)),
-        "policy": agent.eviction_policy, "calibration": calibration_load(agent.model),
+        "calibration": calibration_load(agent.model),
         "economics": CacheEconomics.of(agent.price_for(agent.model)),
         "length_prior": LengthPrior.of(session_lengths(agent, session.model or agent.model)),
     }
+    kept = CONTEXTS.take(session.pk)
+    if kept is not None and (kept.model, kept.policy) == (agent.model, agent.eviction_policy) \
+            and kept.seq == gateway_state_seq(session):
+        return reuse_state(kept.ctx, **settings_now), kept.journal
+    common = {**settings_now, "model": agent.model, "policy": agent.eviction_policy}
     stored = gateway_state_read(session)
     if stored is None:
         return SessionContext(**common), StateJournal()
@@ -306,6 +327,8 @@ def _unit(session: Session, talk: GatewayConversation, request: Request, digests
         _save(session, talk, digests, ctx, journal, exchange, events, turn=turn, runtime=runtime,
               delivered=[i.id for i in taken_inputs if i.kind == "steer"],
               delivered_mentions=tuple(i.id for i in taken_inputs if i.kind == "agent"))
+        kept = Kept(ctx, journal, agent.model, agent.eviction_policy)
+        transaction.on_commit(lambda: CONTEXTS.keep(session.pk, kept))
     return turn, failure
 
 
@@ -332,14 +355,13 @@ def _save(session: Session, talk: GatewayConversation, digests: list[str], ctx: 
     if saved.decisions_changed:
         session.decisions = ctx.decisions.to_json()
         fields.append("decisions")
-    unit_records_save(session=session, ctx=ctx, touched=saved.touched, fields=fields, call_records=exchange.records)
+    unit_records_save(session=session, ctx=ctx, touched=saved.touched, fields=fields, call_records=exchange.records,
+                      events=events)
     if (closed := exchange.segments.take_closed()) is not None:
         history_record(session=session, segment=closed[0], items=closed[1])
-    calibration_save(ctx.calibration)
     for message in Message.objects.filter(pk__in=delivered):
         message_mark_delivered(message=message)
     agent_mentions_mark_delivered(session=session, message_ids=delivered_mentions)
-    session_events_append(session, events)
     talk.digests = digests
     talk.requests += 1
     fields = ["digests", "requests", "updated_at"]

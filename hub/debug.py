@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -37,13 +38,26 @@ class LocalOnlyExceptionReporter(ExceptionReporter):
 
 class LocalDebugPagesMiddleware:
     """With DEBUG on, a 404 for anyone but a local developer is the plain page, not the
-    one that lists every URL of the hub. (Tracebacks: LocalOnlyExceptionReporter.)"""
+    one that lists every URL of the hub. (Tracebacks: LocalOnlyExceptionReporter.)
+    Async under Daphne: a sync middleware would send every request through a thread."""
+
+    sync_capable = async_capable = True
 
     def __init__(self, get_response) -> None:
         self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def __call__(self, request: HttpRequest):
+        if iscoroutinefunction(self):
+            return self._answer_async(request)
+        return self._answer(request, self.get_response(request))
+
+    async def _answer_async(self, request: HttpRequest) -> HttpResponse:
+        return self._answer(request, await self.get_response(request))
+
+    @staticmethod
+    def _answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if settings.DEBUG and response.status_code == 404 and not is_local(request):
             return page_not_found(request, Http404())
         return response

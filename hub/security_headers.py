@@ -7,8 +7,11 @@ framed, and forms and websockets reach the hub's own origin only."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponse
+from django.utils.decorators import sync_and_async_middleware
 
 CONTENT_SECURITY_POLICY = "; ".join([
     "default-src 'self'",
@@ -23,10 +26,18 @@ CONTENT_SECURITY_POLICY = "; ".join([
 ])
 
 
-def content_security_policy(get_response: Callable[[HttpRequest], HttpResponse]):
-    def middleware(request: HttpRequest) -> HttpResponse:
-        response = get_response(request)
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-        return response
+@sync_and_async_middleware
+def content_security_policy(get_response: Callable[[HttpRequest], Any]):
+    # Async under Daphne: a sync middleware would send every request through a thread.
+    if iscoroutinefunction(get_response):
+        async def middleware(request: HttpRequest) -> HttpResponse:
+            response = await get_response(request)
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            return response
+    else:
+        def middleware(request: HttpRequest) -> HttpResponse:
+            response = get_response(request)
+            response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            return response
 
     return middleware

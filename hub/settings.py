@@ -58,7 +58,7 @@ MIDDLEWARE = [
     "hub.debug.LocalDebugPagesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "hub.security_headers.content_security_policy",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "hub.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

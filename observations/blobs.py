@@ -13,6 +13,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from django.conf import settings
@@ -63,6 +64,27 @@ def blob_put(text: str, *, sha256: str | None = None) -> Blob:
     return blob
 
 
+def blobs_put(texts: Mapping[str, str]) -> None:
+    """Store the texts ``texts`` (by their digests) in one statement, those already stored
+    left as they are: a unit's results, payloads and requests at once, where one
+    ``blob_put`` each would cost a lookup and an insert apiece. A text this process saw
+    committed (read or written) is not sent again; one written here is kept in memory
+    once its transaction commits (the next restore of the session reads it)."""
+    texts = {digest: text for digest, text in texts.items() if not _RECENT.stored(digest)}
+    if not texts:
+        return
+    rows = []
+    for digest, text in texts.items():
+        data = text.encode("utf-8", "surrogatepass")
+        in_file = len(data) > settings.BLOB_INLINE_MAX
+        if in_file:
+            _write_file(blob_path(digest), data)
+        rows.append(Blob(sha256=digest, size=len(data), token_estimate=estimate_tokens(text),
+                         first_line=first_line_of(text), data=None if in_file else data, in_file=in_file))
+    Blob.objects.bulk_create(rows, ignore_conflicts=True)
+    transaction.on_commit(lambda: _RECENT.put_many(texts, stored=True))
+
+
 def blob_text(blob: Blob) -> str:
     data = blob_path(blob.sha256).read_bytes() if blob.in_file else bytes(blob.data or b"")
     return data.decode("utf-8", "surrogatepass")
@@ -77,17 +99,26 @@ def blob_texts(sha256s: set[str]) -> dict[str, str]:
     if missing:
         read = {blob.sha256: blob_text(blob) for blob in Blob.objects.filter(sha256__in=missing)}
         _RECENT.put_many(read)
+        # Stored for good only once the transaction that read them commits: a rolled back
+        # one may have read rows it wrote itself.
+        transaction.on_commit(lambda: _RECENT.mark_stored(read))
         texts.update(read)
     return texts
 
 
 class _RecentTexts:
-    """Blob texts by digest, the least recently used dropped past ``budget`` characters."""
+    """Blob texts by digest, the least recently used dropped past ``budget`` characters,
+    and which of them are known to be in the store (committed)."""
 
     def __init__(self, budget: int) -> None:
         self.budget, self.size = budget, 0
         self._texts: OrderedDict[str, str] = OrderedDict()
+        self._stored: set[str] = set()
         self._lock = threading.Lock()  # the gateway's requests restore states in several threads
+
+    def stored(self, digest: str) -> bool:
+        with self._lock:
+            return digest in self._stored
 
     def get_many(self, digests: set[str]) -> dict[str, str]:
         with self._lock:
@@ -96,17 +127,36 @@ class _RecentTexts:
                 self._texts.move_to_end(digest)
             return found
 
-    def put_many(self, texts: dict[str, str]) -> None:
+    def put_many(self, texts: dict[str, str], *, stored: bool = False) -> None:
         with self._lock:
             for digest, text in texts.items():
                 if digest not in self._texts and len(text) <= self.budget:
                     self._texts[digest] = text
                     self.size += len(text)
+            if stored:
+                self._stored.update(d for d in texts if d in self._texts)
             while self.size > self.budget:
-                self.size -= len(self._texts.popitem(last=False)[1])
+                digest, text = self._texts.popitem(last=False)
+                self.size -= len(text)
+                self._stored.discard(digest)
+
+    def mark_stored(self, digests: Iterable[str]) -> None:
+        with self._lock:
+            self._stored.update(d for d in digests if d in self._texts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._texts.clear()
+            self._stored.clear()
+            self.size = 0
 
 
 _RECENT = _RecentTexts(RECENT_TEXTS_BUDGET)
+
+
+def blob_texts_forget() -> None:
+    """Read every blob from the store again (the tests' database is emptied between them)."""
+    _RECENT.clear()
 
 
 def _write_file(path: Path, data: bytes) -> None:

@@ -8,12 +8,12 @@ pages can update badges and the session list.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from rooms.broadcast import group_send
 from sessions.models import Session, SessionEvent
@@ -42,14 +42,17 @@ def session_event_append(session: Session, kind: str, payload: dict[str, Any]) -
     return session_events_append(session, [(kind, payload)])[0]
 
 
-def session_events_append(session: Session, events: list[tuple[str, dict[str, Any]]]) -> list[SessionEvent]:
-    """Append ``events`` (kind, payload) in order, with consecutive seqs: three queries
-    however many there are (a worker's unit commits several at once). The caller holds a
-    transaction; each is broadcast once it commits, in order."""
+def session_events_append(session: Session, events: list[tuple[str, dict[str, Any]]], *,
+                          fields: Sequence[str] = ()) -> list[SessionEvent]:
+    """Append ``events`` (kind, payload) in order, with consecutive seqs, and save the
+    session's ``fields`` with them: two statements however many there are (a unit
+    commits several at once). The caller holds a transaction; each is broadcast once it
+    commits, in order."""
     if not events:
+        if fields:
+            session.save(update_fields=list(fields))
         return []
-    Session.objects.filter(pk=session.pk).update(last_event_seq=F("last_event_seq") + len(events))
-    last = Session.objects.values_list("last_event_seq", flat=True).get(pk=session.pk)
+    last = _seq_advanced(session, len(events), fields)
     rows = SessionEvent.objects.bulk_create([
         SessionEvent(session=session, seq=seq, kind=kind, payload=payload)
         for seq, (kind, payload) in enumerate(events, start=last - len(events) + 1)])
@@ -62,6 +65,26 @@ def session_events_append(session: Session, events: list[tuple[str, dict[str, An
                        "state": row.payload.get("state", session.state)}
             transaction.on_commit(lambda s=summary, g=f"room.{session.task.room_id}": _send(g, s), robust=True)
     return rows
+
+
+def _seq_advanced(session: Session, count: int, fields: Sequence[str]) -> int:
+    """The session's last event seq moved on by ``count`` and its ``fields`` saved, in one
+    UPDATE … RETURNING (Django's update cannot return the new value: it took an
+    UPDATE and a SELECT); the new last seq."""
+    quote = connection.ops.quote_name
+    columns, params = [], []
+    for name in fields:
+        field = Session._meta.get_field(name)
+        columns.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(field.pre_save(session, add=False), connection))
+    seq = quote("last_event_seq")
+    columns.append(f"{seq} = {seq} + %s")
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {quote(Session._meta.db_table)} SET {', '.join(columns)} "
+                       f"WHERE {quote('id')} = %s RETURNING {seq}", [*params, count, session.pk])
+        last = cursor.fetchone()[0]
+    session.last_event_seq = last
+    return last
 
 
 def model_waiting_broadcast(session_id: int, since: datetime) -> None:

@@ -3,6 +3,7 @@ loads a session for a user: it checks membership of the session's room."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -207,10 +208,26 @@ def session_request_steps(session: Session) -> list[int]:
 LENGTH_SAMPLES = 500
 
 
+LENGTHS_FRESH_FOR = 60.0  # seconds a process keeps what it read
+_lengths_read: dict[tuple[int, str], tuple[float, list[int]]] = {}
+
+
 def session_lengths(agent: AgentProfile, model: str) -> list[int]:
-    """How many steps the agent's finished sessions on ``model`` took (newest first)."""
+    """How many steps the agent's finished sessions on ``model`` took (newest first).
+    Read once a minute per process, not on every step: it changes only when a session
+    ends, and a fold's economics take the shape of hundreds of them."""
+    read = _lengths_read.get((agent.pk, model))
+    if read is not None and time.monotonic() - read[0] <= LENGTHS_FRESH_FOR:
+        return read[1]
     ended = Session.objects.filter(agent=agent, model=model, state__in=states.TERMINAL | {states.NEEDS_MERGE}, step__gt=0)
-    return list(ended.order_by("-finished_at", "-pk").values_list("step", flat=True)[:LENGTH_SAMPLES])
+    lengths = list(ended.order_by("-finished_at", "-pk").values_list("step", flat=True)[:LENGTH_SAMPLES])
+    _lengths_read[(agent.pk, model)] = (time.monotonic(), lengths)
+    return lengths
+
+
+def session_lengths_forget() -> None:
+    """Read the lengths again (the tests' database is emptied between them)."""
+    _lengths_read.clear()
 
 
 def session_files_touched(session: Session) -> list[str]:

@@ -49,6 +49,22 @@ pytest_plugins = ["tests.session_fixtures"]
 
 
 @pytest.fixture(autouse=True)
+def _nothing_remembered_from_another_tests_database() -> Iterator[None]:
+    """What a process keeps of database rows in memory (blob texts, calibrations, session lengths, gateway sessions' contexts) is of
+    the rows of one test's database: the next test's is emptied."""
+    yield
+    from endpoint.hot import CONTEXTS
+    from observations.blobs import blob_texts_forget
+    from observations.calibration import calibration_forget
+    from sessions.selectors import session_lengths_forget
+
+    blob_texts_forget()
+    calibration_forget()
+    session_lengths_forget()
+    CONTEXTS.clear()
+
+
+@pytest.fixture(autouse=True)
 def _a_channel_layer_per_test() -> Iterator[None]:
     """Each test gets a channel layer of its own. channels-redis refuses two event loops
     receiving on one layer (Daphne runs one); a test whose loop ended with a read still

@@ -14,6 +14,7 @@ from typing import Any
 from observations.gateway.budget import Budget, Calibration
 from observations.gateway.context import SessionContext
 from observations.gateway.decisions import Decisions
+from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.folds import FoldRecord
 from observations.gateway.handoff import FileNote
 from observations.gateway.ledger import LedgerEntry
@@ -21,6 +22,7 @@ from observations.gateway.messages import ToolCall, ToolSchema
 from observations.gateway.payloads import Payload, PayloadSpec
 from observations.gateway.policies import FoldReason, Policy
 from observations.gateway.receipts import INTENT_UPDATE_FOLDED
+from observations.gateway.tokens import estimate_header
 from observations.gateway.transcript import (
     Entry,
     FileRange,
@@ -185,6 +187,19 @@ def load_state(
                                        "payloads": tuple(raw.get("payloads", ())),
                                        "revived": tuple(raw.get("revived", ()))}))
     ctx.book.evictable_gain = sum(o.gain for o in [*ctx.observations, *ctx.payloads] if o.state is ObsState.CONSUMED)
+    return ctx
+
+
+def reuse_state(ctx: SessionContext, *, system_prompt: str, tools: tuple[ToolSchema, ...], budget: Budget,
+                calibration: Calibration, economics: CacheEconomics, length_prior: LengthPrior) -> SessionContext:
+    """``ctx``, kept in memory since its state was saved, as ``load_state`` would rebuild
+    it from that state under these settings (those of the same model and policy): what
+    the state holds is what ``ctx`` holds, the rest is the request's."""
+    header = estimate_header(system_prompt, tools)
+    ctx.transcript.estimate += header - ctx.transcript.header_tokens
+    ctx.transcript.header_tokens = header
+    ctx.system_prompt, ctx.tools, ctx.budget = system_prompt, tools, budget
+    ctx.anchor.calibration, ctx.economics, ctx.length_prior = calibration, economics, length_prior
     return ctx
 
 

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Max, Subquery
+
 from observations.gateway.journal import Record, StateJournal, apply_delta
 from sessions.models import StateRecord
 
@@ -37,22 +39,28 @@ class StoredState:
 
 
 def gateway_state_read(session) -> StoredState | None:
-    """The session's saved gateway state, or None before its first unit."""
-    newest = (StateRecord.objects.filter(session=session, snapshot=True).order_by("-seq")
-              .values_list("seq", flat=True).first())
-    if newest is None:
+    """The session's saved gateway state, or None before its first unit: the newest
+    snapshot and the deltas after it, in one query."""
+    newest = (StateRecord.objects.filter(session=session, snapshot=True).order_by("-seq").values("seq")[:1])
+    rows = list(StateRecord.objects.filter(session=session, seq__gte=Subquery(newest)).order_by("seq")
+                .values_list("seq", "data", "size"))
+    if not rows:
         if StateRecord.objects.filter(session=session).exists():
             raise StateRecordsBroken(f"session {session.pk}: its state has deltas but no snapshot")
         legacy = type(session).objects.filter(pk=session.pk).values_list("gateway_state", flat=True).first()
         return StoredState(state=legacy, seq=0, snapshot_bytes=0, since_snapshot=0) if legacy else None
-    rows = list(StateRecord.objects.filter(session=session, seq__gte=newest).order_by("seq")
-                .values_list("seq", "data", "size"))
-    if [seq for seq, _, _ in rows] != list(range(newest, newest + len(rows))):
+    newest_seq = rows[0][0]
+    if [seq for seq, _, _ in rows] != list(range(newest_seq, newest_seq + len(rows))):
         raise StateRecordsBroken(f"session {session.pk}: a delta of its state is missing")
     state = json.loads(rows[0][1])
     for _, data, _ in rows[1:]:
         apply_delta(state, json.loads(data))
     return StoredState(state=state, seq=rows[-1][0], snapshot_bytes=rows[0][2], since_snapshot=sum(size for _, _, size in rows[1:]))
+
+
+def gateway_state_seq(session) -> int:
+    """The session's newest state record (0: none)."""
+    return StateRecord.objects.filter(session=session).aggregate(newest=Max("seq"))["newest"] or 0
 
 
 def gateway_state_save(*, session, record: Record) -> None:

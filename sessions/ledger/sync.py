@@ -10,11 +10,10 @@ from collections.abc import Mapping
 
 from django.db import transaction
 
-from observations.blobs import blob_put
+from observations.blobs import blobs_put
 from observations.gateway.context import SessionContext
 from observations.gateway.rendering import payload_receipt
-from observations.gateway.transcript import ObservationInput, ObsState
-from observations.models import Blob
+from observations.gateway.transcript import ObsState
 from sessions.models import Fold, LedgerEntry, Observation, Payload, Segment
 
 
@@ -25,25 +24,6 @@ def args_key(tool: str, arguments: dict) -> str:
 
 def range_key(path: str, start: int | None, end: int | None, content_hash: str) -> str:
     return hashlib.sha256(json.dumps([path, start, end, content_hash]).encode()).hexdigest()
-
-
-def room_cache_lookup(*, room_id: int, source: ObservationInput) -> Blob | None:
-    """A blob some session of this room already stored for the same call on the same
-    file content. It saves storing and re-running; whether the model gets text or a
-    receipt is never decided here, only by the session's ledger."""
-    if not source.file_fingerprint:
-        return None
-    row = (
-        Observation.objects.filter(
-            room_id=room_id,
-            tool=source.tool,
-            args_key=args_key(source.tool, source.arguments),
-            file_fingerprint=source.file_fingerprint,
-        )
-        .select_related("blob")
-        .first()
-    )
-    return row.blob if row else None
 
 
 @transaction.atomic
@@ -58,6 +38,7 @@ def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, lis
     rows = {o.seq: o for o in Observation.objects.filter(session=session, seq__gte=ctx.obs_base)}
     known = Observation.objects.filter(session=session).count()
     new_rows = [_observation_row(session, room_id, ctx, obs) for obs in ctx.observations if obs.obs_id >= known]
+    blobs_put({obs.source.sha256: obs.source.text for obs in ctx.observations if obs.obs_id >= known})
     changed = []
     for obs in ctx.observations:
         row = rows.get(obs.obs_id)
@@ -75,26 +56,28 @@ def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, lis
 
 
 def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[str, list[int]]) -> None:
-    """One unit's rows: new and changed observations, payloads, ledger entries and folds.
-    What only a segment start changes (archiving, ranges leaving the ledger) comes with
-    a snapshot, which syncs everything."""
+    """One unit's rows: new and changed observations, payloads, ledger entries and folds,
+    each kind in one statement that inserts the new rows and updates the changed ones
+    (nothing read first: the journal knows what the unit touched). What only a segment
+    start changes (archiving, ranges leaving the ledger) comes with a snapshot, which
+    syncs everything."""
     observations = [ctx.observations[i] for i in touched["observations"]]
-    rows = {o.seq: o for o in Observation.objects.filter(session=session, seq__in=[o.obs_id for o in observations])}
-    new, changed = [], []
-    for obs in observations:
-        row = rows.get(obs.obs_id)
-        if row is None:
-            new.append(_observation_row(session, room_id, ctx, obs))
-        elif _refreshed(row, ctx, obs):
-            changed.append(row)
-    Observation.objects.bulk_create(new)
-    Observation.objects.bulk_update(changed, SYNCED_FIELDS)
-    _sync_payloads(session, room_id, ctx, [ctx.payloads[i] for i in touched["payloads"]])
+    payloads = [ctx.payloads[i] for i in touched["payloads"]]
+    blobs_put({**{o.source.sha256: o.source.text for o in observations},
+               **{p.sha256: p.spec.text for p in payloads}})
+    Observation.objects.bulk_create([_observation_row(session, room_id, ctx, obs) for obs in observations],
+                                    update_conflicts=True, unique_fields=["session", "seq"],
+                                    update_fields=SYNCED_FIELDS)
+    Payload.objects.bulk_create([_payload_row(session, room_id, ctx, p) for p in payloads],
+                                update_conflicts=True, unique_fields=["session", "pid"],
+                                update_fields=["state", "fold_number", "receipt_text"])
     if touched["ledger"]:
         entries = list(ctx.ledger)
-        _sync_ledger(session, ctx, [entries[i] for i in touched["ledger"]])
-    if touched["folds"]:
-        _sync_folds(session, ctx)
+        LedgerEntry.objects.bulk_create([_ledger_row(session, entries[i]) for i in touched["ledger"]],
+                                        update_conflicts=True, unique_fields=["session", "range_key"],
+                                        update_fields=list(LEDGER_FIELDS))
+    # Folds are only ever added.
+    Fold.objects.bulk_create([_fold_row(session, ctx.folds[i]) for i in touched["folds"]], ignore_conflicts=True)
     if touched["segment_log"]:
         _sync_segments(session, ctx)
 
@@ -121,37 +104,39 @@ def _observation_row(session, room_id: int, ctx: SessionContext, obs) -> Observa
         purpose=src.purpose[:300], path=src.read.path if src.read else "",
         line_start=src.read.start if src.read else None, line_end=src.read.end if src.read else None,
         content_hash=src.read.content_hash if src.read else "", file_fingerprint=src.file_fingerprint,
-        blob=_blob_for(room_id, src), size=src.size, token_estimate=src.tokens,
+        blob_id=src.sha256, size=src.size, token_estimate=src.tokens,
         state=obs.state.value, fold_number=obs.fold, alias_of_seq=obs.alias_of, reread_of_seq=obs.reread_of,
         served=_served(obs), receipt_text=_receipt(ctx, obs),
     )
 
 
-def _sync_payloads(session, room_id: int, ctx: SessionContext, payloads=None) -> None:
-    if payloads is None:
-        rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__gte=ctx.payload_base)}
-    else:
-        rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__in=[p.pid for p in payloads])}
+def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
+    rows = {p.pid: p for p in Payload.objects.filter(session=session, pid__gte=ctx.payload_base)}
     new, changed = [], []
-    for payload in ctx.payloads if payloads is None else payloads:
+    for payload in ctx.payloads:
         row = rows.get(payload.pid)
         if row is None:
-            spec = payload.spec
-            new.append(Payload(
-                room_id=room_id, session=session, pid=payload.pid, segment=ctx.segment, step=payload.step,
-                what=spec.what[:60], path=spec.path[:500], blob=blob_put(spec.text, sha256=payload.sha256),
-                size=payload.size, state=payload.state.value, fold_number=payload.fold,
-            ))
+            new.append(payload)
         elif row.state != payload.state.value or row.fold_number != payload.fold:
             row.state, row.fold_number = payload.state.value, payload.fold
-            row.receipt_text = payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
+            row.receipt_text = _payload_receipt(payload)
             changed.append(row)
-    Payload.objects.bulk_create(new)
+    blobs_put({p.sha256: p.spec.text for p in new})
+    Payload.objects.bulk_create([_payload_row(session, room_id, ctx, p) for p in new])
     Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
-    if payloads is not None:
-        return
     Payload.objects.filter(session=session, pid__lt=ctx.payload_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
+
+
+def _payload_row(session, room_id: int, ctx: SessionContext, payload) -> Payload:
+    spec = payload.spec
+    return Payload(room_id=room_id, session=session, pid=payload.pid, segment=ctx.segment, step=payload.step,
+                   what=spec.what[:60], path=spec.path[:500], blob_id=payload.sha256, size=payload.size,
+                   state=payload.state.value, fold_number=payload.fold, receipt_text=_payload_receipt(payload))
+
+
+def _payload_receipt(payload) -> str:
+    return payload_receipt(payload) if payload.state is ObsState.RECEIPTED else ""
 
 
 def _sync_segments(session, ctx: SessionContext) -> None:
@@ -175,13 +160,6 @@ def _sync_segments(session, ctx: SessionContext) -> None:
             row.save(update_fields=["first_request_tokens"])
 
 
-def _blob_for(room_id: int, source: ObservationInput) -> Blob:
-    cached = room_cache_lookup(room_id=room_id, source=source)
-    if cached is not None and cached.sha256 == source.sha256:
-        return cached  # an unchanged read this room stored before: nothing to hash or write
-    return blob_put(source.text, sha256=source.sha256)
-
-
 def _receipt(ctx: SessionContext, obs) -> str:
     """The receipt the model sees for a folded-out result, exactly as sent (kept, since
     the receipt's wording may change with later versions of the gateway)."""
@@ -196,45 +174,35 @@ def _served(obs) -> str:
     return Observation.Served.TEXT
 
 
-def _sync_ledger(session, ctx: SessionContext, entries=None) -> None:
-    """``entries``: only these (a unit's); None: the whole ledger, and ranges that left it."""
-    keys = [(range_key(e.range.path, e.range.start, e.range.end, e.range.content_hash), e)
-            for e in (ctx.ledger if entries is None else entries)]
-    existing = LedgerEntry.objects.filter(session=session)
-    if entries is not None:
-        existing = existing.filter(range_key__in=[key for key, _ in keys])
-    existing = {e.range_key: e for e in existing}
-    new, changed = [], []
-    fields = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served", "changed_step")
-    for key, entry in keys:
-        rng = entry.range
-        values = dict(zip(fields, (entry.obs_id, entry.received_step, entry.in_context,
-                                   entry.evicted_by_fold, entry.times_served, entry.changed_step), strict=True))
-        row = existing.get(key)
-        if row is None:
-            new.append(LedgerEntry(session=session, range_key=key, path=rng.path, line_start=rng.start,
-                                   line_end=rng.end, content_hash=rng.content_hash, **values))
-        elif any(getattr(row, f) != v for f, v in values.items()):
-            for f, v in values.items():
-                setattr(row, f, v)
-            changed.append(row)
-    LedgerEntry.objects.bulk_create(new)
-    LedgerEntry.objects.bulk_update(changed, list(fields))
-    if entries is not None:
-        return
+LEDGER_FIELDS = ("observation_seq", "received_step", "in_context", "evicted_by_fold", "times_served",
+                 "changed_step")
+
+
+def _ledger_row(session, entry) -> LedgerEntry:
+    rng = entry.range
+    return LedgerEntry(session=session, range_key=range_key(rng.path, rng.start, rng.end, rng.content_hash),
+                       path=rng.path, line_start=rng.start, line_end=rng.end, content_hash=rng.content_hash,
+                       observation_seq=entry.obs_id, received_step=entry.received_step, in_context=entry.in_context,
+                       evicted_by_fold=entry.evicted_by_fold, times_served=entry.times_served,
+                       changed_step=entry.changed_step)
+
+
+def _sync_ledger(session, ctx: SessionContext) -> None:
+    """The whole ledger, and ranges that left it."""
+    rows = [_ledger_row(session, entry) for entry in ctx.ledger]
+    LedgerEntry.objects.bulk_create(rows, update_conflicts=True, unique_fields=["session", "range_key"],
+                                    update_fields=list(LEDGER_FIELDS))
     # Ranges of an ended segment are not in the context any more.
-    current = {key for key, _ in keys}
-    LedgerEntry.objects.filter(session=session, in_context=True).exclude(range_key__in=current).update(
-        in_context=False)
+    LedgerEntry.objects.filter(session=session, in_context=True).exclude(
+        range_key__in=[row.range_key for row in rows]).update(in_context=False)
+
+
+def _fold_row(session, fold) -> Fold:
+    return Fold(session=session, number=fold.number, step=fold.step, epoch=fold.epoch, reason=fold.reason.value,
+                postponements=fold.postponements, projection_before=fold.projection_before,
+                projection_after=fold.projection_after, tokens_freed=fold.tokens_freed, evicted=list(fold.evicted))
 
 
 def _sync_folds(session, ctx: SessionContext) -> None:
     recorded = Fold.objects.filter(session=session).count()
-    Fold.objects.bulk_create(
-        Fold(
-            session=session, number=f.number, step=f.step, epoch=f.epoch, reason=f.reason.value,
-            postponements=f.postponements, projection_before=f.projection_before,
-            projection_after=f.projection_after, tokens_freed=f.tokens_freed, evicted=list(f.evicted),
-        )
-        for f in ctx.folds[recorded:]
-    )
+    Fold.objects.bulk_create(_fold_row(session, f) for f in ctx.folds[recorded:])

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 from agents.providers import CallRecord
-from observations.blobs import blob_put
+from observations.blobs import blobs_put, sha256_text
+from observations.calibration import calibration_save
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import Usage
+from sessions.events import session_events_append
 from sessions.ledger.sync import observations_sync
 from sessions.models import (
     ProviderCall,
@@ -17,10 +20,10 @@ from sessions.models import (
 )
 
 
-def provider_call_record(*, session: Session, step: int, record: CallRecord) -> ProviderCall:
-    """Store one model call as the provider reported it, priced at the agent's prices
-    (called inside the step's transaction). A refused call (an error, no usage) is not
-    billed; an answer without reported usage has an unknown cost, never a guessed one."""
+def _provider_call_row(*, session: Session, step: int, record: CallRecord) -> ProviderCall:
+    """One model call as the provider reported it, priced at the agent's prices. A
+    refused call (an error, no usage) is not billed; an answer without reported usage
+    has an unknown cost, never a guessed one."""
     usage = Usage(input_tokens=record.input_tokens, cached_input_tokens=record.cached_input_tokens,
                   cache_write_tokens=record.cache_write_tokens, output_tokens=record.output_tokens,
                   reasoning_tokens=record.reasoning_tokens)
@@ -28,29 +31,36 @@ def provider_call_record(*, session: Session, step: int, record: CallRecord) -> 
         cost = session.agent.price_for(record.model).cost(usage)
     else:
         cost = Decimal(0) if record.error else None
-    return ProviderCall.objects.create(
+    return ProviderCall(
         session=session, step=step, model=record.model, input_tokens=record.input_tokens,
         cached_input_tokens=record.cached_input_tokens, cache_write_tokens=record.cache_write_tokens,
         output_tokens=record.output_tokens, reasoning_tokens=record.reasoning_tokens,
         latency_ms=record.latency_ms, prefix_hash=record.prefix_hash, projected_tokens=record.projected_tokens,
         prefix=record.prefix, cost_usd=cost, error=record.error or "", purpose=record.purpose,
-        request_sha256=blob_put(record.request).sha256 if record.request else "",
+        request_sha256=sha256_text(record.request) if record.request else "",
     )
 
 
 def unit_records_save(*, session: Session, ctx: SessionContext, touched, fields: list[str],
-                      call_records: Iterable[CallRecord]) -> None:
+                      call_records: Iterable[CallRecord], events: list[tuple[str, dict[str, Any]]]) -> None:
     """What every unit of a session writes, a worker's or the gateway endpoint's (in its
-    transaction): the step, the tokens and model calls, the session's ``fields``, and the
-    observation rows of what the unit ``touched`` (a StateJournal record's)."""
+    transaction): the step, the tokens and model calls, the session's ``fields`` with the
+    unit's ``events``, the observation rows of what the unit ``touched`` (a StateJournal
+    record's) and the model's calibration. A statement per kind of row, however many
+    rows: the hub's cost of a step."""
     session.step = ctx.step
-    for record in call_records:
+    records, calls = list(call_records), []
+    for record in records:
         session.tokens_input += record.input_tokens
         session.tokens_cached += record.cached_input_tokens
         session.tokens_output += record.output_tokens
-        provider_call_record(session=session, step=ctx.step, record=record)
-    session.save(update_fields=fields)
+        calls.append(_provider_call_row(session=session, step=ctx.step, record=record))
+    blobs_put({call.request_sha256: record.request for call, record in zip(calls, records, strict=True)
+               if record.request})
+    ProviderCall.objects.bulk_create(calls)
+    session_events_append(session, events, fields=fields)
     observations_sync(session=session, ctx=ctx, touched=touched)
+    calibration_save(ctx.calibration)
 
 
 def session_analysis_refresh(session: Session, *, loaded: bool = False) -> dict:

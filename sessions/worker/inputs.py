@@ -3,7 +3,7 @@ other agents' posts that mention it (sessions.services.talk.agent_mentions_route
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, Q, QuerySet
 
 from rooms.models import Message
 from sessions.models import AgentMention, Session, SessionMessage
@@ -21,11 +21,12 @@ def _steers(session: Session) -> QuerySet[Message]:
 def _mentions(session: Session, chat_after: int) -> list[Message]:
     """Chat addressed to the agent (`@name`, not `@namesake`) since the session was created."""
     name = session.agent.name
-    candidates = Message.objects.filter(
-        room_id=session.task.room_id, kind=Message.Kind.CHAT, seq__gt=chat_after,
-        created_at__gte=session.created_at, text__icontains=f"@{name}",
-    ).select_related("author")
-    return [m for m in candidates if mentions(m.text, name)]
+    return [m for m in _chat_naming(session, chat_after).select_related("author") if mentions(m.text, name)]
+
+
+def _chat_naming(session: Session, chat_after: int) -> QuerySet[Message]:
+    return Message.objects.filter(room_id=session.task.room_id, kind=Message.Kind.CHAT, seq__gt=chat_after,
+                                  created_at__gte=session.created_at, text__icontains=f"@{session.agent.name}")
 
 
 def _agent_mentions(session: Session) -> QuerySet[AgentMention]:
@@ -36,6 +37,8 @@ def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
     """What the next boundary delivers. A steer sent to the agent (not to a session) is
     bound to this session first, with a compare-and-swap, so two sessions of the same
     agent never both act on it."""
+    if not any(_waiting(session, chat_after)):
+        return []  # the usual boundary: one query, not four
     unbound = _steers(session).filter(session_link__isnull=True).values_list("pk", flat=True)
     # The message is the link's key: a steer another session bound first is skipped.
     SessionMessage.objects.bulk_create([SessionMessage(message_id=pk, session=session) for pk in unbound],
@@ -54,4 +57,15 @@ def pending_inputs(session: Session, *, chat_after: int) -> list[Input]:
 
 
 def has_pending_input(session: Session, *, chat_after: int) -> bool:
-    return _steers(session).exists() or _agent_mentions(session).exists() or bool(_mentions(session, chat_after))
+    steers, agents, chat = _waiting(session, chat_after)
+    return steers or agents or (chat and bool(_mentions(session, chat_after)))
+
+
+def _waiting(session: Session, chat_after: int) -> tuple[bool, bool, bool]:
+    """Whether steers, agents' mentions and chat naming the agent are waiting, in one
+    query (chat that names the agent only as the start of a longer name counts here;
+    ``_mentions`` tells them apart)."""
+    found = Session.objects.filter(pk=session.pk).annotate(
+        steers=Exists(_steers(session)), agents=Exists(_agent_mentions(session)),
+        chat=Exists(_chat_naming(session, chat_after))).values_list("steers", "agents", "chat").first()
+    return found or (False, False, False)

@@ -20,7 +20,7 @@ from agents.providers.factory import parse_fallbacks
 from agents.tools import registry
 from agents.tools.box import ToolBox
 from observations.blobs import blob_texts
-from observations.calibration import calibration_load, calibration_save
+from observations.calibration import calibration_load
 from observations.gateway.budget import Budget
 from observations.gateway.context import SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
@@ -35,7 +35,7 @@ from rooms.repository.worktrees import Worktree, worktree_create
 from rooms.services import message_mark_delivered, message_post
 from sessions import dispatch
 from sessions.analysis.loops import LoopRules
-from sessions.events import session_event_append, session_events_append
+from sessions.events import session_event_append
 from sessions.ledger.history import history_record
 from sessions.ledger.state_store import gateway_state_read, gateway_state_save
 from sessions.models import Session
@@ -260,18 +260,16 @@ class SessionRunner:
         ctx = self.ctx
         saved, fields = self._save_state(session)
         unit_records_save(session=session, ctx=ctx, touched=saved.touched, fields=fields,
-                          call_records=result.call_records)
+                          call_records=result.call_records, events=self.host.take_events())
         if result.closed_segment is not None:
             ended, history = result.closed_segment
             history_record(session=session, segment=ended, items=history)
             if session.segment_requested_by and not ctx.segment_requested:
                 Session.objects.filter(pk=session.pk, segment_requested_by=session.segment_requested_by).update(
                     segment_requested_by="")
-        calibration_save(ctx.calibration)
         for message in Message.objects.filter(pk__in=result.delivered):
             message_mark_delivered(message=message)
         agent_mentions_mark_delivered(session=session, message_ids=result.delivered_mentions)
-        session_events_append(session, self.host.take_events())
         self._commit_review(session, result)
         if result.approval_request is not None:
             call = result.approval_request

@@ -18,24 +18,24 @@ measured in the same run against the same upstream:
 Run: .venv/bin/pytest -m bench tests/bench/test_gateway_endpoint_latency.py -s
 (with DATABASE_URL and REDIS_URL set for PostgreSQL and Redis). Prints p50 / p99 in ms of each
 path, each hub path's ratio to the direct call (p50 ratio / p99 ratio) and the time it
-adds. On the 2-core development box (client, upstream, PostgreSQL and Daphne on the same
-machine, shared with other work; three runs, the last with Daphne's connection pool):
+adds; at least SAMPLES requests per path and concurrency. On the 2-core development box
+(client, upstream, PostgreSQL and Daphne on the same machine):
 
 | concurrent | direct p50 / p99 | session p50 / p99 (× direct) | pass-through p50 / p99 (× direct) |
 |--:|--:|--:|--:|
-| 1 | 3-8 / 7-15 | 70-109 / 97-125 (×14-22 / ×8-16) | 20-24 / 23-31 (×3-7 / ×2-4) |
-| 10 | 30-40 / 42-61 | 420-535 / 680-1,016 (×11-18 / ×12-24) | 156-215 / 216-327 (×4-7 / ×4-8) |
-| 100 | 333-532 / 394-740 | 4,467-5,137 / 5,617-6,749 (×10-13 / ×9-14) | 1,233-1,508 / 2,382-3,092 (×3-4 / ×3-7) |
+| 1 | 3.9 / 6.6 | 33.5 / 49.1 (×8.7 / ×7.5) | 16.2 / 21.6 (×4.2 / ×3.3) |
+| 20 | 53.6 / 77.8 | 670 / 922 (×12.5 / ×11.8) | 265 / 387 (×5.0 / ×5.0) |
+| 100 | 350 / 519 | 3,478 / 5,424 (×9.9 / ×10.4) | 1,395 / 1,706 (×4.0 / ×3.3) |
 
-A session request costs the hub about 70 ms of CPU (restoring and saving the gateway
-state, the ledger's rows, the calls, events and accounting, some 30 queries), a
-pass-through request about 15-20 ms; beyond one conversation the added time is
-queueing in the one Daphne process (and its thread pool), so it grows with the
-conversations at once: more web processes, not a faster request, is what scales it.
-Against a real provider (hundreds of ms to seconds per call, 10-100 times this local
-upstream's) the ratios are that much smaller. Building the profile's provider for every
-request cost another ~30 ms each (its SDK client's SSL context) until the sessions kept
-one per endpoint: session p50 at 10 / 100 conversations was 655 / 7,076 ms before.
+At one conversation the session adds 30 ms p50 / 43 ms p99 (70-109 ms p50 before the
+gateway's own work per request was cut, tests/bench/test_gateway_step_cost.py), the
+pass-through 12 / 15 ms (18 / 19 before the key's look-up became one query). Beyond one
+conversation the added time is queueing in the one Daphne process: each request costs
+it about 30 ms of CPU in session mode (the request's unit, the key's look-up, Django's
+handling, the SDK's call), and the process serves one at a time on the GIL, so 20
+conversations at once wait for each other. More web processes, not a faster request,
+is what scales that. Against a real provider (hundreds of ms to seconds per call, 10-100
+times this local upstream's) the ratios are that much smaller.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from tests.conftest import DaphneServer, start_daphne
 from tests.endpoint.conftest import owner, setup  # noqa: F401
 
 REQUESTS_PER_CONVERSATION = 6
-CONCURRENCY = (1, 10, 100)
+CONCURRENCY = (1, 20, 100)
+SAMPLES = 60  # requests at least, per path and concurrency: conversations one after the other
 SYSTEM = "You are a coding agent. Use the tools to read files, then answer."
 TOOLS = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file.",
@@ -94,10 +95,12 @@ def wire() -> Iterator[ToolLoopUpstream]:
 
 @pytest.fixture
 def hubs(transactional_db, tmp_path) -> Iterator[dict[str, DaphneServer]]:
-    """The hub twice: proxied sessions (the default) and pass-through."""
-    session = start_daphne(tmp_path / "daphne-session.log")
+    """The hub twice: proxied sessions (the default) and pass-through; one key may have
+    every conversation in flight."""
+    session = start_daphne(tmp_path / "daphne-session.log", ATRIUM_GATEWAY_KEY_CONCURRENCY=str(max(CONCURRENCY)))
     try:
-        relay = start_daphne(tmp_path / "daphne-relay.log", ATRIUM_GATEWAY_SESSIONS="False")
+        relay = start_daphne(tmp_path / "daphne-relay.log", ATRIUM_GATEWAY_SESSIONS="False",
+                             ATRIUM_GATEWAY_KEY_CONCURRENCY=str(max(CONCURRENCY)))
         try:
             yield {"session": session, "pass-through": relay}
         finally:
@@ -153,8 +156,10 @@ def test_the_endpoint_adds_little_to_each_request(setup, wire, hubs):  # noqa: F
         results = {}
         for path, (base_url, key) in paths.items():
             asyncio.run(_conversations(base_url, key, 1, f"warm-{path}-{n}"))  # connections, imports
-            results[path] = [s * 1000 for s in asyncio.run(_conversations(base_url, key, n, f"{path}-{n}"))]
-            assert len(results[path]) == n * REQUESTS_PER_CONVERSATION
+            rounds = -(-SAMPLES // (n * REQUESTS_PER_CONVERSATION))
+            results[path] = [s * 1000 for r in range(rounds)
+                             for s in asyncio.run(_conversations(base_url, key, n, f"{path}-{n}-{r}"))]
+            assert len(results[path]) == rounds * n * REQUESTS_PER_CONVERSATION
         print(f"{n} concurrent conversations")
         print(_line("direct", results["direct"]))
         for path in hubs:

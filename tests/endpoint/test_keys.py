@@ -197,3 +197,32 @@ def test_a_key_links_its_newest_conversations_only(room, people):
     shown = [s for s in sessions if f'href="{reverse("sessions:session", args=[s.pk])}"' in html]
     assert shown == sessions[2:]  # the newest ones
     assert f"The newest {CONVERSATIONS_SHOWN} shown." in html
+
+
+def test_a_staff_key_for_a_profile_on_its_creators_account_works_while_its_creator_acts_in_the_room(people):
+    """The key's maker is not the profile's creator: the creator's leaving, being made a
+    viewer or deactivated stops the key, in the one query of its lookup."""
+    creator, owner = people["mo"], people["olga"]
+    own = make_agent("mos-gpt", "openai:gpt-4.1", owner=creator, api_key="sk-mo-own-account-0001")
+    room = make_room(owner, "Shared room", members=[creator])
+    agent_assign(room=room, actor=creator, agent=own)
+    staff = make_user("root-ops")
+    staff.is_staff = True
+    staff.save()
+    room.memberships.create(user=staff, role="member")
+    token = gateway_key_create(room=room, actor=staff, agent_id=own.pk, name="ops").token
+    assert lookup(token).agent == own
+    membership = room.memberships.get(user=creator)
+    membership.role = "viewer"
+    membership.save()
+    assert lookup(token) is None
+    membership.role = "member"
+    membership.save()
+    assert lookup(token) is not None
+    creator.is_active = False
+    creator.save()
+    assert lookup(token) is None
+    creator.is_active = True
+    creator.save()
+    membership.delete()
+    assert lookup(token) is None

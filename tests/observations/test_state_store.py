@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from observations.gateway.journal import StateJournal
 from observations.gateway.state import dump_state, load_state
+from observations.models import Blob
 from sessions.ledger.state_store import (
     StateRecordsBroken,
     gateway_state_read,
@@ -120,7 +121,7 @@ def test_a_session_that_never_ran_has_no_state(make_session):
     assert gateway_state_read(session) is None and session_gateway_state(session) == {}
 
 
-def test_a_units_sync_reads_only_the_rows_it_touched(make_session):
+def test_a_units_sync_reads_no_row_and_writes_each_kind_of_row_once(make_session):
     session = make_session()
     ctx = make_context(window=30_000, output_budget=1_000)
     ctx.add_user("Fix it.", kind="task")
@@ -131,14 +132,16 @@ def test_a_units_sync_reads_only_the_rows_it_touched(make_session):
     unit(ctx, 30)
     with CaptureQueriesContext(connection) as queries:
         record = save(session, journal, ctx)
-    assert not record.snapshot
-    # The session's own rows (the room cache's look-up of one blob is another matter).
-    reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
-             and re.search(r'"observations_observation"\."session_id" = \d', q["sql"])]
-    assert reads and all(" IN (" in sql and "COUNT(" not in sql for sql in reads), reads
+    assert not record.snapshot and ctx.folds
+    sql = [q["sql"] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE SAVEPOINT"))]
+    assert not [s for s in sql if s.startswith("SELECT")], sql
+    # New and changed rows of a kind in one statement (INSERT … ON CONFLICT DO UPDATE).
+    tables = [re.match(r'(?:INSERT (?:OR IGNORE )?INTO|UPDATE) "(\w+)"', s).group(1) for s in sql]
+    assert "observations_observation" in tables and len(tables) == len(set(tables)), tables
     rows = list(Observation.objects.filter(session=session).order_by("seq"))
-    assert [(r.seq, r.state, r.fold_number) for r in rows] == [
-        (o.obs_id, o.state.value, o.fold) for o in ctx.observations]
+    assert [(r.seq, r.state, r.fold_number, r.blob_id) for r in rows] == [
+        (o.obs_id, o.state.value, o.fold, o.source.sha256) for o in ctx.observations]
+    assert {o.source.sha256 for o in ctx.observations} <= set(Blob.objects.values_list("sha256", flat=True))
 
 
 def test_records_with_a_gap_or_without_their_snapshot_refuse_to_restore(make_session):

@@ -1,11 +1,13 @@
-"""A session's gateway state persisted to rows, and what the room cache may and may not do."""
+"""A session's gateway state persisted to rows."""
 
 from __future__ import annotations
 
 import pytest
 
+from observations.blobs import blob_text
 from observations.calibration import calibration_load, calibration_save
-from sessions.ledger.sync import observations_sync, room_cache_lookup
+from observations.models import Blob
+from sessions.ledger.sync import observations_sync
 from sessions.models import Fold, LedgerEntry, Observation
 from tests.gateway.factories import call, file_text, make_context, read_input
 
@@ -40,34 +42,26 @@ def test_observations_ledger_and_folds_match_the_context(make_session):
 
 
 @pytest.mark.django_db
-def test_the_room_cache_reuses_a_blob_but_a_retry_still_gets_the_full_text(make_session, room):
+def test_sessions_of_a_room_share_a_blob_but_a_retry_still_gets_the_full_text(make_session, room):
     first, retry = make_session(1), make_session(2)
     source = read_input("c1", "src/a.py", file_text("src/a.py", 0, 50))
     ctx = make_context()
     ctx.add_assistant("read", (call("c1", path="src/a.py"),))
     ctx.add_tool_result(source)
     observations_sync(session=first, ctx=ctx)
-
-    cached = room_cache_lookup(room_id=room.id, source=source)
-    assert cached is not None and cached.sha256 == source.sha256
-    # The retry's ledger is empty: the cache hit is served whole, never as a receipt.
+    # The retry's ledger is empty: the stored text is served whole, never as a receipt.
     retry_ctx = make_context()
     retry_ctx.add_assistant("read", (call("c1", path="src/a.py"),))
     obs = retry_ctx.add_tool_result(source)
     assert obs.alias_of is None and retry_ctx.prepare().request.messages[-1].text == source.text
     observations_sync(session=retry, ctx=retry_ctx)
     assert Observation.objects.filter(blob_id=source.sha256).count() == 2
-
-
-@pytest.mark.django_db
-def test_the_room_cache_misses_when_the_file_changed(make_session, room):
-    session = make_session()
-    ctx = make_context()
-    ctx.add_assistant("read", (call("c1", path="src/a.py"),))
-    ctx.add_tool_result(read_input("c1", "src/a.py", file_text("src/a.py", 0, 50)))
-    observations_sync(session=session, ctx=ctx)
+    assert Blob.objects.filter(sha256=source.sha256).count() == 1
     changed = read_input("c2", "src/a.py", file_text("src/a.py", 1, 50))
-    assert room_cache_lookup(room_id=room.id, source=changed) is None
+    retry_ctx.add_assistant("read", (call("c2", path="src/a.py"),))
+    retry_ctx.add_tool_result(changed)
+    observations_sync(session=retry, ctx=retry_ctx)
+    assert blob_text(Blob.objects.get(sha256=changed.sha256)) == changed.text
 
 
 @pytest.mark.django_db

@@ -1,0 +1,97 @@
+"""A gateway session's context kept in memory between its requests (endpoint/hot.py)
+sends upstream exactly what a context restored from the saved state sends, and is left
+alone when the saved state moved on without it. In process (``proxied_turn``), against
+the local wire-protocol server, PostgreSQL or SQLite with real commits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from endpoint import sessions as endpoint_sessions
+from endpoint.formats import FORMATS
+from endpoint.hot import CONTEXTS
+from endpoint.models import GatewayConversation, GatewayKey
+from endpoint.sessions import proxied_turn
+from observations.calibration import calibration_forget
+from observations.models import Calibration
+from sessions.models import Fold
+from tests.endpoint.conftest import owner, setup, wire  # noqa: F401
+from tests.endpoint.test_sessions import FILE, TOOLS, completion
+
+pytestmark = pytest.mark.timeout(300)
+
+STEPS = 40
+
+
+def _run(wire, conversation: str, *, cold: bool, stale_at: int | None = None) -> list[dict]:  # noqa: F811
+    """A client's conversation of STEPS requests, each a tool result more, its system
+    prompt changed at step 15 and its output limit at step 25; the upstream's bodies.
+    ``cold``: no context kept between requests; ``stale_at``: the context kept after
+    that request is put back after the next one, as another process's would be."""
+    key = GatewayKey.objects.get(agent__name="gpt")
+    messages = [{"role": "system", "content": "You fix bugs."}, {"role": "user", "content": "Fix geo.py"}]
+    first = len(wire.requests_to("/v1/chat/completions"))
+    stale: tuple = ()
+    for n in range(STEPS):
+        wire.reply("/v1/chat/completions", json_body=completion(
+            text=f"Step {n}.", call=("read_file", {"path": f"src/m{n % 9}.py"}), n=n, prompt_tokens=900 + 450 * n))
+        if n == 15:
+            messages[0] = {"role": "system", "content": "You fix bugs. Keep the tests passing."}
+        body = {"model": "m", "messages": messages, "tools": TOOLS, **({"max_tokens": 3000} if n >= 25 else {})}
+        if cold:
+            CONTEXTS.clear()
+        if stale_at is not None and n == stale_at + 2:
+            CONTEXTS.keep(*stale)  # over the one request stale_at + 1 kept
+        turn = proxied_turn(key=key, conversation=conversation, request=FORMATS["openai"].request(body, "gpt-4.1"))
+        if n == stale_at:
+            session_id = GatewayConversation.objects.get(conversation=conversation).session_id
+            stale = (session_id, CONTEXTS.take(session_id))
+            assert stale[1] is not None
+        call = turn.tool_calls[0]
+        messages += [{"role": "assistant", "content": turn.text, "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}]},
+            {"role": "tool", "tool_call_id": call.id, "content": f"{FILE}# {n}\n"}]
+    return [r.json for r in wire.requests_to("/v1/chat/completions")[first:]]
+
+
+def _fresh_calibration() -> None:
+    """Each run learns the model's calibration from nothing, as the first did."""
+    Calibration.objects.all().delete()
+    calibration_forget()
+
+
+@pytest.fixture
+def restores(monkeypatch) -> list[int]:
+    """Each restore of a context from its saved state (its step)."""
+    made: list[int] = []
+
+    def load_state(*args, **kwargs):
+        ctx = real(*args, **kwargs)
+        made.append(ctx.step)
+        return ctx
+
+    real = endpoint_sessions.load_state
+    monkeypatch.setattr(endpoint_sessions, "load_state", load_state)
+    return made
+
+
+def test_a_kept_context_sends_what_a_restored_one_sends(setup, wire, restores):  # noqa: F811
+    kept = _run(wire, "h:kept", cold=False)
+    assert len(CONTEXTS) == 1 and restores == []
+    _fresh_calibration()
+    restored = _run(wire, "h:restored", cold=True)
+    assert len(restores) == STEPS - 1
+    assert Fold.objects.filter(session__gateway_conversation__conversation="h:kept").exists()  # folds happened
+    assert kept == restored
+
+
+def test_a_kept_context_the_saved_state_moved_past_is_not_used(setup, wire, restores):  # noqa: F811
+    restored = _run(wire, "h:restored", cold=True)
+    _fresh_calibration()
+    restores.clear()
+    # The context kept after request 10 comes back after request 11 was served without it.
+    moved_on = _run(wire, "h:moved-on", cold=False, stale_at=10)
+    assert len(restores) == 2  # request 11: nothing kept; request 12: what was kept is behind
+    assert moved_on == restored
