@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from observations.gateway.context import SessionContext
 from observations.gateway.journal import StateJournal
 
-KEPT = 128  # contexts a process keeps, the least recently used leaving first
+KEPT = 128  # contexts a process keeps, the least recently used leaving first,
+KEPT_TOKENS = 8_000_000  # and their requests' estimated tokens, all of them (some 30 MB of text)
 
 
 @dataclass(frozen=True)
@@ -31,27 +32,38 @@ class Kept:
     def seq(self) -> int:
         return self.journal.seq
 
+    @property
+    def tokens(self) -> int:
+        return self.ctx.transcript.estimate
+
 
 class KeptContexts:
-    def __init__(self, size: int = KEPT) -> None:
-        self.size = size
+    def __init__(self, size: int = KEPT, tokens: int = KEPT_TOKENS) -> None:
+        self.size, self.budget = size, tokens
         self._kept: OrderedDict[int, Kept] = OrderedDict()
+        self._tokens = 0
         self._lock = threading.Lock()  # requests run in several threads
 
     def take(self, session_id: int) -> Kept | None:
         with self._lock:
-            return self._kept.pop(session_id, None)
+            kept = self._kept.pop(session_id, None)
+            if kept is not None:
+                self._tokens -= kept.tokens
+            return kept
 
     def keep(self, session_id: int, kept: Kept) -> None:
         with self._lock:
+            if (old := self._kept.pop(session_id, None)) is not None:
+                self._tokens -= old.tokens
             self._kept[session_id] = kept
-            self._kept.move_to_end(session_id)
-            while len(self._kept) > self.size:
-                self._kept.popitem(last=False)
+            self._tokens += kept.tokens
+            while self._kept and (len(self._kept) > self.size or self._tokens > self.budget):
+                self._tokens -= self._kept.popitem(last=False)[1].tokens
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
+            self._tokens = 0
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -31,7 +31,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
@@ -123,7 +122,14 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
         talk = _conversation_locked(key, conversation, request)
         if placement(talk.digests, talk.last_answer, digests, answers, client_named=named(conversation)) == "fork":
             talk = _conversation_forked(key, talk, request, digests)
-        session = _session_of(talk)
+        # Read after the lock, not joined to its statement: a statement that waited for
+        # the lock sees the other rows as they were when it began, before the request
+        # it waited for committed its counts and cursor. Not locked: the conversation's
+        # lock already makes this request the session's only writer of its state and
+        # counts, and a lock held while the request is upstream would hold up a person
+        # who cancels or steers it (a cancel is seen by the next request).
+        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
+            pk=talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request, digests, on_delta)
@@ -155,10 +161,10 @@ def _one_request_at_a_time(key: GatewayKey, conversation: str) -> Iterator[None]
 
 
 def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
-    """The conversation's row, locked, with its session; made with its task and session
-    on its first request (two first requests at once: one makes it, the other waits for
-    its lock)."""
-    talk = _with_session_locked().filter(key=key, conversation=conversation).first()
+    """The conversation's row, locked; made with its task and session on its first
+    request (two first requests at once: one makes it, the other waits for its lock)."""
+    talk = GatewayConversation.objects.select_for_update(no_key=True).filter(key=key,
+                                                                            conversation=conversation).first()
     if talk is not None:
         return talk
     try:
@@ -166,23 +172,7 @@ def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -
             talk = _conversation_open(key, conversation, request)
     except IntegrityError:
         pass
-    return _with_session_locked().get(key=key, conversation=conversation)
-
-
-def _with_session_locked() -> QuerySet[GatewayConversation]:
-    # Only the conversation's row is locked: it makes this request the session's only
-    # writer of its state and counts, and a lock on the session's row, held while the
-    # request is upstream, would hold up a person who cancels or steers it (a cancel
-    # is seen by the next request).
-    return GatewayConversation.objects.select_for_update(no_key=True, of=("self",)).select_related(
-        "session__task__room", "session__agent").defer("session__gateway_state")
-
-
-def _session_of(talk: GatewayConversation) -> Session:
-    if GatewayConversation.session.is_cached(talk):
-        return talk.session
-    return Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
-        pk=talk.session_id)
+    return GatewayConversation.objects.select_for_update(no_key=True).get(key=key, conversation=conversation)
 
 
 def _routed(key: GatewayKey, digests: list[str], answers: list[str]) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -51,13 +51,20 @@ class LocalDebugPagesMiddleware:
     def __call__(self, request: HttpRequest):
         if iscoroutinefunction(self):
             return self._answer_async(request)
-        return self._answer(request, self.get_response(request))
+        response = self.get_response(request)
+        return self._plain_404(request) if self._hidden(request, response) else response
 
     async def _answer_async(self, request: HttpRequest) -> HttpResponse:
-        return self._answer(request, await self.get_response(request))
+        response = await self.get_response(request)
+        if self._hidden(request, response):
+            # The page reads the person's session and user: database work, off the event loop.
+            return await sync_to_async(self._plain_404)(request)
+        return response
 
     @staticmethod
-    def _answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        if settings.DEBUG and response.status_code == 404 and not is_local(request):
-            return page_not_found(request, Http404())
-        return response
+    def _hidden(request: HttpRequest, response: HttpResponse) -> bool:
+        return settings.DEBUG and response.status_code == 404 and not is_local(request)
+
+    @staticmethod
+    def _plain_404(request: HttpRequest) -> HttpResponse:
+        return page_not_found(request, Http404())

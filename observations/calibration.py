@@ -41,8 +41,11 @@ def calibration_save(state: CalibrationState) -> None:
                                     update_fields=["ratio", "samples", "updated_at"])
     with _lock:  # read again until the write commits
         _known.pop(state.model, None)
-    known = (state.ratio, state.samples)
-    transaction.on_commit(lambda: _remember(state.model, *known))
+    # As fresh as the read it started from: another process's samples are read again
+    # FRESH_FOR after it, however often this one writes.
+    read_at = known[2] if known is not None else time.monotonic()
+    saved = (state.ratio, state.samples)
+    transaction.on_commit(lambda: _remember(state.model, *saved, at=read_at))
 
 
 def calibration_forget() -> None:
@@ -51,6 +54,6 @@ def calibration_forget() -> None:
         _known.clear()
 
 
-def _remember(model: str, ratio: float, samples: int) -> None:
+def _remember(model: str, ratio: float, samples: int, *, at: float | None = None) -> None:
     with _lock:
-        _known[model] = (ratio, samples, time.monotonic())
+        _known[model] = (ratio, samples, time.monotonic() if at is None else at)

@@ -8,6 +8,7 @@ pages can update badges and the session list.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -70,21 +71,28 @@ def session_events_append(session: Session, events: list[tuple[str, dict[str, An
 def _seq_advanced(session: Session, count: int, fields: Sequence[str]) -> int:
     """The session's last event seq moved on by ``count`` and its ``fields`` saved, in one
     UPDATE … RETURNING (Django's update cannot return the new value: it took an
-    UPDATE and a SELECT); the new last seq."""
+    UPDATE and a SELECT; so does SQLite before 3.35, which has no RETURNING); the new
+    last seq."""
     quote = connection.ops.quote_name
     columns, params = [], []
-    for name in fields:
+    for name in dict.fromkeys(fields):
         field = Session._meta.get_field(name)
         columns.append(f"{quote(field.column)} = %s")
         params.append(field.get_db_prep_save(field.pre_save(session, add=False), connection))
-    seq = quote("last_event_seq")
+    seq, table, pk = quote("last_event_seq"), quote(Session._meta.db_table), quote(Session._meta.pk.column)
     columns.append(f"{seq} = {seq} + %s")
+    update = f"UPDATE {table} SET {', '.join(columns)} WHERE {pk} = %s"
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {quote(Session._meta.db_table)} SET {', '.join(columns)} "
-                       f"WHERE {quote('id')} = %s RETURNING {seq}", [*params, count, session.pk])
-        last = cursor.fetchone()[0]
-    session.last_event_seq = last
-    return last
+        if connection.vendor == "sqlite" and sqlite3.sqlite_version_info < (3, 35):
+            cursor.execute(update, [*params, count, session.pk])
+            cursor.execute(f"SELECT {seq} FROM {table} WHERE {pk} = %s", [session.pk])
+        else:
+            cursor.execute(f"{update} RETURNING {seq}", [*params, count, session.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise Session.DoesNotExist(f"session {session.pk} is gone")
+    session.last_event_seq = row[0]
+    return row[0]
 
 
 def model_waiting_broadcast(session_id: int, since: datetime) -> None:

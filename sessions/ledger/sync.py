@@ -76,8 +76,7 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
         LedgerEntry.objects.bulk_create([_ledger_row(session, entries[i]) for i in touched["ledger"]],
                                         update_conflicts=True, unique_fields=["session", "range_key"],
                                         update_fields=list(LEDGER_FIELDS))
-    # Folds are only ever added.
-    Fold.objects.bulk_create([_fold_row(session, ctx.folds[i]) for i in touched["folds"]], ignore_conflicts=True)
+    Fold.objects.bulk_create([_fold_row(session, ctx.folds[i]) for i in touched["folds"]])  # only ever added
     if touched["segment_log"]:
         _sync_segments(session, ctx)
 

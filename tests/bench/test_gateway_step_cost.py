@@ -15,17 +15,20 @@ the previous commit, run right before):
 
 | step | statements | CPU ms before | CPU ms now | now / before |
 |--:|--:|--:|--:|--:|
-| 10 | 31 → 14 | 27.0 | 15.3 | 0.57 |
-| 300 | 31 → 14 | 58.0 | 23.1 | 0.40 |
+| 10 | 31 → 15 | 27.0 | 14.5 | 0.54 |
+| 300 | 31 → 15 | 58.0 | 26.3 | 0.45 |
 
-14 statements in 1 transaction at a step that folds, as every step of this bench does
-(its small window): 12 for the request itself, plus the fold's row and the calibration
-the fold's next reported count re-learns. What went: the unit's rows read before they
+15 statements in 1 transaction at a step that folds, as every step of this bench does
+(its small window): 13 for the request itself, plus the fold's row and the calibration
+the fold's next reported count re-learns. The session is read in a statement of its
+own after the conversation's lock (joined to the lock's statement, a request that
+waited for the lock would see the counts and chat cursor from before the request it
+waited for). What went: the unit's rows read before they
 were written (now one INSERT … ON CONFLICT per kind of row), the event seq's UPDATE and
 SELECT (one UPDATE … RETURNING that saves the session's columns too), the state read in
 two queries, four queries for the boundary's inputs (one now, the rest when something
 waits), the calibration and the finished sessions' lengths on every request (kept by
-the process), the session read apart from the conversation's lock. The CPU at step 300:
+the process). The CPU at step 300:
 the session's context is kept in memory between its requests (endpoint/hot.py), not
 restored from its state with every message rendered again.
 """

@@ -6,15 +6,17 @@ the local wire-protocol server, PostgreSQL or SQLite with real commits."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
 from endpoint import sessions as endpoint_sessions
 from endpoint.formats import FORMATS
-from endpoint.hot import CONTEXTS
+from endpoint.hot import CONTEXTS, Kept, KeptContexts
 from endpoint.models import GatewayConversation, GatewayKey
 from endpoint.sessions import proxied_turn
 from observations.calibration import calibration_forget
+from observations.gateway.journal import StateJournal
 from observations.models import Calibration
 from sessions.models import Fold
 from tests.endpoint.conftest import owner, setup, wire  # noqa: F401
@@ -95,3 +97,18 @@ def test_a_kept_context_the_saved_state_moved_past_is_not_used(setup, wire, rest
     moved_on = _run(wire, "h:moved-on", cold=False, stale_at=10)
     assert len(restores) == 2  # request 11: nothing kept; request 12: what was kept is behind
     assert moved_on == restored
+
+
+def test_a_process_keeps_the_newest_contexts_within_a_count_and_a_size():
+    def kept(tokens: int) -> Kept:
+        return Kept(SimpleNamespace(transcript=SimpleNamespace(estimate=tokens)), StateJournal(), "m", "on_demand")
+
+    contexts = KeptContexts(size=3, tokens=1_000)
+    for session_id in range(4):
+        contexts.keep(session_id, kept(100))
+    assert len(contexts) == 3 and contexts.take(0) is None  # the least recently used left
+    contexts.keep(1, kept(900))  # the same session again: replaced, and over the size
+    assert contexts.take(2) is None and contexts.take(3).tokens == 100 and contexts.take(1).tokens == 900
+    assert len(contexts) == 0
+    contexts.keep(5, kept(5_000))  # one larger than the whole budget is not kept
+    assert contexts.take(5) is None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from observations import calibration
 from observations.blobs import blob_text
 from observations.calibration import calibration_load, calibration_save
-from observations.models import Blob
+from observations.models import Blob, Calibration
 from sessions.ledger.sync import observations_sync
 from sessions.models import Fold, LedgerEntry, Observation
 from tests.gateway.factories import call, file_text, make_context, read_input
@@ -71,3 +72,20 @@ def test_calibration_survives_a_restart_and_is_per_model():
     calibration_save(state)
     assert calibration_load("openai:gpt-x").ratio == pytest.approx(1.5)
     assert calibration_load("anthropic:claude-y").ratio == 1.0
+
+
+@pytest.mark.django_db
+def test_a_process_that_writes_its_calibration_often_still_reads_another_processes_every_30_s(
+        monkeypatch, django_capture_on_commit_callbacks):
+    now = [1000.0]
+    monkeypatch.setattr(calibration.time, "monotonic", lambda: now[0])
+    state = calibration_load("openai:gpt-z")  # read at 1000
+    now[0] += 10
+    state.learn(reported=1_500, estimated=1_000)
+    with django_capture_on_commit_callbacks(execute=True):
+        calibration_save(state)  # written at 1010: as fresh as its read at 1000
+    Calibration.objects.filter(model="openai:gpt-z").update(ratio=2.0, samples=50)  # another process
+    now[0] += 10
+    assert calibration_load("openai:gpt-z").ratio == pytest.approx(1.5)  # kept
+    now[0] += calibration.FRESH_FOR / 2  # 35 s after the read, 25 after the write
+    assert (calibration_load("openai:gpt-z").ratio, calibration_load("openai:gpt-z").samples) == (2.0, 50)

@@ -4,8 +4,9 @@ but a developer at the hub's own machine."""
 from __future__ import annotations
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_not_required
-from django.test import Client
+from django.test import AsyncClient, Client
 from django.urls import path
 
 from tests.rooms.factories import make_room, make_user
@@ -73,3 +74,32 @@ def test_a_remote_visitor_gets_the_plain_not_found_page_with_debug_on(settings):
     local = Client(REMOTE_ADDR="127.0.0.1")
     local.force_login(user)
     assert b"DEBUG = True" in local.get("/no/such/page/").content
+
+
+class AsyncClientAt(AsyncClient):
+    """Django's async test client from another address than 127.0.0.1."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__()
+        self.address = address
+
+    def _base_scope(self, **request):
+        return {**super()._base_scope(**request), "client": [self.address, 0]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_asgi_too_a_remote_visitor_gets_the_plain_not_found_page(settings):
+    """Daphne runs the middlewares async: the plain page (which reads the visitor's
+    session and user) is made off the event loop."""
+    settings.DEBUG = True
+    user = make_user("visitor")
+
+    async def visit(address: str):
+        client = AsyncClientAt(address)
+        await client.aforce_login(user)
+        return await client.get("/no/such/page/")
+
+    page = async_to_sync(visit)("203.0.113.9")
+    assert page.status_code == 404
+    assert b"URLconf" not in page.content and b"DEBUG = True" not in page.content and b"Not found" in page.content
+    assert b"DEBUG = True" in async_to_sync(visit)("127.0.0.1").content
