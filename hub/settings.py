@@ -299,7 +299,8 @@ ATRIUM_SANDBOX_READ_ONLY = envlist("ATRIUM_SANDBOX_READ_ONLY")
 ATRIUM_SANDBOX_PASS_ENV = envlist("ATRIUM_SANDBOX_PASS_ENV", "LANG,LC_ALL,TZ")
 # Overrides of the context gateway's fold rules; unset keeps the tuned defaults of
 # observations/gateway/budget.Budget (trigger_ratio, target_ratio, min_freed_tokens,
-# max_postponements, segment_ratio), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.
+# max_postponements, segment_ratio, and the working-set guard's working_set_steps and
+# optional_min_freed), e.g. ATRIUM_FOLD_MAX_POSTPONEMENTS=0.
 ATRIUM_FOLD_OVERRIDES = {
     field: read(name, "")
     for field, name, read in (
@@ -308,6 +309,8 @@ ATRIUM_FOLD_OVERRIDES = {
         ("min_freed_tokens", "ATRIUM_FOLD_MIN_FREED_TOKENS", envint),
         ("max_postponements", "ATRIUM_FOLD_MAX_POSTPONEMENTS", envint),
         ("segment_ratio", "ATRIUM_SEGMENT_RATIO", envfloat),
+        ("working_set_steps", "ATRIUM_FOLD_WORKING_SET_STEPS", envint),
+        ("optional_min_freed", "ATRIUM_FOLD_OPTIONAL_MIN_FREED", envfloat),
     )
     if env(name)
 }

@@ -28,7 +28,8 @@ COMPUTED = {
     # ATRIUM_FOLD_OVERRIDES: a variable per field of the gateway's Budget.
     ("hub/settings.py", "<module>"): {"ATRIUM_FOLD_TRIGGER_RATIO", "ATRIUM_FOLD_TARGET_RATIO",
                                       "ATRIUM_FOLD_MIN_FREED_TOKENS", "ATRIUM_FOLD_MAX_POSTPONEMENTS",
-                                      "ATRIUM_SEGMENT_RATIO"},
+                                      "ATRIUM_SEGMENT_RATIO", "ATRIUM_FOLD_WORKING_SET_STEPS",
+                                      "ATRIUM_FOLD_OPTIONAL_MIN_FREED"},
     ("agents/providers/factory.py", "_endpoint"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
     ("agents/providers/factory.py", "_check_profile_url"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},
     ("agents/providers/factory.py", "operator_url"): {"OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"},

@@ -37,6 +37,11 @@ class Budget:
     # share of the window: folds would then be frequent and small, each breaking the
     # cache for little.
     segment_ratio: float = 0.60
+    # The working-set guard of optional folds (below the ceiling): they leave the current
+    # text of a file the agent changed and touched within this many steps (0: off) ...
+    working_set_steps: int = 10
+    # ... and free at least this share of min_freed (0: off), as mandatory folds must.
+    optional_min_freed: float = 1.0
 
     def __post_init__(self) -> None:
         if self.window <= 0 or self.output_budget < 0 or self.reserve < 0:
@@ -47,6 +52,8 @@ class Budget:
             raise ValueError("need 0 < segment_ratio <= 1")
         if self.max_postponements < 0:
             raise ValueError("max_postponements must be 0 or more")
+        if self.working_set_steps < 0 or self.optional_min_freed < 0:
+            raise ValueError("working_set_steps and optional_min_freed must not be negative")
 
     @property
     def trigger(self) -> int:
@@ -69,6 +76,12 @@ class Budget:
     def min_freed(self) -> int:
         # 16k suits a 128k window; a small window scales it down (12.5% of the window).
         return min(self.min_freed_tokens, self.window // 8)
+
+    @property
+    def optional_fold_min(self) -> int:
+        """The least an optional fold frees: a smaller one breaks the cache for little,
+        and folds what the agent may still use long before the window is short."""
+        return round(self.min_freed * self.optional_min_freed)
 
 
 @dataclass(slots=True)

@@ -6,7 +6,8 @@ long command without one), or the same inside a tool call written in the assista
 text (mini-swe-agent's fenced bash block, SWE-agent's ``<parameter=…>`` calls); and the agent's reasoning around them, 400
 bytes or more. Once acted on, the bytes are on disk or in the store; the context only
 needs to say what was written where (and what the reasoning began with). Short
-arguments stay verbatim, and so does everything people wrote.
+arguments stay verbatim, and so does everything people wrote and what the agent posted
+to them.
 """
 
 from __future__ import annotations
@@ -80,11 +81,16 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# What the agent says to people (a question, an answer) stays verbatim, as what people
+# write does: a conversation is part of the working set.
+_TO_PEOPLE = frozenset({"post_message"})
+
+
 def find_payloads(text: str, tool_calls: tuple[ToolCall, ...]) -> list[PayloadSpec]:
     """Every payload of one assistant turn, in message order, none overlapping."""
     found = _in_text(text)
     for index, call in enumerate(tool_calls):
-        if isinstance(call.arguments, dict):
+        if isinstance(call.arguments, dict) and call.name not in _TO_PEOPLE:
             found += _in_arguments(index, call.arguments)
     return found
 

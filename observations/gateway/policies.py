@@ -83,8 +83,10 @@ class OnDemand:
     evicts every consumed result and payload except those still in use
     (``ctx.is_hot``): what the agent wrote in its last two turns and the results they
     asked for, unless superseded since (a read of a file written later, the output
-    of a command run again later). It may wait up to
-    ``max_postponements`` boundaries while a person waits for an answer.
+    of a command run again later). The working-set guard keeps more: the current text
+    of the files the agent changed and still works on (``ctx.working_set``), and it
+    folds only when that frees at least ``budget.optional_fold_min`` tokens. It may
+    wait up to ``max_postponements`` boundaries while a person waits for an answer.
 
     Above the ceiling (or after a provider overflow) the fold is mandatory: oldest
     first, until the projection is at or below the target and at least ``min_freed``
@@ -113,26 +115,48 @@ class OnDemand:
 
     def _due(self, ctx: PolicyView, projection: int) -> tuple[list[Evictable], FoldReason | None, str]:
         ratio = ctx.calibration.ratio
-        economics = ctx.economics
         # Sums kept as the session goes: no walk over a long session's candidates
-        # unless a fold is really due.
+        # unless a fold may really be due (the working set only ever frees less).
         freed = round((ctx.evictable_gain() - ctx.hot_gain()) * ratio)
         if freed <= 0:
             return [], None, "nothing to fold"
+        waiting = self._waiting(ctx, projection, freed)
+        if waiting:
+            return [], None, waiting
+        # The working-set guard: what the agent still works on stays, and an optional
+        # fold that frees less than the least a fold should is not worth its cost.
+        working = ctx.working_set()
+        chosen = [item for item in ctx.eviction_candidates()
+                  if not ctx.is_hot(item) and not (working is not None and working(item))]
+        if working is not None:
+            freed = round(sum(item.gain for item in chosen) * ratio)
+            waiting = self._waiting(ctx, projection, freed)
+            if waiting:
+                return [], None, waiting
+        if not chosen:
+            return [], None, "nothing to fold outside the working set"
+        above = projection > ctx.budget.trigger
+        ahead = ctx.remaining_requests()
+        return chosen, FoldReason.TRIGGER if above else FoldReason.COST, f"frees {freed:,} for ~{ahead:.0f} requests"
+
+    @staticmethod
+    def _waiting(ctx: PolicyView, projection: int, freed: int) -> str:
+        """Why a fold freeing ``freed`` tokens is not due yet ("" when it is)."""
+        least = ctx.budget.optional_fold_min
+        ahead = ctx.remaining_requests()
+        if freed < least:
+            return f"a fold would free {freed:,} tokens, less than {least:,} (~{ahead:.0f} requests ahead); waiting"
+        economics = ctx.economics
         kept = projection - freed
         cost = economics.rewrite_premium * kept
-        ahead = ctx.remaining_requests()
-        saving = economics.cache_read * freed * ahead
-        above = projection > ctx.budget.trigger
-        if saving < cost:
-            return [], None, (f"a fold would free {freed:,} tokens but pay back only after "
-                              f"{economics.payback_requests(kept, freed):.0f} requests (~{ahead:.0f} ahead); waiting")
+        if economics.cache_read * freed * ahead < cost:
+            return (f"a fold would free {freed:,} tokens but pay back only after "
+                    f"{economics.payback_requests(kept, freed):.0f} requests (~{ahead:.0f} ahead); waiting")
         held = economics.cache_read * ctx.held_since_fold
-        if not above and held < TIMELY_SHARE * cost:
-            return [], None, (f"folding {freed:,} tokens would pay (~{ahead:.0f} requests ahead); carried "
-                              f"{held:,.0f} of its {cost:,.0f} cost so far")
-        chosen = [item for item in ctx.eviction_candidates() if not ctx.is_hot(item)]
-        return chosen, FoldReason.TRIGGER if above else FoldReason.COST, f"frees {freed:,} for ~{ahead:.0f} requests"
+        if projection <= ctx.budget.trigger and held < TIMELY_SHARE * cost:
+            return (f"folding {freed:,} tokens would pay (~{ahead:.0f} requests ahead); carried "
+                    f"{held:,.0f} of its {cost:,.0f} cost so far")
+        return ""
 
     @staticmethod
     def _mandatory(ctx: PolicyView, reason: FoldReason, projection: int) -> Plan:
@@ -159,19 +183,22 @@ class KeepRecent:
 
     manages_window = False
 
-    def __init__(self, name: str, *, keep: int, max_tokens: int | None, reason: FoldReason) -> None:
-        self.name, self.keep, self.max_tokens, self.reason = name, keep, max_tokens, reason
+    def __init__(self, name: str, *, keep: int, max_tokens: int | None, reason: FoldReason,
+                 turns: bool = False) -> None:
+        """``turns``: ``keep`` counts the agent's turns that had results, not results."""
+        self.name, self.keep, self.max_tokens, self.reason, self.turns = name, keep, max_tokens, reason, turns
 
     def plan(self, ctx: PolicyView, *, person_waiting: bool, overflow: bool) -> Plan:
         kept = kept_tokens = 0
+        kept_steps: set[int] = set()
         evict: list[Observation] = []
         for obs in ctx.live_observations_newest_first():
-            fits = kept < self.keep and (
-                self.max_tokens is None or kept_tokens + obs.source.tokens <= self.max_tokens
-            )
+            within = len(kept_steps | {obs.step}) <= self.keep if self.turns else kept < self.keep
+            fits = within and (self.max_tokens is None or kept_tokens + obs.source.tokens <= self.max_tokens)
             if obs.state is ObsState.FRESH or (fits and not evict):
                 kept += 1
                 kept_tokens += obs.source.tokens
+                kept_steps.add(obs.step)
             else:
                 evict.append(obs)
         if not evict:
@@ -205,6 +232,10 @@ POLICIES: dict[str, PolicyRow] = {
     # SWE-agent's last_n_observations: the newest 5 results raw, the rest its stub.
     "mask-last-5": PolicyRow(lambda: KeepRecent("mask-last-5", keep=5, max_tokens=None, reason=FoldReason.MASK),
                              None, Serving(notes=False, receipt=render_mask_stub)),
+    # JetBrains' observation masking ("The Complexity Trap", 2025): results of the
+    # newest 10 turns raw, older ones SWE-agent's stub (docs/replay.md, "Peers").
+    "masking-10": PolicyRow(lambda: KeepRecent("masking-10", keep=10, max_tokens=None, reason=FoldReason.MASK,
+                                               turns=True), None, Serving(notes=False, receipt=render_mask_stub)),
     ON_DEMAND: PolicyRow(OnDemand, "on demand (default)"),
 }
 

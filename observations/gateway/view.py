@@ -3,7 +3,7 @@ choose; SessionContext applies their choice as one fold (folds.apply_fold)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from observations.gateway.budget import Budget, Calibration
@@ -85,6 +85,35 @@ class PolicyView:
         # "command" is only its subcommand: an edit of another file supersedes nothing).
         return not any(o.step > item.step and o.source.tool == src.tool and o.source.arguments == src.arguments
                        for o in ctx.observations[-8:])
+
+    def working_set(self) -> Callable[[Evictable], bool] | None:
+        """Whether an item is the current text of a file the agent changed and still
+        works on (touched within ``budget.working_set_steps`` steps): the file's newest
+        read, and the bodies written to it since. Older reads and bodies of it are
+        superseded and may go. None when it holds nothing. Computed when a fold is
+        considered, not at every step."""
+        ctx = self._ctx
+        steps = ctx.budget.working_set_steps
+        paths = {path for path, note in ctx.notes.files.items()
+                 if steps and note.written and ctx.step - note.last_step < steps}
+        if not paths:
+            return None
+        newest_read: dict[str, Observation] = {}
+        for obs in reversed(ctx.observations):
+            rng = obs.source.read
+            if rng is not None and rng.path in paths and rng.path not in newest_read:
+                newest_read[rng.path] = obs
+                if len(newest_read) == len(paths):
+                    break
+
+        def current(item: Evictable) -> bool:
+            if isinstance(item, Payload):
+                read = newest_read.get(item.spec.path)
+                return item.spec.path in paths and (read is None or item.step >= read.step)
+            rng = item.source.read
+            return rng is not None and newest_read.get(rng.path) is item
+
+        return current
 
     def hot_gain(self) -> int:
         """What the candidates still in use (``is_hot``) would free; they are among the

@@ -51,7 +51,7 @@ def measure(ctx, samples: int) -> tuple[list[float], list[float]]:
     decide, prepare = [], []
     for n in range(samples):
         start = time.perf_counter()
-        ctx.policy.plan(ctx, person_waiting=False, overflow=False)
+        ctx.policy.plan(ctx.view, person_waiting=False, overflow=False)
         decide.append(time.perf_counter() - start)
         start = time.perf_counter()
         ctx.prepare()

@@ -61,7 +61,7 @@ def test_below_the_trigger_a_fold_happens_once_it_pays_and_it_is_time():
 
 
 def test_no_fold_when_the_work_ahead_is_too_short_to_pay_it_back():
-    ctx = make_context(window=200_000, output_budget=4_000)
+    ctx = make_context(window=200_000, output_budget=4_000, optional_min_freed=0)
     ctx.length_prior = SHORT  # comparable sessions ended after 7 steps
     boundaries = reads(ctx, 7)
     assert all(b.fold is None for b in boundaries)
@@ -113,7 +113,8 @@ def test_only_the_same_call_made_again_supersedes_a_result():
 def test_the_providers_prices_decide_openai_folds_sooner_than_anthropic():
     first = {}
     for name, economics in (("anthropic", ANTHROPIC), ("openai", OPENAI)):
-        ctx = make_context(window=200_000, output_budget=4_000)
+        # The prices alone: no least size of a fold (test_fold_guard.py has that).
+        ctx = make_context(window=200_000, output_budget=4_000, optional_min_freed=0)
         ctx.length_prior, ctx.economics = LONG, economics
         boundaries = reads(ctx, 20, lines=60)
         first[name] = next(i for i, b in enumerate(boundaries) if b.fold)
@@ -121,7 +122,7 @@ def test_the_providers_prices_decide_openai_folds_sooner_than_anthropic():
 
 
 def test_a_server_without_a_cache_folds_as_soon_as_anything_is_foldable():
-    ctx = make_context(window=200_000, output_budget=4_000)
+    ctx = make_context(window=200_000, output_budget=4_000, optional_min_freed=0)
     ctx.length_prior, ctx.economics = SHORT, UNCACHED
     boundaries = reads(ctx, 6)
     assert [i for i, b in enumerate(boundaries) if b.fold][0] == 3  # results of step 0, once two turns passed

@@ -19,10 +19,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from observations.management.commands.replay import Command, parse_windows
+from observations.replay.eval import POLICIES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+RUNS = 4 * 2 * len(POLICIES)  # the fixtures' trajectories × windows × policies
 
 
 def run(*args: str) -> str:
@@ -70,10 +72,12 @@ def test_it_prints_the_table_per_policy_and_window_with_source_subtotals(replaye
         "segments",
         "re-reads after eviction",
         "denied re-reads",
+        "needed again",
+        "steps after leaving",
         "over ceiling",
     ):
         assert column in output
-    for policy in ("none", "eager", "mask-last-5", "on_demand", "eager-room-dedup", "oracle"):
+    for policy in POLICIES:
         assert f" {policy} " in output
     assert "token estimate vs provider-reported input" in output
 
@@ -89,7 +93,8 @@ def test_it_writes_everything_per_trajectory_as_json(replayed):
     assert len(data["trajectories"]) == 4
     first = data["trajectories"][0]
     assert len(first["fingerprint"]) == 64
-    assert len(first["runs"]) == 2 * 6  # none, eager, mask-last-5, on_demand, eager-room-dedup, oracle
+    assert len(first["runs"]) == 2 * len(POLICIES)  # the table's, room dedup, the peers, oracle
+    assert {"masking-10", "anthropic-clear", "openhands-condenser", "auto-compact-codex"} <= set(POLICIES)
     run0 = first["runs"][0]
     assert len(run0["per_request"]["sent"]) == run0["requests"] > 0
     assert run0["cost"] == pytest.approx(run0["input_cost"] + run0["output_cost"], abs=0.02)
@@ -121,7 +126,7 @@ def test_compare_of_a_result_set_with_itself_has_no_observed_effect(replayed):
     output = run("compare", str(json_path), str(json_path), "--no-ledger")
     assert "thresholds:" in output
     assert (
-        "totals: 48 runs compared: 0 helped, 0 hurt, 48 no observed effect, 0 confounded" in output
+        f"totals: {RUNS} runs compared: 0 helped, 0 hurt, {RUNS} no observed effect, 0 confounded" in output
     )
 
 
@@ -130,7 +135,7 @@ def test_compare_with_other_prices_is_confounded(replayed, tmp_path):
     other = tmp_path / "b.json"
     run(str(FIXTURES), "--window", "32k,128k", "--price-output", "1", "--json", str(other))
     output = run("compare", str(json_path), str(other), "--no-ledger")
-    assert "0 helped, 0 hurt, 0 no observed effect, 48 confounded" in output
+    assert f"0 helped, 0 hurt, 0 no observed effect, {RUNS} confounded" in output
     assert "settings differ: cost" in output
 
 
@@ -143,7 +148,7 @@ def test_compare_on_a_database_never_migrated_says_so_without_a_traceback(replay
     done = subprocess.run([sys.executable, "manage.py", "replay", "compare", str(json_path), str(json_path)],
                           capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
     assert done.returncode == 1
-    assert "48 no observed effect" in done.stdout
+    assert f"{RUNS} no observed effect" in done.stdout
     assert "could not be stored in the eval ledger" in done.stderr and "manage.py migrate" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
 
@@ -176,6 +181,15 @@ def test_bad_options_fail_clearly_before_anything_is_written(tmp_path):
             str(tmp_path / "out.json"),
         )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_working_set_guard_can_be_set_and_is_recorded(tmp_path):
+    with pytest.raises(CommandError, match="must not be negative"):
+        run(str(FIXTURES), "--policy", "on_demand", "--optional-min-freed", "-1")
+    run(str(FIXTURES), "--policy", "on_demand", "--window", "16k", "--optional-min-freed", "0",
+        "--working-set-steps", "3", "--json", str(tmp_path / "g.json"))
+    gateway = json.loads((tmp_path / "g.json").read_text())["settings"]["gateway"]
+    assert (gateway["optional_min_freed"], gateway["working_set_steps"]) == (0, 3)
 
 
 def test_windows_read_k_and_m_suffixes():

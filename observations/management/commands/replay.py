@@ -104,11 +104,15 @@ class Command(BaseCommand):
                             help="compare: do not store the verdicts in the eval ledger (needs no database)")
         parser.add_argument("--min-cacheable", type=int,
                             help=f"requests below it are not cached (default {MIN_CACHEABLE_TOKENS:,})")
+        parser.add_argument("--working-set-steps", type=int,
+                            help="the gateway's working-set guard: steps a changed file stays guarded (0: off)")
+        parser.add_argument("--optional-min-freed", type=float,
+                            help="the least an optional fold frees, as a share of min_freed (0: off)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         out = options.get("stdout") or sys.stdout
         err = options.get("stderr") or sys.stderr
-        console = Console(file=out, width=None if _is_tty(out) else 320, highlight=False)
+        console = Console(file=out, width=None if _is_tty(out) else 400, highlight=False)
         paths: list[str] = options["paths"]
         if paths[0] == COMPARE:
             self._compare(paths[1:], console, ledger=not options["no_ledger"])
@@ -185,7 +189,9 @@ def replay_settings(options: dict[str, Any], windows: list[int]) -> ReplaySettin
         if options["min_cacheable"] is not None:
             overrides["min_cacheable"] = options["min_cacheable"]
         cost = replace(preset, **overrides)
-        settings = ReplaySettings(output_budget=options["output_budget"], cost=cost)
+        budget = tuple((field, options[field]) for field in ("working_set_steps", "optional_min_freed")
+                       if options.get(field) is not None)
+        settings = ReplaySettings(output_budget=options["output_budget"], cost=cost, budget=budget)
         for window in windows:
             settings.budget_for(window)
     except ValueError as exc:

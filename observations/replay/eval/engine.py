@@ -13,6 +13,7 @@ request only, after the gateway's messages, as the agent sent it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,41 +32,60 @@ from observations.gateway.tokens import (
 )
 from observations.gateway.turn import TurnDriver, Usage
 from observations.replay.eval.baselines import RoomDedup, render_legacy_receipt
+from observations.replay.eval.billing import Biller, appends
 from observations.replay.eval.cost import CostModel
 from observations.replay.eval.inputs import (
     observation_input,
     output_tokens,
     tool_schemas,
 )
+from observations.replay.eval.peers import PEERS, Item
 from observations.replay.eval.reads import ReadTracker
 from observations.replay.trajectory import Step, Trajectory
 
 # The comparison configurations: the deadlocking one (eager eviction with the room-wide
 # "already read" de-duplication), and on_demand without each piece that keeps sessions
-# going, to show what each is worth (opt-in with --policy): the ledger's short notes,
-# payload receipts, receipts that name `recall`, new segments. Each is a policy of the
-# table (policies.POLICIES) with some of its Serving switched.
+# going or its working set in front of the agent, to show what each is worth (opt-in
+# with --policy): the ledger's short notes, payload receipts, receipts that name
+# `recall`, new segments, the working-set guard (either half, or both). Each is a policy
+# of the table (policies.POLICIES) with some of its Serving or Budget fields switched.
 ROOM_DEDUP = "eager-room-dedup"
 NO_NOTES = "on_demand-no-notes"
 NO_PAYLOADS = "on_demand-no-payloads"
 LEGACY_RECEIPTS = "on_demand-legacy-receipts"
 NO_SEGMENTS = "on_demand-no-segments"
-_VARIANTS: dict[str, tuple[str, dict[str, Callable[[], Any]]]] = {
-    ROOM_DEDUP: ("eager", {"gate": RoomDedup}),
-    NO_NOTES: (ON_DEMAND, {"notes": lambda: False}),
-    NO_PAYLOADS: (ON_DEMAND, {"payload_receipts": lambda: False}),
-    LEGACY_RECEIPTS: (ON_DEMAND, {"receipt": lambda: render_legacy_receipt}),
-    NO_SEGMENTS: (ON_DEMAND, {"segments": lambda: False}),
+NO_GUARD = "on_demand-no-guard"
+NO_WORKING_SET = "on_demand-no-working-set"
+NO_LEAST_FOLD = "on_demand-no-least-fold"
+
+
+@dataclass(frozen=True, slots=True)
+class _Variant:
+    base: str
+    serving: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)
+
+
+_VARIANTS: dict[str, _Variant] = {
+    ROOM_DEDUP: _Variant("eager", {"gate": RoomDedup}),
+    NO_NOTES: _Variant(ON_DEMAND, {"notes": lambda: False}),
+    NO_PAYLOADS: _Variant(ON_DEMAND, {"payload_receipts": lambda: False}),
+    LEGACY_RECEIPTS: _Variant(ON_DEMAND, {"receipt": lambda: render_legacy_receipt}),
+    NO_SEGMENTS: _Variant(ON_DEMAND, {"segments": lambda: False}),
+    NO_GUARD: _Variant(ON_DEMAND, budget={"working_set_steps": 0, "optional_min_freed": 0.0}),
+    NO_WORKING_SET: _Variant(ON_DEMAND, budget={"working_set_steps": 0}),
+    NO_LEAST_FOLD: _Variant(ON_DEMAND, budget={"optional_min_freed": 0.0}),
 }
-# Every policy of the table, the deadlocking configuration, and "oracle" (oracle.py), the
-# hindsight limit every other policy is measured against.
-POLICIES = (*POLICY_TABLE, ROOM_DEDUP, "oracle")
-OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS)
+# Every policy of the table, the deadlocking configuration, what users would pick
+# instead (peers.py), and "oracle" (oracle.py), the hindsight limit every other policy
+# is measured against.
+POLICIES = (*POLICY_TABLE, ROOM_DEDUP, *PEERS, "oracle")
+OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS, NO_GUARD, NO_WORKING_SET, NO_LEAST_FOLD)
 
 
 def replayable() -> tuple[str, ...]:
     """Every name ``--policy`` takes: the table's rows as they stand, the comparisons."""
-    return (*POLICY_TABLE, ROOM_DEDUP, "oracle", *OPTIONAL_POLICIES)
+    return (*POLICIES, *OPTIONAL_POLICIES)
 
 
 DEFAULT_OUTPUT_BUDGET = 4_096
@@ -104,6 +124,11 @@ class RunResult:
     output_cost: float = 0.0
     rereads_after_eviction: int = 0
     denied_rereads: int = 0
+    # The fidelity proxy (reads.py): results taken out and needed again, their tokens,
+    # and the steps from leaving to being needed, summed.
+    needed: int = 0
+    needed_tokens: int = 0
+    needed_steps: int = 0
     failure: str | None = None  # why the gateway gave up (ContextTooLarge), if it did
     # Requests that opened a new segment (the first request after each reset), and per
     # reset the handoff's size in bytes (total and per section) and its prose request.
@@ -128,6 +153,12 @@ class RunResult:
     @property
     def requests(self) -> int:
         return len(self.sent)
+
+    def begin_step(self) -> None:
+        """The next recorded step's per-step figures, at nothing yet."""
+        self.step_costs.append(0.0)
+        self.step_blocked.append(False)
+        self.step_fold_costs.append(0.0)
 
     @property
     def failed(self) -> bool:
@@ -159,8 +190,9 @@ def new_context(trajectory: Trajectory, policy: str | Policy, budget: Budget, *,
     oracle's forced schedules) gets production's serving."""
     serving = None
     if isinstance(policy, str) and policy in _VARIANTS:
-        policy, switched = _VARIANTS[policy]
-        serving = replace(policy_row(policy).serving, **{name: make() for name, make in switched.items()})
+        variant = _VARIANTS[policy]
+        policy = variant.base
+        serving = replace(policy_row(policy).serving, **{name: make() for name, make in variant.serving.items()})
     return SessionContext(
         model=trajectory.model or trajectory.source,
         system_prompt=trajectory.system_prompt,
@@ -186,24 +218,26 @@ def replay(
     how long comparable sessions ran, for on_demand's fold economics. ``on_step`` is
     told each recorded step's index before its boundary."""
     name = policy if isinstance(policy, str) else policy.name
-    if isinstance(policy, str) and policy not in POLICY_TABLE and policy not in _VARIANTS:
+    if isinstance(policy, str) and policy not in POLICY_TABLE and policy not in _VARIANTS and policy not in PEERS:
         raise ValueError(f"unknown policy {policy!r}: use {', '.join(replayable())}")
     settings = settings or ReplaySettings()
+    if name in PEERS:
+        return _replay_peer(trajectory, name, window, settings, on_step)
     budget = settings.budget_for(window)
+    if name in _VARIANTS:
+        budget = replace(budget, **_VARIANTS[name].budget)
     result = RunResult(name, window, budget.trigger, budget.ceiling)
     economics = (settings.decide_with or settings.cost).economics
     ctx = new_context(trajectory, policy, budget, economics=economics, prior=prior)
     tracker = ReadTracker(ctx.observation)
     ctx.add_user(trajectory.task, kind="task")
-    bill = _Biller(result, settings.cost, ctx.transcript.header_tokens)
+    bill = Biller(result, settings.cost, ctx.transcript.header_tokens)
 
     tail: tuple[Message, ...] = ()  # a dropped format-error exchange, for one request
     for step in trajectory.steps:
         if on_step is not None:
             on_step(step.index)
-        result.step_costs.append(0.0)
-        result.step_blocked.append(False)
-        result.step_fold_costs.append(0.0)
+        result.begin_step()
         segment = ctx.segment
         sent_request = _send(ctx, step.index, result, bill, tail)
         if sent_request is None:
@@ -218,18 +252,63 @@ def replay(
             result.step_blocked[-1] = True
         bill.request(messages, tokens, output_tokens(step),
                      rewritten=boundary.fold is not None or ctx.segment != segment)
-        result.receipts.append(sum(1 for o in ctx.observations if not tracker.text_in_context(o)))
+        result.receipts.append(tracker.standing(ctx.observations, step.index))
         if step.reported_input_tokens is not None:
             result.estimates.append((sent, step.reported_input_tokens))
 
         tail = _add_step(ctx, step, tracker)
 
+    return _judged(result, tracker)
+
+
+def _judged(result: RunResult, tracker: ReadTracker) -> RunResult:
     result.rereads_after_eviction = tracker.rereads_after_eviction
     result.denied_rereads = tracker.denied_rereads
+    result.needed = len(tracker.needs)
+    result.needed_tokens = sum(need.tokens for need in tracker.needs.values())
+    result.needed_steps = sum(need.steps_after for need in tracker.needs.values())
     return result
 
 
-def _send(ctx: SessionContext, index: int, result: RunResult, bill: _Biller,
+def _replay_peer(trajectory: Trajectory, name: str, window: int, settings: ReplaySettings,
+                 on_step: Callable[[int], None] | None) -> RunResult:
+    """A peer (peers.py) is handed the client's whole history, what ``none`` sends, at
+    every request, and bills what it makes of it, its own summary calls included."""
+    budget = settings.budget_for(window)
+    result = RunResult(name, window, budget.trigger, budget.ceiling)
+    peer = PEERS[name](budget)
+    ctx = new_context(trajectory, "none", budget)
+    tracker = ReadTracker(ctx.observation, gone=peer.gone)
+    ctx.add_user(trajectory.task, kind="task")
+    bill = Biller(result, settings.cost, ctx.transcript.header_tokens)
+    tail: tuple[Message, ...] = ()
+    kept: tuple[Message, ...] = ()
+    for step in trajectory.steps:
+        if on_step is not None:
+            on_step(step.index)
+        result.begin_step()
+        _, messages, tokens, _ = _send(ctx, step.index, result, bill, tail)  # type: ignore[misc]
+        entries = ctx.transcript.entries
+        history = [Item(message, tokens[index], entries[index].observation if index < len(entries) else None)
+                   for index, message in enumerate(messages)]
+        view, summary = peer.request(history, bill.header)
+        if summary is not None:
+            bill.request(summary.messages, list(summary.tokens), summary.output_tokens, side=True,
+                         header=summary.own_header)
+        sent = tuple(item.message for item in view)
+        # A dropped format-error exchange (the tail) leaves after one request in every
+        # policy: only what the peer changed before it makes a rewritten request.
+        rewritten = not appends(kept, sent)
+        kept = sent[: len(sent) - len(tail)]
+        if rewritten:
+            result.folds.append(result.requests)
+        bill.request(sent, [item.tokens for item in view], output_tokens(step), rewritten=rewritten)
+        result.receipts.append(tracker.standing(ctx.observations, step.index))
+        tail = _add_step(ctx, step, tracker)
+    return _judged(result, tracker)
+
+
+def _send(ctx: SessionContext, index: int, result: RunResult, bill: Biller,
           tail: tuple[Message, ...]) -> tuple[Boundary, tuple[Message, ...], list[int], int] | None:
     """The step's request as the live hub makes it (observations/gateway/turn.py), in a
     new segment if the context asks for one, with its messages, their sizes and what the
@@ -260,6 +339,7 @@ def _add_step(ctx: SessionContext, step: Step, tracker: ReadTracker) -> tuple[Me
     # A call written in the assistant text is sent (and counted) with the text;
     # only native calls carry their arguments in the request.
     calls = tuple(ToolCall(e.call_id, e.tool, {} if e.call_in_text else e.arguments) for e in step.events)
+    tracker.action("\n".join([step.assistant_text, *(_argument_text(call.arguments) for call in calls)]))
     ctx.add_assistant(step.assistant_text, calls)
     for event in step.events:
         rereads = tracker.before_result(event.accesses)
@@ -270,40 +350,7 @@ def _add_step(ctx: SessionContext, step: Step, tracker: ReadTracker) -> tuple[Me
     return ()
 
 
-class _Biller:
-    """Bills each request sent, against the one sent before it (prefix caching)."""
-
-    def __init__(self, result: RunResult, cost: CostModel, header: int) -> None:
-        self.result, self.cost, self.header = result, cost, header
-        self.previous: tuple[Message, ...] = ()
-        self.previous_sent = 0
-
-    def request(self, messages: tuple[Message, ...], tokens: list[int], output: int, *,
-                rewritten: bool = False) -> None:
-        """``rewritten``: a fold request or a new segment's first request, which the
-        strict accounting charges as a cache write whole."""
-        result = self.result
-        sent = self.header + sum(tokens)
-        shared = _shared_prefix_tokens(self.previous, messages, tokens, self.header)
-        billed = self.cost.split(sent, shared, self.previous_sent)
-        strict = self.cost.split(sent, 0, self.previous_sent) if rewritten else billed
-        result.sent.append(sent)
-        result.cache_read.append(billed.cache_read)
-        result.cache_write.append(billed.cache_write)
-        result.uncached.append(billed.uncached)
-        result.input_cost += self.cost.input_cost(billed)
-        result.input_cost_full_write += self.cost.input_cost(strict)
-        result.cache_read_full_write += strict.cache_read
-        result.output_tokens += output
-        result.output_cost += self.cost.output * output
-        result.step_costs[-1] += self.cost.input_cost(strict) + self.cost.output * output
-        whole = self.cost.split(sent, 0, self.previous_sent)
-        result.step_fold_costs[-1] += self.cost.input_cost(whole) + self.cost.output * output
-        result.step_blocked[-1] = result.step_blocked[-1] or sent > result.ceiling
-        self.previous, self.previous_sent = messages, sent
-
-
-def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: _Biller) -> None:
+def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: Biller) -> None:
     """What a live session does at a reset: one prose request (billed like any other,
     its answer a stand-in of realistic size: see segments.stand_in_prose), then the
     handoff opens the next segment."""
@@ -324,20 +371,6 @@ def _new_segment(ctx: SessionContext, reason: str, result: RunResult, bill: _Bil
                             "sections": record.handoff_sizes, "reason": reason})
 
 
-def _shared_prefix_tokens(
-    previous: tuple[Message, ...], current: tuple[Message, ...], tokens: list[int], header: int
-) -> int:
-    """Tokens of the leading part of ``current`` identical to ``previous`` (system and
-    tools included). Within an epoch the gateway reuses its rendered messages, so
-    identity settles almost every comparison."""
-    if not previous:
-        return 0
-    shared = header
-    for index, message in enumerate(current):
-        if index >= len(previous):
-            break
-        other = previous[index]
-        if message is not other and message != other:
-            break
-        shared += tokens[index]
-    return shared
+def _argument_text(arguments: dict[str, Any]) -> str:
+    """A call's argument values as the agent wrote them (an edit's old text, a command)."""
+    return "\n".join(value if isinstance(value, str) else json.dumps(value) for value in arguments.values())

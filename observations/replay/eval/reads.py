@@ -8,11 +8,17 @@ receipt or stub at that moment, while no earlier read still in the request cover
 range. It is a *denied re-read* when the policy's answer to it is again not the text
 (the room-wide "already read" rule, or a note pointing at text that is gone): the
 loop an agent cannot get out of.
+
+The fidelity proxy counts what a policy took out that the recorded agent needed again
+afterwards: a result whose range it read again (unchanged), the newest read of a path
+it then wrote or edited, or a result a line of which (40 characters or more) a later
+action quotes while no result in the request holds that line. Each result counts once,
+with its tokens and how many steps after it left the request it was needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from observations.gateway.transcript import Observation, ObsState
@@ -24,6 +30,22 @@ class _Read:
     access: FileAccess
     observation: Observation
     version: int  # how many writes/edits of the path had been recorded before it
+
+
+# A quoted line shorter than this is too likely to be common code ("return None").
+QUOTE_MIN_CHARS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """A result needed again after it left the request."""
+
+    tokens: int
+    steps_after: int
+
+
+def _quotable(text: str) -> set[str]:
+    return {line for raw in text.splitlines() if len(line := raw.strip()) >= QUOTE_MIN_CHARS}
 
 
 def covers(outer: FileAccess, inner: FileAccess) -> bool:
@@ -50,16 +72,49 @@ def covers(outer: FileAccess, inner: FileAccess) -> bool:
 class ReadTracker:
     """Feed it every tool event of one replayed run, in order."""
 
-    def __init__(self, observation: Callable[[int], Observation | None]) -> None:
+    def __init__(self, observation: Callable[[int], Observation | None],
+                 gone: Callable[[Observation], bool] = lambda obs: False) -> None:
         # The session's lookup by obs_id (None once a segment ended), to follow notes.
         self._observation = observation
+        # A peer's own say on what its latest request lacks (peers.py).
+        self._gone = gone
         self._reads: dict[str, list[_Read]] = {}
         self._versions: dict[str, int] = {}
         self.rereads_after_eviction = 0
         self.denied_rereads = 0
+        self.needs: dict[int, Need] = {}  # obs_id -> its first need after leaving
+        self._out_since: dict[int, int] = {}  # obs_id -> the step it left the request
+        self._step = 0
+        self._lines: dict[str, list[Observation]] = {}  # quotable line -> results holding it
+
+    def standing(self, observations: Iterable[Observation], step: int) -> int:
+        """After a request: how many results it lacks, noting when each left."""
+        self._step = step
+        out = 0
+        for obs in observations:
+            if self.text_in_context(obs):
+                self._out_since.pop(obs.obs_id, None)
+            else:
+                out += 1
+                self._out_since.setdefault(obs.obs_id, step)
+        return out
+
+    def action(self, text: str) -> None:
+        """The agent's next action (its text and call arguments): lines it quotes from
+        results no longer in the request."""
+        for line in _quotable(text):
+            holders = self._lines.get(line, ())
+            if holders and not any(self.text_in_context(obs) for obs in holders):
+                for obs in holders:
+                    self._needed(obs)
+
+    def _needed(self, obs: Observation) -> None:
+        left = self._out_since.get(obs.obs_id)
+        if left is not None and obs.obs_id not in self.needs and not self.text_in_context(obs):
+            self.needs[obs.obs_id] = Need(obs.source.tokens, self._step - left)
 
     def text_in_context(self, obs: Observation | None) -> bool:
-        if obs is None or obs.denied or obs.state in (ObsState.RECEIPTED, ObsState.ARCHIVED):
+        if obs is None or obs.denied or obs.state in (ObsState.RECEIPTED, ObsState.ARCHIVED) or self._gone(obs):
             return False
         if obs.alias_of is not None:
             return self.text_in_context(self._observation(obs.alias_of))
@@ -71,7 +126,16 @@ class ReadTracker:
         for access in accesses:
             if access.kind in ("write", "edit"):
                 self._versions[access.path] = self._versions.get(access.path, 0) + 1
-        return [a for a in accesses if a.kind == "read" and self._evicted_earlier(a)]
+                if self._reads.get(access.path):
+                    self._needed(self._reads[access.path][-1].observation)
+        rereads = []
+        for access in accesses:
+            evicted = self._evicted_earlier(access) if access.kind == "read" else []
+            for obs in evicted:
+                self._needed(obs)
+            if evicted:
+                rereads.append(access)
+        return rereads
 
     def after_result(
         self, accesses: tuple[FileAccess, ...], rereads: list[FileAccess], obs: Observation
@@ -84,10 +148,13 @@ class ReadTracker:
             if access.kind == "read":
                 version = self._versions.get(access.path, 0)
                 self._reads.setdefault(access.path, []).append(_Read(access, obs, version))
+        for line in _quotable(obs.source.text):
+            self._lines.setdefault(line, []).append(obs)
 
-    def _evicted_earlier(self, access: FileAccess) -> bool:
+    def _evicted_earlier(self, access: FileAccess) -> list[Observation]:
+        """The earlier reads of this range the request lacks, unless one it holds covers it."""
         version = self._versions.get(access.path, 0)
-        evicted = False
+        evicted: list[Observation] = []
         for earlier in self._reads.get(access.path, ()):
             unchanged = earlier.version == version or (
                 access.content_hash is not None
@@ -97,7 +164,7 @@ class ReadTracker:
                 continue
             if self.text_in_context(earlier.observation):
                 if covers(earlier.access, access):
-                    return False
+                    return []
             else:
-                evicted = True
+                evicted.append(earlier.observation)
         return evicted

@@ -28,6 +28,9 @@ COLUMNS = (
     ("receipts", "right"),
     ("re-reads after eviction", "right"),
     ("denied re-reads", "right"),
+    ("needed again", "right"),
+    ("their tokens", "right"),
+    ("steps after leaving", "right"),
     ("over ceiling", "right"),
 )
 
@@ -65,6 +68,7 @@ def summary_table(rows: list[SummaryRow], title: str) -> Table:
             f"{row.receipts:,}",
             f"{row.rereads_after_eviction:,}",
             Text(f"{row.denied_rereads:,}", style="bold red" if row.denied_rereads else ""),
+            *_fidelity(row),
             Text(f"{row.over_ceiling:,}", style="red" if row.over_ceiling else ""),
         )
     return table
@@ -140,6 +144,14 @@ def notes(results: ResultSet) -> list[str]:
     return lines
 
 
+def _fidelity(row: SummaryRow) -> tuple[str, str, str]:
+    """Needed again: how many results, their tokens, the mean steps after they left."""
+    if row.needed is None:
+        return "—", "—", "—"
+    steps = row.needed_steps_mean
+    return f"{row.needed:,}", f"{row.needed_tokens or 0:,}", "—" if steps is None else f"{steps:.1f}"
+
+
 def _share(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
@@ -162,7 +174,8 @@ def _cheapest_by_window(rows: list[SummaryRow]) -> dict[int, str]:
 
 MARKDOWN_COLUMNS = ("window", "policy", "runs", "stopped", "cost ×none", "fold reads start", "input ×none",
                     "input, fold reads start", "cache-read", "folds", "payload receipts", "segments",
-                    "re-reads after eviction", "denied re-reads", "over ceiling")
+                    "re-reads after eviction", "denied re-reads", "needed again", "their tokens",
+                    "steps after leaving", "over ceiling")
 
 
 def markdown(results: ResultSet) -> str:
@@ -178,6 +191,6 @@ def markdown(results: ResultSet) -> str:
                      _ratio(row.cost_ratio), _ratio(row.input_ratio_full_write), _ratio(row.input_ratio),
                      _share(row.cache_read_share_full_write), f"{row.folds:,}", f"{row.payload_receipts:,}",
                      f"{row.segments:,}", f"{row.rereads_after_eviction:,}", f"{row.denied_rereads:,}",
-                     f"{row.over_ceiling:,}")
+                     *_fidelity(row), f"{row.over_ceiling:,}")
             out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out) + "\n"

@@ -59,6 +59,10 @@ class RunTotals:
     # The strict accounting: fold requests (and a new segment's first) written whole.
     input_cost_full_write: float | None = None  # None: a results file from before it was kept
     cache_read_full_write: int | None = None
+    # The fidelity proxy (reads.py); None: a results file from before it was kept.
+    needed: int | None = None
+    needed_tokens: int | None = None
+    needed_steps: int | None = None
 
     @property
     def cost_full_write(self) -> float | None:
@@ -96,6 +100,9 @@ class RunTotals:
             handoff_bytes=tuple(h["bytes"] for h in run.handoffs),
             input_cost_full_write=round(run.input_cost_full_write, 2),
             cache_read_full_write=run.cache_read_full_write,
+            needed=run.needed,
+            needed_tokens=run.needed_tokens,
+            needed_steps=run.needed_steps,
         )
 
 

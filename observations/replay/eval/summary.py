@@ -39,6 +39,14 @@ class SummaryRow:
     cost_ratio_full_write: float | None  # fold requests written to the cache whole
     input_ratio: float | None  # the same two, input only (output left out)
     input_ratio_full_write: float | None
+    # The fidelity proxy (reads.py): results taken out and needed again.
+    needed: int | None = None
+    needed_tokens: int | None = None
+    needed_steps: int | None = None
+
+    @property
+    def needed_steps_mean(self) -> float | None:
+        return None if not self.needed or self.needed_steps is None else self.needed_steps / self.needed
 
     @property
     def cache_read_share(self) -> float:
@@ -87,6 +95,9 @@ def summarize(results: ResultSet, *, source: str | None = None) -> list[SummaryR
                     cost_ratio_full_write=_ratio(_total_or_none(runs, "cost_full_write"), base_cost),
                     input_ratio=_ratio(sum(r.input_cost for r in runs), base_input),
                     input_ratio_full_write=_ratio(_total_or_none(runs, "input_cost_full_write"), base_input),
+                    needed=_total_or_none(runs, "needed"),
+                    needed_tokens=_total_or_none(runs, "needed_tokens"),
+                    needed_steps=_total_or_none(runs, "needed_steps"),
                 )
             )
     return rows
