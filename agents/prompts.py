@@ -22,7 +22,7 @@ Work only through the tools. Paths are relative to the repository root of your o
 - Earlier tool results and large bodies you wrote in tool calls may be replaced by a receipt once
   carrying them in every request costs more than folding them away, often long before the context
   fills up. Your last two turns, what they asked for, and the current text of files you changed
-  recently stay. A receipt means the text is no longer in front of you; recall("<ref>") with the
+  recently stay unless the window is nearly full. A receipt means the text is no longer in front of you; recall("<ref>") with the
   ref it shows returns the exact text (reading a file again returns its current text).
 - When even that is not enough, a new segment starts with a handoff: the task, your coordinates,
   people's decisions word for word, what was verified, progress and next step. history_search

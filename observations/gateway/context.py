@@ -190,7 +190,7 @@ class SessionContext:
             self._serve_read(obs, source.read)
         self.observations.append(obs)
         self.transcript.append(Entry("tool_result", step=self.step, observation=obs, tool_name=source.tool))
-        self.notes.result(source, self.step)
+        self.notes.result(source, self.step, obs.obs_id)
         return obs
 
     def _serve_read(self, obs: Observation, rng: FileRange) -> None:
@@ -327,7 +327,7 @@ class SessionContext:
             )
             self.payloads.append(payload)
             self.transcript.payloads_by_entry.setdefault(index, []).append(payload)
-            self.notes.body(spec, self.step)
+            self.notes.body(spec, self.step, payload.pid)
 
     # ----------------------------------------------------------------- rendering
     def served_text(self, obs: Observation) -> str:

@@ -78,6 +78,11 @@ class FileNote:
     symbols: list[str] = field(default_factory=list)
     last_step: int = 0
     last_written: int = -1  # the step of the last write
+    # The working set's index (view.PolicyView.working_set): the obs_id of the file's
+    # newest read, and the pids of the bodies written to it since (a whole new body
+    # supersedes the ones before it).
+    newest_read: int = -1
+    bodies: list[int] = field(default_factory=list)
 
     def note_read(self, rng: str, symbols: list[str], step: int) -> None:
         if rng and rng not in self.ranges:

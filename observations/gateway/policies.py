@@ -79,7 +79,8 @@ class OnDemand:
       free has reached what the fold costs (``TIMELY_SHARE``). That is the
       economic-order rule; folding sooner makes many small folds, each rewriting the
       kept part, folding later carries dead weight in every request.
-    Above the trigger (80%) the first condition alone makes a fold due. A due fold
+    Above the trigger (80%) the first condition alone makes a fold due (with the least
+    fold of the guard below). A due fold
     evicts every consumed result and payload except those still in use
     (``ctx.is_hot``): what the agent wrote in its last two turns and the results they
     asked for, unless superseded since (a read of a file written later, the output
@@ -115,26 +116,20 @@ class OnDemand:
 
     def _due(self, ctx: PolicyView, projection: int) -> tuple[list[Evictable], FoldReason | None, str]:
         ratio = ctx.calibration.ratio
-        # Sums kept as the session goes: no walk over a long session's candidates
-        # unless a fold may really be due (the working set only ever frees less).
-        freed = round((ctx.evictable_gain() - ctx.hot_gain()) * ratio)
+        # Sums kept as the session goes, and the working set looked up per file: no
+        # walk over a long session's candidates unless a fold is really due.
+        working = ctx.working_set()
+        guarded = working.gain if working is not None else 0
+        freed = round((ctx.evictable_gain() - ctx.hot_gain() - guarded) * ratio)
         if freed <= 0:
-            return [], None, "nothing to fold"
+            return [], None, "nothing to fold" + (" outside the working set" if guarded else "")
         waiting = self._waiting(ctx, projection, freed)
         if waiting:
             return [], None, waiting
-        # The working-set guard: what the agent still works on stays, and an optional
-        # fold that frees less than the least a fold should is not worth its cost.
-        working = ctx.working_set()
         chosen = [item for item in ctx.eviction_candidates()
-                  if not ctx.is_hot(item) and not (working is not None and working(item))]
-        if working is not None:
-            freed = round(sum(item.gain for item in chosen) * ratio)
-            waiting = self._waiting(ctx, projection, freed)
-            if waiting:
-                return [], None, waiting
+                  if not ctx.is_hot(item) and not (working is not None and working.holds(item))]
         if not chosen:
-            return [], None, "nothing to fold outside the working set"
+            return [], None, "nothing to fold"
         above = projection > ctx.budget.trigger
         ahead = ctx.remaining_requests()
         return chosen, FoldReason.TRIGGER if above else FoldReason.COST, f"frees {freed:,} for ~{ahead:.0f} requests"

@@ -3,7 +3,8 @@ choose; SessionContext applies their choice as one fold (folds.apply_fold)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from observations.gateway.budget import Budget, Calibration
@@ -14,6 +15,16 @@ from observations.gateway.transcript import Observation, ObsState
 
 if TYPE_CHECKING:
     from observations.gateway.context import SessionContext
+
+
+@dataclass(frozen=True, slots=True)
+class WorkingSet:
+    results: set[int]  # obs_ids
+    bodies: set[int]  # payload pids
+    gain: int  # what an optional fold would otherwise free of it
+
+    def holds(self, item: Evictable) -> bool:
+        return item.pid in self.bodies if isinstance(item, Payload) else item.obs_id in self.results
 
 
 class PolicyView:
@@ -86,34 +97,26 @@ class PolicyView:
         return not any(o.step > item.step and o.source.tool == src.tool and o.source.arguments == src.arguments
                        for o in ctx.observations[-8:])
 
-    def working_set(self) -> Callable[[Evictable], bool] | None:
-        """Whether an item is the current text of a file the agent changed and still
-        works on (touched within ``budget.working_set_steps`` steps): the file's newest
-        read, and the bodies written to it since. Older reads and bodies of it are
-        superseded and may go. None when it holds nothing. Computed when a fold is
-        considered, not at every step."""
+    def working_set(self) -> WorkingSet | None:
+        """The current text of the files the agent changed and still works on (touched
+        within ``budget.working_set_steps`` steps): each file's newest read and the
+        bodies written to it since (worknotes keeps them per file; a whole new body
+        supersedes the ones before it). None when it holds nothing. Looked up per file,
+        not by walking the session."""
         ctx = self._ctx
         steps = ctx.budget.working_set_steps
-        paths = {path for path, note in ctx.notes.files.items()
-                 if steps and note.written and ctx.step - note.last_step < steps}
-        if not paths:
+        notes = [note for note in ctx.notes.files.values()
+                 if steps and note.written and ctx.step - note.last_step < steps]
+        if not notes:
             return None
-        newest_read: dict[str, Observation] = {}
-        for obs in reversed(ctx.observations):
-            rng = obs.source.read
-            if rng is not None and rng.path in paths and rng.path not in newest_read:
-                newest_read[rng.path] = obs
-                if len(newest_read) == len(paths):
-                    break
-
-        def current(item: Evictable) -> bool:
-            if isinstance(item, Payload):
-                read = newest_read.get(item.spec.path)
-                return item.spec.path in paths and (read is None or item.step >= read.step)
-            rng = item.source.read
-            return rng is not None and newest_read.get(rng.path) is item
-
-        return current
+        results = {note.newest_read for note in notes if note.newest_read >= 0}
+        bodies = {pid for note in notes for pid in note.bodies}
+        items: list[Evictable] = [obs for obs_id in results if (obs := ctx.observation(obs_id)) is not None]
+        items += [ctx.payloads[pid - ctx.payload_base] for pid in bodies
+                  if 0 <= pid - ctx.payload_base < len(ctx.payloads)]
+        # What a fold would otherwise free of it: consumed, worth a receipt, not hot.
+        gain = sum(item.gain for item in items if item.state is ObsState.CONSUMED and item.gain and not self.is_hot(item))
+        return WorkingSet(results, bodies, gain)
 
     def hot_gain(self) -> int:
         """What the candidates still in use (``is_hot``) would free; they are among the

@@ -9,6 +9,8 @@ from observations.gateway.payloads import PayloadSpec
 from observations.gateway.transcript import ObservationInput
 
 MAX_CHECKS = 8  # verification lines a handoff can show
+# A payload that is a file's whole new text (payloads._describe_key, a heredoc's body).
+WHOLE_BODIES = frozenset({"file body", "heredoc body"})
 
 
 class WorkNotes:
@@ -27,12 +29,14 @@ class WorkNotes:
         """A verification line (the room's check, a test command) for the next handoff."""
         self.checks = (self.checks + [line])[-MAX_CHECKS:]
 
-    def result(self, source: ObservationInput, step: int) -> None:
+    def result(self, source: ObservationInput, step: int, obs_id: int = -1) -> None:
         """A tool result: the range it read, the files it wrote, the check it ran."""
         if source.read is not None and not source.read.path.startswith("recall:"):
             rng = source.read  # a recalled text is not a file of the worktree
             lines = "" if rng.start is None and rng.end is None else f"{rng.start or 1}-{rng.end or 'end'}"
-            self.file(rng.path).note_read(lines, symbols_in(source.text), step)
+            note = self.file(rng.path)
+            note.note_read(lines, symbols_in(source.text), step)
+            note.newest_read, note.bodies = obs_id, []
         for path in source.written:
             self.file(path).note_write([], step)
         if source.exit_code is not None:
@@ -46,10 +50,12 @@ class WorkNotes:
             self.file(path).note_write([], step)
         self.touched.update(paths)
 
-    def body(self, spec: PayloadSpec, step: int) -> None:
+    def body(self, spec: PayloadSpec, step: int, pid: int = -1) -> None:
         """A body the agent wrote for a file (a payload with a path)."""
         if spec.path:
-            self.file(spec.path).note_write(symbols_in(spec.text), step)
+            note = self.file(spec.path)
+            note.note_write(symbols_in(spec.text), step)
+            note.bodies = [pid] if spec.what in WHOLE_BODIES else [*note.bodies, pid]
 
 
 def _one_line(text: str, limit: int = 120) -> str:

@@ -84,3 +84,17 @@ def test_with_the_guard_off_the_files_current_text_folds_like_anything_else():
         ctx.prepare()
         read(ctx, f"f{n}.py", n)
     assert first.state is ObsState.RECEIPTED and ctx.payloads[0].state is ObsState.RECEIPTED
+
+
+def test_a_whole_new_body_supersedes_the_bodies_written_before_it():
+    ctx = guarded_context(optional_min_freed=0)
+    bodies = []
+    for n, content in enumerate((BODY, BODY.replace("respond", "answer"))):
+        ctx.prepare()
+        ctx.add_assistant("writing", (call(f"w{n}", "write_file", path="src/new.py", content=content),))
+        ctx.add_tool_result(replace(shell_input(f"w{n}", "write_file", "ok"), written=("src/new.py",)))
+        bodies.append(ctx.payloads[-1])
+    for n in range(4):
+        ctx.prepare()
+        read(ctx, f"f{n}.py", n)
+    assert bodies[0].state is ObsState.RECEIPTED and bodies[1].state is ObsState.CONSUMED

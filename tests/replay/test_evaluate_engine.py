@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from observations.gateway.receipts import render_receipt
 from observations.gateway.tokens import estimate_tokens
 from observations.gateway.transcript import Observation
 from observations.replay.eval.calibration import estimator_error, percentile
+from observations.replay.eval.cost import PRICES
 from observations.replay.eval.engine import (
     NO_SEGMENTS,
     ReplaySettings,
@@ -21,8 +23,11 @@ from observations.replay.eval.engine import (
 from observations.replay.eval.results import ResultSet
 from observations.replay.eval.runner import replay_all, with_baseline
 from observations.replay.eval.summary import summarize
+from observations.replay.load import load_trajectories
 from observations.replay.trajectory import Step, ToolEvent
 from tests.replay.test_evaluate_factories import file_text, read_event, shell_event, trajectory
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def huge_output_run():
@@ -186,3 +191,32 @@ def test_a_result_that_read_no_file_is_named_by_its_call_as_the_gateway_endpoint
     assert read.purpose == "read src/app.py lines 1-1"
     long = observation_input(shell_event("c3", "echo " + "y" * 500, "y"))
     assert long.purpose.endswith("…") and len(long.purpose) == len("bash ") + 200
+
+
+# The folds on_demand made before the working-set guard (commit 2dee117), per fixture,
+# window and prices: with the guard off it must decide exactly as it did.
+BEFORE_THE_GUARD = {
+    "astropy__astropy-13033": {(8000, "anthropic"): [2, 11, 14], (8000, "openai"): [2, 11, 14],
+                               (8000, "uncached"): [2, 10, 11, 14], (16000, "anthropic"): [11],
+                               (16000, "openai"): [11], (16000, "uncached"): [3, 7, 8, 9, 11],
+                               (32000, "anthropic"): [], (32000, "openai"): [11], (32000, "uncached"): [3, 7, 8, 9, 11]},
+    "astropy__astropy-7606": {(8000, "anthropic"): [], (8000, "openai"): [], (8000, "uncached"): [4, 6],
+                              (16000, "anthropic"): [], (16000, "openai"): [3], (16000, "uncached"): [3, 5],
+                              (32000, "anthropic"): [], (32000, "openai"): [3], (32000, "uncached"): [3, 5]},
+    "django__django-13109": {(8000, "anthropic"): [5, 6, 9], (8000, "openai"): [5, 6, 9],
+                             (8000, "uncached"): [5, 6, 9, 11], (16000, "anthropic"): [9], (16000, "openai"): [6],
+                             (16000, "uncached"): [3, 4, 5, 6, 8, 10], (32000, "anthropic"): [9],
+                             (32000, "openai"): [6], (32000, "uncached"): [3, 4, 5, 6, 8, 10]},
+    "ponylang__ponyc-4593": {(8000, "anthropic"): [], (8000, "openai"): [], (8000, "uncached"): [],
+                             (16000, "anthropic"): [], (16000, "openai"): [], (16000, "uncached"): [15],
+                             (32000, "anthropic"): [], (32000, "openai"): [], (32000, "uncached"): [15]},
+}
+
+
+def test_without_the_working_set_guard_on_demand_folds_where_it_did_before_it():
+    trajectories = {t.trajectory_id: t for t in load_trajectories([FIXTURES]).trajectories}
+    assert set(trajectories) == set(BEFORE_THE_GUARD)
+    for trajectory_id, expected in BEFORE_THE_GUARD.items():
+        for (window, prices), folds in expected.items():
+            run = replay(trajectories[trajectory_id], "on_demand-no-guard", window, ReplaySettings(cost=PRICES[prices]))
+            assert run.folds == folds, (trajectory_id, window, prices)

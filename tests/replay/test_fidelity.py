@@ -52,3 +52,13 @@ def test_a_quoted_line_needs_the_result_only_when_no_result_in_the_request_holds
     assert replay(trajectory([], steps=config_then_others(quoting)), "none", BIG).needed == 0
     short = Step(index=7, assistant_text=f"THOUGHT: {line[:30]}")
     assert replay(trajectory([], steps=config_then_others(short)), "mask-last-5", BIG).needed == 0
+
+
+def test_a_line_held_by_several_results_taken_out_counts_one_need():
+    line = CONFIG.splitlines()[41]
+    twice = [read_event("c0", "src/config.py", CONFIG), read_event("c1", "src/config.py", CONFIG)]
+    twice += [read_event(f"o{n}", f"src/other{n}.py", file_text(f"src/other{n}.py", 120)) for n in range(6)]
+    steps = [Step(index=n, assistant_text=f"THOUGHT: step {n}", events=(e,)) for n, e in enumerate(twice)]
+    steps.append(Step(index=8, assistant_text=f"THOUGHT: here:\n{line}\n"))
+    run = replay(trajectory([], steps=steps), "mask-last-5", BIG)
+    assert run.needed == 1

@@ -17,6 +17,7 @@ from observations.replay.eval.peers import (
     Item,
     SummarizingCondenser,
 )
+from observations.replay.trajectory import Step
 from tests.replay.test_evaluate_factories import file_text, read_event, trajectory
 
 
@@ -128,3 +129,48 @@ def test_every_peer_replays_and_bills_its_summaries_as_requests(name):
     assert sum(run.sent) < sum(base.sent)
     # Strict accounting: the request after a peer changed the history is written whole.
     assert run.input_cost_full_write > run.input_cost
+
+
+def calls_answered(view: list[Item]) -> bool:
+    """Every tool result in the request follows the assistant message that called it."""
+    called: set[str] = set()
+    for item in view:
+        called |= {c.id for c in item.message.tool_calls}
+        if item.message.role == "tool" and item.message.tool_call_id not in called:
+            return False
+    return True
+
+
+def test_a_compaction_on_a_step_with_a_dropped_exchange_keeps_every_later_message(monkeypatch):
+    events = [read_event(f"r{n}", f"src/f{n}.py", file_text(f"src/f{n}.py", 60)) for n in range(12)]
+    steps = [Step(index=n, assistant_text=f"THOUGHT: step {n}", events=(e,)) for n, e in enumerate(events)]
+    # Step 6 is a format error the agent drops: it rides along with step 7's request only.
+    steps[6] = Step(index=6, assistant_text="no action here", notice="Please give one action.", kept_in_history=False)
+    sizes = replay(trajectory([], steps=steps), "none", 8_000).sent
+    for compact_at in range(5, 10):  # the dropped exchange rides with request 7
+        compact = AutoCompact("c", threshold=sizes[compact_at] - 1, summary_tokens=200, prompt_tokens=50)
+        seen = []
+
+        def request(history, header, compact=compact, seen=seen):
+            view, summary = AutoCompact.request(compact, history, header)
+            seen.append((list(history), view))
+            return view, summary
+
+        monkeypatch.setattr(compact, "request", request)
+        monkeypatch.setitem(PEERS, "auto-compact-codex", lambda budget, compact=compact: compact)
+        run = replay(trajectory([], steps=steps), "auto-compact-codex", 8_000)
+        assert not run.failed and run.folds
+        assert all("no action here" not in [i.message.text for i in history] for history, _ in seen)
+        assert all(calls_answered(view) for _, view in seen)
+
+
+def test_the_condensers_head_never_ends_between_a_call_and_its_results():
+    items = [Item(Message("user", "Fix it."), 10), turn(0, calls=2),
+             result(100, file_text("a.py", 30)), result(101, file_text("b.py", 30))]
+    for n in range(1, 12):
+        items += [turn(n), result(n, file_text(f"src/f{n}.py", 40))]
+    peer = SummarizingCondenser("openhands-condenser", max_size=20, keep_first=4)
+    view, summary = peer.request(items, 0)
+    assert summary is not None
+    assert view[:4] == items[:4] and view[4].message.text.startswith("[summary")
+    assert not peer.gone(items[3].observation)

@@ -291,7 +291,10 @@ def _replay_peer(trajectory: Trajectory, name: str, window: int, settings: Repla
         entries = ctx.transcript.entries
         history = [Item(message, tokens[index], entries[index].observation if index < len(entries) else None)
                    for index, message in enumerate(messages)]
-        view, summary = peer.request(history, bill.header)
+        # The peer sees the history the agent keeps; a dropped exchange rides after it once.
+        kept_history = len(history) - len(tail)
+        view, summary = peer.request(history[:kept_history], bill.header)
+        view = [*view, *history[kept_history:]]
         if summary is not None:
             bill.request(summary.messages, list(summary.tokens), summary.output_tokens, side=True,
                          header=summary.own_header)

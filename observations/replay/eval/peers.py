@@ -172,6 +172,10 @@ class SummarizingCondenser(_Summarizing):
         view = self._view(history)
         if 1 + sum(i.events for i in view) <= self.max_size:
             return view, None
+        if self._state is None:
+            # The head never ends between a call and its results.
+            while self.head < len(history) and history[self.head].message.role == "tool":
+                self.head += 1
         keep = self.max_size // 2 - self.keep_first - 1
         upto = len(history)
         while upto > self.head and sum(i.events for i in history[upto - 1:]) <= keep:

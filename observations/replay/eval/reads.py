@@ -10,10 +10,11 @@ range. It is a *denied re-read* when the policy's answer to it is again not the 
 loop an agent cannot get out of.
 
 The fidelity proxy counts what a policy took out that the recorded agent needed again
-afterwards: a result whose range it read again (unchanged), the newest read of a path
-it then wrote or edited, or a result a line of which (40 characters or more) a later
-action quotes while no result in the request holds that line. Each result counts once,
-with its tokens and how many steps after it left the request it was needed.
+afterwards: the newest result of a range it read again (unchanged), the newest read of
+a path it then wrote or edited, or the newest result holding a line (40 characters or
+more, half of them letters or digits) that a later action quotes while no result in
+the request holds it. Each result counts once, with its tokens and how many steps after
+it left the request (a fold, a stub, a new segment) it was needed.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ class Need:
 
 
 def _quotable(text: str) -> set[str]:
-    return {line for raw in text.splitlines() if len(line := raw.strip()) >= QUOTE_MIN_CHARS}
+    """Lines long enough to be a quote, and not rules of punctuation (`=====`)."""
+    return {line for raw in text.splitlines()
+            if len(line := raw.strip()) >= QUOTE_MIN_CHARS and sum(c.isalnum() for c in line) >= QUOTE_MIN_CHARS // 2}
 
 
 def covers(outer: FileAccess, inner: FileAccess) -> bool:
@@ -84,20 +87,20 @@ class ReadTracker:
         self.denied_rereads = 0
         self.needs: dict[int, Need] = {}  # obs_id -> its first need after leaving
         self._out_since: dict[int, int] = {}  # obs_id -> the step it left the request
+        self._seen: list[Observation] = []  # every result, in every segment
         self._step = 0
         self._lines: dict[str, list[Observation]] = {}  # quotable line -> results holding it
 
     def standing(self, observations: Iterable[Observation], step: int) -> int:
-        """After a request: how many results it lacks, noting when each left."""
+        """After a request: how many of ``observations`` (the segment's) it lacks. Notes
+        when each result seen so far left it, a new segment's reset included."""
         self._step = step
-        out = 0
-        for obs in observations:
+        for obs in self._seen:
             if self.text_in_context(obs):
                 self._out_since.pop(obs.obs_id, None)
             else:
-                out += 1
                 self._out_since.setdefault(obs.obs_id, step)
-        return out
+        return sum(1 for obs in observations if not self.text_in_context(obs))
 
     def action(self, text: str) -> None:
         """The agent's next action (its text and call arguments): lines it quotes from
@@ -105,8 +108,7 @@ class ReadTracker:
         for line in _quotable(text):
             holders = self._lines.get(line, ())
             if holders and not any(self.text_in_context(obs) for obs in holders):
-                for obs in holders:
-                    self._needed(obs)
+                self._needed(holders[-1])  # the newest that held it: one need, not one per copy
 
     def _needed(self, obs: Observation) -> None:
         left = self._out_since.get(obs.obs_id)
@@ -131,9 +133,8 @@ class ReadTracker:
         rereads = []
         for access in accesses:
             evicted = self._evicted_earlier(access) if access.kind == "read" else []
-            for obs in evicted:
-                self._needed(obs)
             if evicted:
+                self._needed(evicted[-1])  # the newest read of the range it lacks
                 rereads.append(access)
         return rereads
 
@@ -148,6 +149,7 @@ class ReadTracker:
             if access.kind == "read":
                 version = self._versions.get(access.path, 0)
                 self._reads.setdefault(access.path, []).append(_Read(access, obs, version))
+        self._seen.append(obs)
         for line in _quotable(obs.source.text):
             self._lines.setdefault(line, []).append(obs)
 
