@@ -48,6 +48,15 @@ STOP_TIMEOUT_SECONDS = 20.0
 pytest_plugins = ["tests.session_fixtures"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _a_database_for_the_room_locks(request) -> None:
+    """On PostgreSQL the room lock is the database's (``rooms.repository.advisory``),
+    taken on a connection of its own: a test that merges a worktree with no database
+    fixture of its own still locks in this run's test database, which is made first."""
+    if connection.vendor == "postgresql":
+        request.getfixturevalue("django_db_setup")
+
+
 @pytest.fixture(autouse=True)
 def _nothing_remembered_from_another_tests_database() -> Iterator[None]:
     """What a process keeps of database rows in memory (blob texts, calibrations, session lengths, gateway sessions' contexts) is of

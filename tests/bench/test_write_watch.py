@@ -19,6 +19,9 @@ from rooms.repository.worktrees import worktree_create
 from sessions.worker.file_reads import WorktreeReads
 from tests.rooms.factories import make_git_repo
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 RUNS = 21
 FILES = 5_000
 

@@ -19,6 +19,9 @@ from rooms.repository.worktrees import (
 )
 from tests.rooms.test_worktrees import _commit_all, _main
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:

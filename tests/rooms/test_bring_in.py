@@ -18,6 +18,9 @@ from rooms.repository.worktrees import (
 )
 from tests.rooms.test_worktrees import _commit_all, _main, _session, repo, worktrees_dir  # noqa: F401
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def conflicted(repo, worktrees_dir):  # noqa: F811

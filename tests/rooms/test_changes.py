@@ -7,10 +7,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from rooms.repository.changes import SHOWN_MAX_BYTES, change_patch, file_diffs, session_change
 from rooms.repository.git import git
 from rooms.repository.worktrees import worktree_merge
 from tests.rooms.factories import make_git_repo
+
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
 
 
 def _commit(repo: Path, message: str) -> None:

@@ -11,6 +11,8 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from rooms.repository.git import git
 from rooms.repository.worktrees import (
     worktree_commit,
@@ -18,6 +20,10 @@ from rooms.repository.worktrees import (
     worktree_merge,
     worktree_remove,
 )
+from tests.conftest import subprocess_database_url
+
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
 
 PROCESSES = 4
 SESSIONS = int(os.environ.get("ATRIUM_WORKTREE_RACE_SESSIONS", "200"))
@@ -39,7 +45,9 @@ def _one_session(repo: str, worktrees_dir: str, session_id: int) -> str:
         return f"session {session_id}: {traceback.format_exc()}"
 
 
-def test_processes_racing_on_one_room_repository_never_fail(tmp_path):
+def test_processes_racing_on_one_room_repository_never_fail(tmp_path, monkeypatch):
+    # The room lock is the database's on PostgreSQL: the processes lock in the tests' one.
+    monkeypatch.setenv("DATABASE_URL", subprocess_database_url())
     repo = tmp_path / "repos" / "room"
     repo.mkdir(parents=True)
     git("init", "--quiet", "--initial-branch", "main", cwd=repo)

@@ -21,6 +21,9 @@ from rooms.repository.worktrees import (
     worktree_remove,
 )
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 
 def _commit_all(path: Path, message: str) -> str:
     git("add", "--all", cwd=path)

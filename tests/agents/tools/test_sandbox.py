@@ -19,6 +19,9 @@ from tests.rooms.factories import make_git_repo
 
 from .conftest import call
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 
 def output(box: ToolBox, command: str) -> str:
     outcome = box.execute(call("shell", command=command))

@@ -18,6 +18,9 @@ from sessions.runtime.file_changes import FileChange
 from sessions.worker.file_reads import WorktreeReads
 from tests.rooms.factories import make_git_repo
 
+# The room lock is the database's on PostgreSQL (rooms.repository.lock).
+pytestmark = pytest.mark.django_db
+
 PATCH = """--- a/app/util.py
 +++ b/app/util.py
 @@ -1,2 +1,2 @@
