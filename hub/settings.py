@@ -213,8 +213,13 @@ REPOS_DIR = DATA_DIR / "repos"
 WORKTREES_DIR = DATA_DIR / "worktrees"
 JOBS_DIR = DATA_DIR / "jobs"
 BLOBS_DIR = DATA_DIR / "blobs"
-# Tool results larger than this go to files under BLOBS_DIR instead of the database.
+# Tool results larger than this go to the blob store instead of their rows: files under
+# BLOBS_DIR ("files"), their rows all the same ("database"), or an S3-compatible store
+# ("s3://<bucket>[/<prefix>]", at ATRIUM_S3_ENDPOINT_URL unless it is AWS's);
+# observations/blob_store.py.
 BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
+BLOB_STORE = env("ATRIUM_BLOB_STORE", "files")
+S3_ENDPOINT_URL = env("ATRIUM_S3_ENDPOINT_URL", "")
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
 # A worker running a session renews its lease with a heartbeat every
 # ATRIUM_HEARTBEAT_SECONDS; a lease not renewed for ATRIUM_LEASE_SECONDS (a few missed

@@ -1,24 +1,23 @@
 """Content-addressed storage of tool results.
 
 Rows up to BLOB_INLINE_MAX bytes keep their bytes in the database; larger ones go to
-DATA_DIR/blobs/<aa>/<sha256>, written atomically before the row exists, so a row
-never points at a missing or partial file. Identical bytes are stored once. Texts read
-lately are kept in memory (a blob never changes).
+the blob store (``observations.blob_store``: files, the database itself, or an S3
+store), written before the row exists, so a row never points at missing or partial
+bytes. Identical bytes are stored once. Texts read lately are kept in memory (a blob
+never changes).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from observations.blob_store import blob_store
 from observations.gateway.tokens import estimate_tokens
 from observations.models import Blob
 
@@ -28,10 +27,6 @@ RECENT_TEXTS_BUDGET = 32 * 1024 * 1024  # characters of blob text kept in memory
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def blob_path(sha256: str) -> Path:
-    return Path(settings.BLOBS_DIR) / sha256[:2] / sha256
 
 
 def first_line_of(text: str) -> str:
@@ -45,9 +40,7 @@ def blob_put(text: str, *, sha256: str | None = None) -> Blob:
     existing = Blob.objects.filter(sha256=digest).first()
     if existing is not None:
         return existing
-    in_file = len(data) > settings.BLOB_INLINE_MAX
-    if in_file:
-        _write_file(blob_path(digest), data)
+    in_file = _stored_apart(digest, data)
     blob = Blob(
         sha256=digest,
         size=len(data),
@@ -76,18 +69,37 @@ def blobs_put(texts: Mapping[str, str]) -> None:
     rows = []
     for digest, text in texts.items():
         data = text.encode("utf-8", "surrogatepass")
-        in_file = len(data) > settings.BLOB_INLINE_MAX
-        if in_file:
-            _write_file(blob_path(digest), data)
+        in_file = _stored_apart(digest, data)
         rows.append(Blob(sha256=digest, size=len(data), token_estimate=estimate_tokens(text),
                          first_line=first_line_of(text), data=None if in_file else data, in_file=in_file))
     Blob.objects.bulk_create(rows, ignore_conflicts=True)
     transaction.on_commit(lambda: _RECENT.put_many(texts, stored=True))
 
 
+def _stored_apart(digest: str, data: bytes) -> bool:
+    """Put ``data`` in the blob store if it is too large for its row (and the store is not
+    the database); whether it went there."""
+    store = blob_store()
+    if store is None or len(data) <= settings.BLOB_INLINE_MAX:
+        return False
+    store.put(digest, data)
+    return True
+
+
 def blob_text(blob: Blob) -> str:
-    data = blob_path(blob.sha256).read_bytes() if blob.in_file else bytes(blob.data or b"")
+    """The text of ``blob``: ``in_file`` says it is in the blob store, not its row."""
+    if blob.in_file:
+        store = blob_store()
+        if store is None:
+            raise BlobMissing(f"blob {blob.sha256} is kept outside the database, and ATRIUM_BLOB_STORE is database")
+        data = store.get(blob.sha256)
+    else:
+        data = bytes(blob.data or b"")
     return data.decode("utf-8", "surrogatepass")
+
+
+class BlobMissing(LookupError):
+    """A blob's row names a store that is no longer configured."""
 
 
 def blob_texts(sha256s: set[str]) -> dict[str, str]:
@@ -157,19 +169,3 @@ _RECENT = _RecentTexts(RECENT_TEXTS_BUDGET)
 def blob_texts_forget() -> None:
     """Read every blob from the store again (the tests' database is emptied between them)."""
     _RECENT.clear()
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

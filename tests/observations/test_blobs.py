@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from observations.blobs import _RecentTexts, blob_path, blob_put, blob_text, blob_texts, sha256_text
+from observations.blob_store import blob_store
+from observations.blobs import _RecentTexts, blob_put, blob_text, blob_texts, sha256_text
 from observations.models import Blob
 
 
@@ -22,7 +23,7 @@ def test_large_results_go_to_a_file_named_by_their_hash(settings, tmp_path):
     text = "x = 1\n" * 1_000
     blob = blob_put(text)
     assert blob.in_file and blob.data is None
-    assert blob_path(blob.sha256).read_text() == text
+    assert blob_store().path(blob.sha256).read_text() == text
     assert blob_text(Blob.objects.get(pk=blob.pk)) == text
     assert not list((tmp_path / "blobs").rglob(".tmp-*"))
 
