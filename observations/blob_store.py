@@ -17,8 +17,10 @@ blobs where they were (copy them over first).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -30,7 +32,21 @@ from django.core.exceptions import ImproperlyConfigured
 class BlobStore(Protocol):
     def put(self, sha256: str, data: bytes) -> None: ...
 
-    def get(self, sha256: str) -> bytes: ...
+    def get(self, sha256: str) -> bytes:
+        """The bytes named ``sha256``; BlobMissing if the store has none, or others."""
+        ...
+
+
+class BlobMissing(LookupError):
+    """The store has no bytes of that name, or bytes that are not of that digest."""
+
+
+def checked(sha256: str, data: bytes, where: str) -> bytes:
+    """``data``, if it is what ``sha256`` names: what reaches an agent's context is what
+    was stored."""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise BlobMissing(f"blob {sha256} in {where} does not hold the bytes of its name")
+    return data
 
 
 class FileStore:
@@ -57,25 +73,48 @@ class FileStore:
             raise
 
     def get(self, sha256: str) -> bytes:
-        return self.path(sha256).read_bytes()
+        try:
+            return checked(sha256, self.path(sha256).read_bytes(), str(self.root))
+        except FileNotFoundError:
+            raise BlobMissing(f"blob {sha256} is not in {self.root} (was ATRIUM_BLOB_STORE changed?)") from None
 
 
 class S3Store:
     def __init__(self, bucket: str, prefix: str, endpoint_url: str | None) -> None:
-        import boto3  # only a hub that stores blobs there pays for importing it
+        # Only a hub that stores blobs there pays for importing boto3.
+        import boto3.session
+        from botocore.config import Config
+        from botocore.exceptions import ClientError
 
+        self._client_error = ClientError
         self.bucket, self.prefix = bucket, prefix
-        # A client is safe to share between threads (the gateway's requests run in several).
-        self.client = boto3.client("s3", endpoint_url=endpoint_url or None)
+        # A client of a session of its own (boto3's default session is not safe to build
+        # clients from in several threads), shared by the threads (a client is). A unit's
+        # blobs are stored inside its transaction: a store that does not answer fails it
+        # in seconds, not minutes.
+        self.client = boto3.session.Session().client("s3", endpoint_url=endpoint_url or None, config=Config(
+            connect_timeout=5, read_timeout=30, retries={"mode": "standard", "max_attempts": 3}))
 
     def key(self, sha256: str) -> str:
         return f"{self.prefix}{sha256[:2]}/{sha256}"
 
     def put(self, sha256: str, data: bytes) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self.key(sha256), Body=data)
+        try:
+            # Only if absent: the bytes another process stored under that name are these.
+            self.client.put_object(Bucket=self.bucket, Key=self.key(sha256), Body=data, IfNoneMatch="*")
+        except self._client_error as exc:
+            if exc.response.get("Error", {}).get("Code") != "PreconditionFailed":
+                raise
 
     def get(self, sha256: str) -> bytes:
-        return self.client.get_object(Bucket=self.bucket, Key=self.key(sha256))["Body"].read()
+        where = f"s3://{self.bucket}/{self.prefix}"
+        try:
+            data = self.client.get_object(Bucket=self.bucket, Key=self.key(sha256))["Body"].read()
+        except self._client_error as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("NoSuchKey", "404"):
+                raise
+            raise BlobMissing(f"blob {sha256} is not in {where} (was ATRIUM_BLOB_STORE changed?)") from None
+        return checked(sha256, data, where)
 
 
 def parse_blob_store(value: str) -> tuple[str, str, str]:
@@ -91,8 +130,16 @@ def parse_blob_store(value: str) -> tuple[str, str, str]:
     raise ImproperlyConfigured(f"ATRIUM_BLOB_STORE={value!r}: use files, database or s3://<bucket>[/<prefix>].")
 
 
-@functools.cache
+_making = threading.Lock()
+
+
 def _store(value: str, blobs_dir: str, endpoint_url: str) -> BlobStore | None:
+    with _making:  # one client per setting, also when threads ask at once
+        return _made(value, blobs_dir, endpoint_url)
+
+
+@functools.cache
+def _made(value: str, blobs_dir: str, endpoint_url: str) -> BlobStore | None:
     kind, bucket, prefix = parse_blob_store(value)
     if kind == "database":
         return None

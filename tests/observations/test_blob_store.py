@@ -14,7 +14,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from moto.server import ThreadedMotoServer
 
-from observations.blob_store import parse_blob_store
+from observations.blob_store import BlobMissing, parse_blob_store
 from observations.blobs import (
     blob_put,
     blob_text,
@@ -76,6 +76,30 @@ def test_a_units_blobs_go_to_the_object_store_in_one_go_and_small_ones_stay_in_t
     assert _stored(s3, sha256_text(LARGE + "# two\n")) == (LARGE + "# two\n").encode()
     blob_texts_forget()
     assert blob_texts(set(texts)) == texts
+
+
+@pytest.mark.django_db
+def test_bytes_are_stored_only_where_none_are_and_bytes_not_of_their_name_are_refused(s3):
+    digest = sha256_text(LARGE)
+    s3.put_object(Bucket=BUCKET, Key=f"hub-1/{digest[:2]}/{digest}", Body=b"something else")
+    blob_put(LARGE)  # another process stored it first (here: not these bytes): kept as it is
+    assert _stored(s3, digest) == b"something else"
+    blob_texts_forget()
+    with pytest.raises(BlobMissing, match="does not hold the bytes of its name"):
+        blob_text(Blob.objects.get(pk=digest))
+
+
+@pytest.mark.django_db
+def test_a_blob_the_store_does_not_have_is_said_so(s3, settings, tmp_path):
+    settings.BLOB_STORE, settings.BLOBS_DIR = "files", tmp_path / "blobs"
+    digest = blob_put(LARGE).sha256  # a file of this host's
+    settings.BLOB_STORE = "s3://atrium-blobs/hub-1"
+    blob_texts_forget()
+    with pytest.raises(BlobMissing, match="is not in s3://atrium-blobs/hub-1/"):
+        blob_text(Blob.objects.get(pk=digest))
+    settings.BLOB_STORE, settings.BLOBS_DIR = "files", tmp_path / "other"
+    with pytest.raises(BlobMissing, match="was ATRIUM_BLOB_STORE changed"):
+        blob_text(Blob.objects.get(pk=digest))
 
 
 @pytest.mark.django_db

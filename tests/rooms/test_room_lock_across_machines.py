@@ -6,6 +6,7 @@ server frees the lock: no stale lock blocks the room)."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 from django.db import connection
 
 from rooms.repository.git import git
+from rooms.repository.lock import LockBusy, room_repo_lock, room_repo_lock_async
 from tests.conftest import hub_process_env
 
 pytestmark = [pytest.mark.django_db(transaction=True),
@@ -57,6 +59,21 @@ def _locker(how: str, repo: Path, env: dict[str, str]) -> subprocess.Popen[str]:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _advisory_waiters() -> int:
+    with connection.cursor() as cursor:
+        # This run's database only: other test processes lock in theirs.
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = "
+                       "(SELECT oid FROM pg_database WHERE datname = current_database())")
+        return cursor.fetchone()[0]
+
+
+def _until(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def _line(process: subprocess.Popen[str]) -> str:
     line = process.stdout.readline()
     assert line, process.stderr.read()
@@ -78,8 +95,8 @@ def test_a_room_lock_holds_across_data_folders_and_frees_itself_when_its_holder_
 
         waiter = _locker("wait", repo_b, env_b)
         assert _line(waiter) == "asking"
-        time.sleep(1.0)
-        assert waiter.poll() is None  # still waiting behind the holder
+        _until(lambda: _advisory_waiters() == 1)  # in the server's queue, behind the holder
+        assert waiter.poll() is None
 
         holder.kill()  # SIGKILL: no release of its own, only its connection closing
         killed_at = time.monotonic()
@@ -109,3 +126,43 @@ def test_rooms_of_other_names_do_not_wait_for_each_other(tmp_path):
     finally:
         holder.kill()
         holder.wait(timeout=10)
+
+
+def test_a_push_waits_in_the_queue_and_is_told_busy_past_its_wait(tmp_path, settings):
+    repo, env = _machine(tmp_path, "machine-a")
+    settings.REPOS_DIR = repo.parent  # this process pushes to the same room
+    holder = _locker("hold", repo, env)
+    try:
+        assert _line(holder) == "asking"
+        assert _line(holder).startswith("held")
+
+        async def push(wait_seconds: float) -> float:
+            started = time.monotonic()
+            async with room_repo_lock_async(repo, wait_seconds=wait_seconds):
+                return time.monotonic() - started
+
+        started = time.monotonic()
+        with pytest.raises(LockBusy, match="stayed taken for 0.5 s"):
+            asyncio.run(push(0.5))
+        assert 0.4 < time.monotonic() - started < 5
+
+        async def push_while_the_holder_dies() -> float:
+            waiting = asyncio.ensure_future(push(60))
+            await asyncio.get_running_loop().run_in_executor(None, _until, lambda: _advisory_waiters() == 1)
+            holder.kill()
+            return await waiting
+
+        assert asyncio.run(push_while_the_holder_dies()) < 30
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert _advisory_waiters() == 0
+
+
+def test_a_lock_whose_connection_is_ended_while_held_is_reported_lost(tmp_path, caplog):
+    repo, _ = _machine(tmp_path, "machine-a")
+    with room_repo_lock(repo), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE application_name = 'atrium-lock' AND datname = current_database()")
+        assert cursor.fetchone() == (True,)
+    assert "was lost while it was held" in caplog.text
