@@ -17,12 +17,13 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from observations.blob_store import blob_store
+from observations.blob_store import BlobMissing, blob_store
 from observations.gateway.tokens import estimate_tokens
 from observations.models import Blob
 
 FIRST_LINE_MAX = 300
 RECENT_TEXTS_BUDGET = 32 * 1024 * 1024  # characters of blob text kept in memory (blob_texts)
+READ_SLICE = 10_000  # blobs read in one statement
 
 
 def sha256_text(text: str) -> str:
@@ -98,10 +99,6 @@ def blob_text(blob: Blob) -> str:
     return data.decode("utf-8", "surrogatepass")
 
 
-class BlobMissing(LookupError):
-    """A blob's row names a store that is no longer configured."""
-
-
 def blob_texts(sha256s: set[str]) -> dict[str, str]:
     """The texts of the blobs ``sha256s``, those read lately from memory: a session's
     state is restored with every observation's text on each gateway request, and a
@@ -109,7 +106,10 @@ def blob_texts(sha256s: set[str]) -> dict[str, str]:
     texts = _RECENT.get_many(sha256s)
     missing = sha256s - texts.keys()
     if missing:
-        read = {blob.sha256: blob_text(blob) for blob in Blob.objects.filter(sha256__in=missing)}
+        wanted = sorted(missing)
+        # In slices: a statement binds at most 65,535 values on the server.
+        read = {blob.sha256: blob_text(blob) for start in range(0, len(wanted), READ_SLICE)
+                for blob in Blob.objects.filter(sha256__in=wanted[start:start + READ_SLICE])}
         _RECENT.put_many(read)
         # Stored for good only once the transaction that read them commits: a rolled back
         # one may have read rows it wrote itself.

@@ -45,7 +45,7 @@ def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, lis
         if row is not None and _refreshed(row, ctx, obs):
             changed.append(row)
     Observation.objects.bulk_create(new_rows)
-    Observation.objects.bulk_update(changed, SYNCED_FIELDS)
+    Observation.objects.bulk_update(changed, SYNCED_FIELDS, batch_size=UPDATE_BATCH)
     # Everything before this segment's first observation left with an earlier segment.
     Observation.objects.filter(session=session, seq__lt=ctx.obs_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
@@ -82,6 +82,9 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
 
 
 SYNCED_FIELDS = ["state", "fold_number", "alias_of_seq", "reread_of_seq", "served", "receipt_text"]
+# Rows per UPDATE: a statement binds at most 65,535 values on the server (a fold of a
+# long session changes thousands of rows, each a dozen values).
+UPDATE_BATCH = 1_000
 
 
 def _refreshed(row: Observation, ctx: SessionContext, obs) -> bool:
@@ -122,7 +125,7 @@ def _sync_payloads(session, room_id: int, ctx: SessionContext) -> None:
             changed.append(row)
     blobs_put({p.sha256: p.spec.text for p in new})
     Payload.objects.bulk_create([_payload_row(session, room_id, ctx, p) for p in new])
-    Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"])
+    Payload.objects.bulk_update(changed, ["state", "fold_number", "receipt_text"], batch_size=UPDATE_BATCH)
     Payload.objects.filter(session=session, pid__lt=ctx.payload_base).exclude(
         state=Observation.State.ARCHIVED).update(state=Observation.State.ARCHIVED)
 
