@@ -16,7 +16,6 @@ blobs where they were (copy them over first).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import tempfile
@@ -130,15 +129,20 @@ def parse_blob_store(value: str) -> tuple[str, str, str]:
     raise ImproperlyConfigured(f"ATRIUM_BLOB_STORE={value!r}: use files, database or s3://<bucket>[/<prefix>].")
 
 
+_stores: dict[tuple[str, str, str], BlobStore | None] = {}
 _making = threading.Lock()
 
 
-def _store(value: str, blobs_dir: str, endpoint_url: str) -> BlobStore | None:
-    with _making:  # one client per setting, also when threads ask at once
-        return _made(value, blobs_dir, endpoint_url)
+def blob_store() -> BlobStore | None:
+    """The configured store for large blobs; None: every blob stays in its row. One per
+    setting, made once also when threads ask at once."""
+    setting = (settings.BLOB_STORE, str(settings.BLOBS_DIR), settings.S3_ENDPOINT_URL)
+    with _making:
+        if setting not in _stores:
+            _stores[setting] = _made(*setting)
+        return _stores[setting]
 
 
-@functools.cache
 def _made(value: str, blobs_dir: str, endpoint_url: str) -> BlobStore | None:
     kind, bucket, prefix = parse_blob_store(value)
     if kind == "database":
@@ -146,8 +150,3 @@ def _made(value: str, blobs_dir: str, endpoint_url: str) -> BlobStore | None:
     if kind == "s3":
         return S3Store(bucket, prefix, endpoint_url)
     return FileStore(Path(blobs_dir))
-
-
-def blob_store() -> BlobStore | None:
-    """The configured store for large blobs; None: every blob stays in its row."""
-    return _store(settings.BLOB_STORE, str(settings.BLOBS_DIR), settings.S3_ENDPOINT_URL)

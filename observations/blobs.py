@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from observations.blob_store import BlobMissing, blob_store
+from observations.blob_store import BlobMissing, BlobStore, blob_store
 from observations.gateway.tokens import estimate_tokens
 from observations.models import Blob
 
@@ -41,7 +41,7 @@ def blob_put(text: str, *, sha256: str | None = None) -> Blob:
     existing = Blob.objects.filter(sha256=digest).first()
     if existing is not None:
         return existing
-    in_file = _stored_apart(digest, data)
+    in_file = _stored_apart(blob_store(), digest, data)
     blob = Blob(
         sha256=digest,
         size=len(data),
@@ -67,20 +67,19 @@ def blobs_put(texts: Mapping[str, str]) -> None:
     texts = {digest: text for digest, text in texts.items() if not _RECENT.stored(digest)}
     if not texts:
         return
-    rows = []
+    rows, store = [], blob_store()
     for digest, text in texts.items():
         data = text.encode("utf-8", "surrogatepass")
-        in_file = _stored_apart(digest, data)
+        in_file = _stored_apart(store, digest, data)
         rows.append(Blob(sha256=digest, size=len(data), token_estimate=estimate_tokens(text),
                          first_line=first_line_of(text), data=None if in_file else data, in_file=in_file))
     Blob.objects.bulk_create(rows, ignore_conflicts=True)
     transaction.on_commit(lambda: _RECENT.put_many(texts, stored=True))
 
 
-def _stored_apart(digest: str, data: bytes) -> bool:
-    """Put ``data`` in the blob store if it is too large for its row (and the store is not
-    the database); whether it went there."""
-    store = blob_store()
+def _stored_apart(store: BlobStore | None, digest: str, data: bytes) -> bool:
+    """Put ``data`` in ``store`` if it is too large for its row (and the store is not the
+    database); whether it went there."""
     if store is None or len(data) <= settings.BLOB_INLINE_MAX:
         return False
     store.put(digest, data)

@@ -72,7 +72,11 @@ def advisory_lock(name: str, *, wait: bool = True) -> Iterator[None]:
         try:
             yield
         finally:
-            _released(conn.execute, key, name)
+            released = False
+            with suppress(psycopg.Error):
+                released = conn.execute("SELECT pg_advisory_unlock(%s)", (key,)).fetchone()[0]
+            if not released:
+                _lost(name)
 
 
 @asynccontextmanager
@@ -103,14 +107,6 @@ async def advisory_lock_async(name: str, *, wait_seconds: float) -> AsyncIterato
                 released = (await (await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))).fetchone())[0]
             if not released:
                 _lost(name)
-
-
-def _released(execute: Any, key: int, name: str) -> None:
-    released = False
-    with suppress(psycopg.Error):
-        released = execute("SELECT pg_advisory_unlock(%s)", (key,)).fetchone()[0]
-    if not released:
-        _lost(name)
 
 
 def _lost(name: str) -> None:
