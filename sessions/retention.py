@@ -27,7 +27,7 @@ from django.utils import timezone
 from agents.tools.disk import WorktreeFull, check_worktree
 from rooms.repository.git import GitError
 from rooms.repository.worktrees import Worktree, WorktreeError, worktree_commit, worktree_remove
-from sessions.models import Session
+from sessions.models import Job, Session
 from sessions.runtime import states
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,10 @@ def old_worktrees_remove(now: datetime | None = None) -> int:
 def old_session_files_remove(cutoff: datetime) -> None:
     """The /tmp, jobs and output of sessions with no worktree left to remove (a reviewer
     reads its author's; one stopped past the disk limit lost its own), once they ended
-    before ``cutoff``, and of sessions whose room was deleted."""
+    before ``cutoff``, and of sessions whose room was deleted; and their jobs' records and
+    output in the database (sessions/worker/job_journal.py), whichever machine ran them."""
+    Job.objects.filter(session__state__in=sorted(states.TERMINAL), session__finished_at__lt=cutoff,
+                       session__worktree_path="").delete()
     try:
         ids = sorted(int(entry.name) for entry in os.scandir(settings.JOBS_DIR) if entry.name.isdigit())
     except FileNotFoundError:

@@ -27,7 +27,8 @@ from sessions.runtime.loop_state import REVIEW
 from sessions.services.approvals import approvals_expire
 from sessions.services.lifecycle import session_transition, session_wake
 from sessions.worker.inputs import has_pending_input
-from sessions.worker.waits import awaited, jobs_ready, session_jobs
+from sessions.worker.job_journal import session_jobs
+from sessions.worker.waits import awaited, jobs_ready
 
 # --- decisions: no database ---------------------------------------------------------------
 

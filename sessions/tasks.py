@@ -8,8 +8,8 @@ from django.db import InterfaceError, OperationalError
 from sessions.dispatch import RUN_SESSION, STOP_SESSION_JOBS
 from sessions.retention import old_worktrees_remove
 from sessions.sweep import sessions_sweep
+from sessions.worker.job_journal import session_jobs
 from sessions.worker.run import run_next
-from sessions.worker.waits import session_jobs
 
 
 # A turn that met a lost database connection (claiming, say) is sent again, with

@@ -18,6 +18,7 @@ from observations.gateway.messages import ToolCall, ToolSchema
 from . import edits, files, memory, registry, room, search, shell
 from .disk import check_worktree
 from .jobs import JobRegistry, JobStatus
+from .journaled_jobs import JobJournal, JournaledJobs
 from .outcome import NotRun, Result, ToolError, ToolOutcome
 from .paths import PathRefused
 from .records import CallRecords
@@ -59,7 +60,8 @@ class ToolBox:
     ``group`` (the room's: its commands share its limits), as the room's own user
     ``uid`` when the hub is root (None: the sandbox policy's). ``post_message``
     posts to the room and may answer a note for the agent (whom its mentions reached);
-    ``room_view`` is what room_status reads (agents/tools/room.py).
+    ``room_view`` is what room_status reads (agents/tools/room.py). With ``job_journal``
+    the jobs are recorded there too, for every host (agents/tools/journaled_jobs.py).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class ToolBox:
         uid: int | None = None,
         session_memory: memory.SessionMemory | None = None,
         room_view: room.RoomView | None = None,
+        job_journal: JobJournal | None = None,
     ) -> None:
         self.worktree = Path(worktree).resolve()
         self.state_dir = Path(state_dir).resolve()
@@ -89,8 +92,9 @@ class ToolBox:
         self.room_view = room_view
         allowed = set(allowed_tools or ())
         self.allowed = frozenset(allowed) if allowed else frozenset(registry.WORK_TOOLS)
-        self.jobs = JobRegistry(self.state_dir / "jobs",
-                                silence_limit_seconds=silence_limit_seconds)
+        self.jobs = (JobRegistry(self.state_dir / "jobs", silence_limit_seconds=silence_limit_seconds)
+                     if job_journal is None else
+                     JournaledJobs(self.state_dir / "jobs", job_journal, silence_limit_seconds=silence_limit_seconds))
         self.records = CallRecords(self.state_dir / "calls")
         self.snapshots = SnapshotStore(self.state_dir / "snapshots")
         place = Place(worktree=self.worktree, tmp=self.state_dir / "tmp", git_dir=git_dir,

@@ -147,6 +147,13 @@ def _process_alive(proc: Mapping) -> bool:
     return ticks is None or int(fields[19]) == int(ticks)
 
 
+def kill_group(proc: Mapping) -> None:
+    """Kill a job's processes if its wrapper (``proc``: its proc.json) verifiably runs here."""
+    if _on_this_host(proc) and _process_alive(proc):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(int(proc["pid"]), signal.SIGKILL)
+
+
 class JobRegistry:
     """The jobs of one session, as recorded on disk; safe to use from several processes."""
 
@@ -203,7 +210,8 @@ class JobRegistry:
         try:
             (job_dir / "spec.json").write_text(json.dumps(spec))
             (job_dir / "output.log").touch()
-        except OSError:
+            self._recorded(handle, spec)
+        except BaseException:
             shutil.rmtree(job_dir, ignore_errors=True)  # half a job: none at all, the handle free again
             raise
         # The wrapper's own complaints (if it cannot even start) go to wrapper.log.
@@ -216,6 +224,9 @@ class JobRegistry:
                 self.claim(handle, call_id)
                 raise
         return self.status(handle)
+
+    def _recorded(self, handle: str, spec: dict) -> None:
+        """Called once a job's spec is on disk, before its command starts (journaled_jobs.py)."""
 
     @staticmethod
     def _start_wrapper(job_dir: Path, cwd: Path, env: Mapping[str, str],
@@ -249,8 +260,7 @@ class JobRegistry:
         return unstarted and not job_dir.exists()
 
     def wrapper_ran_out_of_space(self, handle: str) -> bool:
-        """Whether the job's wrapper, started by this process, found the disk full before
-        its command could start."""
+        """Whether the job's wrapper, started here, found the disk full before its command started."""
         return not self._wrapper_running(handle) and self._exits.get(handle) == EXIT_NO_SPACE
 
     def _wrapper_running(self, handle: str) -> bool:
@@ -316,7 +326,7 @@ class JobRegistry:
             result = self._declare(
                 job_dir, "dead", f"no output for {_duration(quiet)} (limit "
                 f"{_duration(self.silence_limit_seconds)}); its processes were killed")
-            self._kill_group(proc)
+            kill_group(proc)
             return result
         return self._declare(job_dir, "dead", "its process is gone without an exit code "
                              "(killed, or the machine restarted)")
@@ -326,12 +336,6 @@ class JobRegistry:
                                                 "ended_at": time.time()})
         # If the wrapper published its exit first, that result stands.
         return _read_json(job_dir / "result.json") or {}
-
-    def _kill_group(self, proc: Mapping) -> None:
-        # Only signal a group whose leader is verifiably our wrapper (pid reuse).
-        if _on_this_host(proc) and _process_alive(proc):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(proc["pid"]), signal.SIGKILL)
 
     def cancel_running(self, reason: str) -> tuple[JobStatus, ...]:
         """Stop every job still running (a session cancelled, timed out or ended)."""
@@ -345,7 +349,7 @@ class JobRegistry:
         self._declare(job_dir, "cancelled", reason)
         proc = _read_json(job_dir / "proc.json")
         if proc is not None:
-            self._kill_group(proc)
+            kill_group(proc)
         return self.status(handle)
 
     def output(self, handle: str, max_chars: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +82,24 @@ def read_log_bounded(path: Path, max_chars: int) -> str:
         size = path.stat().st_size
     except FileNotFoundError:
         return ""
+    with path.open("rb") as handle:
+        def read(start: int, length: int) -> bytes:
+            handle.seek(start)
+            return handle.read(length)
+
+        return read_bounded(size, read, max_chars)
+
+
+def read_bounded(size: int, read: Callable[[int, int], bytes], max_chars: int) -> str:
+    """``read_log_bounded`` over any source of ``size`` bytes: ``read(start, length)``."""
     # Bytes per character is at most 4 in UTF-8; read a little extra so cutting at
     # line boundaries still leaves enough text.
     window = max_chars * 2
-    with path.open("rb") as handle:
-        if size <= window:
-            raw = handle.read()
-            return elide_middle(clean_terminal_output(raw.decode("utf-8", "replace")), max_chars)
-        head = handle.read(window // 3)
-        handle.seek(size - (window - window // 3))
-        tail = handle.read()
+    if size <= window:
+        return elide_middle(clean_terminal_output(read(0, size).decode("utf-8", "replace")), max_chars)
+    head = read(0, window // 3)
+    tail_start = size - (window - window // 3)
+    tail = read(tail_start, size - tail_start)
     head_text = clean_terminal_output(head.decode("utf-8", "replace"))
     tail_text = clean_terminal_output(tail.decode("utf-8", "replace"))
     head_text = head_text[: max_chars // 3]

@@ -5,6 +5,7 @@ not of data."""
 from sessions.models.approvals import Approval, ApprovalRule, Decision
 from sessions.models.calls import ProviderCall
 from sessions.models.events import SessionEvent
+from sessions.models.jobs import Job, JobOutput
 from sessions.models.ledger import (
     Fold,
     HistoryEntry,
@@ -20,7 +21,7 @@ from sessions.models.talk import AgentMention, SessionMessage, message_session_i
 from sessions.models.work import Session, SessionQuerySet, Task
 
 __all__ = [
-    "AgentMention", "Approval", "ApprovalRule", "Decision", "Fold", "HistoryEntry", "LedgerEntry", "Observation",
+    "AgentMention", "Approval", "ApprovalRule", "Decision", "Fold", "HistoryEntry", "Job", "JobOutput", "LedgerEntry", "Observation",
     "Payload", "ProviderCall", "Review", "Segment", "Session", "SessionEvent", "SessionMessage", "SessionProposal",
     "SessionQuerySet", "StateRecord", "Task", "message_session_id",
 ]

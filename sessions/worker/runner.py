@@ -57,10 +57,11 @@ from sessions.services.talk import agent_mentions_mark_delivered, message_binder
 from sessions.services.tasks import task_write_intent
 from sessions.worker.doorbell import Doorbell, InputWatch
 from sessions.worker.host import DjangoHost
+from sessions.worker.job_journal import DatabaseJournal, journaled, session_jobs
 from sessions.worker.lease import LeaseKeeper, LeaseLost
 from sessions.worker.memory import DatabaseMemory
 from sessions.worker.room import DatabaseRoomView
-from sessions.worker.waits import awaited, session_jobs, watch_jobs
+from sessions.worker.waits import awaited, watch_jobs
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +106,7 @@ class SessionRunner:
             uid=room_uid(room.pk),
             session_memory=DatabaseMemory(session.pk),
             room_view=DatabaseRoomView(session, owner=owner),
+            job_journal=DatabaseJournal(session.pk) if journaled() else None,
         )
         provider = provider_for(
             agent.model, api_key=agent.api_key or None, base_url=agent.base_url or None,
@@ -215,7 +217,8 @@ class SessionRunner:
     def stop(self, target: str, reason: str) -> None:
         session = self._locked()
         session_transition(session, target, reason=reason, expected=states.RUNNING)
-        self.toolbox.cancel_jobs(reason)
+        # Once the transition holds: a job's ending in the journal is then never rolled back.
+        transaction.on_commit(lambda: self.toolbox.cancel_jobs(reason), robust=True)
 
     @transaction.atomic
     def give_turn(self) -> None:

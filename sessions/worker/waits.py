@@ -3,8 +3,9 @@
 The worker asks before parking, and then watches the jobs from a thread of its process
 (``watch_jobs``): a job's end wakes the session at once. Beat's sweep asks every few
 seconds too, for when that worker is gone. Both judge a job the same way
-(agents.tools.jobs): a result file, a wrapper process gone (probed on its own machine,
-by its stopped heartbeat elsewhere), or no output for the silence limit.
+(agents.tools.jobs): a result file, a wrapper process gone (probed on its own machine;
+elsewhere, its journal's beat stopped: agents.tools.journaled_jobs), or no output for the
+silence limit.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
+from django.db import connection
 
 from agents.tools.jobs import JobRegistry, look_interval
 from agents.tools.registry import WAITS
@@ -24,12 +24,6 @@ from agents.tools.registry import WAITS
 log = logging.getLogger(__name__)
 
 WATCH_POLL_SECONDS = 0.25  # the least pause between two looks of a watch
-
-
-def session_jobs(session_id: int) -> JobRegistry:
-    """The registry of a session's jobs (the ToolBox's ``state_dir``/jobs)."""
-    return JobRegistry(Path(settings.JOBS_DIR) / str(session_id) / "jobs",
-                       silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS)
 
 
 def jobs_ready(registry: JobRegistry, arguments: dict[str, Any]) -> bool:
@@ -59,19 +53,31 @@ def awaited(runtime: dict[str, Any]) -> dict[str, Any] | None:
 
 def watch_jobs(registry: JobRegistry, arguments: dict[str, Any], *, until: float,
                wake: Callable[[], object]) -> threading.Thread:
-    """Call ``wake`` once the awaited jobs are ready, from a daemon thread that reads only
-    the jobs' files (no database) and gives up at ``until`` (time.time()), when the
-    session's own wake time comes anyway."""
+    """Call ``wake`` once the awaited jobs are ready, from a daemon thread that gives up
+    at ``until`` (time.time()), when the session's own wake time comes anyway. The jobs
+    are found once (their journal may be asked) and then watched in their folders alone,
+    so the thread holds no database connection while it waits; jobs of another machine
+    are left to beat's sweep."""
     def watch() -> None:
-        started = time.monotonic()
-        while time.time() < until:
+        try:
             if jobs_ready(registry, arguments):
-                try:
-                    wake()
-                except Exception:  # beat's sweep wakes it instead
-                    log.exception("waking a session whose jobs ended failed")
+                wake()
                 return
-            time.sleep(look_interval(time.monotonic() - started, least=WATCH_POLL_SECONDS))
+            targets = arguments.get("handles") or [h for h in registry.handles() if not registry.delivered(h)]
+            folders = JobRegistry(registry.directory, silence_limit_seconds=registry.silence_limit_seconds)
+            if not targets or not all(folders.exists(handle) for handle in targets):
+                return  # a plain timer, or jobs elsewhere
+            connection.close()
+            started = time.monotonic()
+            while time.time() < until:
+                if all(folders.status(handle).done for handle in targets):
+                    wake()
+                    return
+                time.sleep(look_interval(time.monotonic() - started, least=WATCH_POLL_SECONDS))
+        except Exception:  # beat's sweep wakes it instead
+            log.exception("watching a parked session's jobs failed")
+        finally:
+            connection.close()
 
     thread = threading.Thread(target=watch, daemon=True, name="job-watch")
     thread.start()

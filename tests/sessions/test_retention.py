@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from rooms.repository.git import git
 from rooms.repository.worktrees import worktree_create
-from sessions.models import Session, Task
+from sessions.models import Job, JobOutput, Session, Task
 from sessions.retention import (
     kept_worktrees_of_ended_sessions,
     old_worktrees_remove,
@@ -145,6 +145,9 @@ def test_the_files_of_sessions_without_a_worktree_go_too(demo_room, replay_agent
                                      finished_at=None if ended_days_ago is None
                                      else timezone.now() - timedelta(days=ended_days_ago))
         folder = tmp_path / "jobs" / str(row.pk)
+        job = Job.objects.create(session=row, handle="job-1", call_id="c1", command="make", host="elsewhere",
+                                 created_at=0, beat_at=timezone.now())
+        JobOutput.objects.create(job=job, index=0, data=b"made\n")
         (folder / "tmp" / "locked").mkdir(parents=True)
         (folder / "tmp" / "locked" / "big").write_bytes(b"x" * 1000)
         (folder / "tmp" / "locked").chmod(0)  # as a command may leave it
@@ -157,3 +160,6 @@ def test_the_files_of_sessions_without_a_worktree_go_too(demo_room, replay_agent
     assert old_worktrees_remove() == 0
     assert not old_reviewer.exists() and not orphan.exists()
     assert recent.exists() and running.exists()
+    # Its jobs' records and output go with it, wherever they ran.
+    kept = JobOutput.objects.values_list("job__session__finished_at", flat=True)
+    assert len(kept) == 2 and None in kept and Job.objects.count() == 2

@@ -18,6 +18,7 @@ from sessions.services.lifecycle import session_cancel, session_retry, session_s
 from sessions.services.talk import session_steer
 from sessions.services.tasks import task_create
 from sessions.tasks import sweep_sessions
+from sessions.worker.job_journal import DatabaseJournal, journaled
 from sessions.worker.run import run_session
 
 
@@ -145,7 +146,7 @@ def test_the_sweep_wakes_a_session_parked_on_a_job_that_went_silent_and_ends_the
     settings.ATRIUM_JOB_SILENCE_SECONDS = 2
     session = session_start(task=task, agent=replay_agent, actor=person)
     box = ToolBox(worktree=Path(task.room.repo_path), state_dir=Path(settings.JOBS_DIR) / str(session.pk),
-                  yield_seconds=0.2)
+                  yield_seconds=0.2, job_journal=DatabaseJournal(session.pk) if journaled() else None)
     outcome = box.execute(ToolCall("c1", "shell", {"command": "echo once; exec sleep 600"}))
     Session.objects.filter(pk=session.pk).update(
         state="waiting", wake_at=timezone.now() + timedelta(hours=1),
