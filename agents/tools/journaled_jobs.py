@@ -87,6 +87,7 @@ class JournaledJobs(JobRegistry):
         self._handles: list[str] | None = None
         self._holders: dict[str, str] = {}
         self._ended_elsewhere: dict[str, JobStatus] = {}
+        self._mine: set[str] = set()  # folders here that are the journal's run
 
     def _recorded(self, handle: str, spec: dict) -> None:
         self.journal.open(handle, spec, socket.gethostname())
@@ -94,10 +95,22 @@ class JournaledJobs(JobRegistry):
             self._handles.append(handle)
 
     def _here(self, handle: str) -> bool:
-        return (self._dir(handle) / "spec.json").is_file()
+        """Whether the job runs (or ran) from a folder here: a folder the journal holds
+        another run for (the call was taken back and run again elsewhere) is not it."""
+        if handle in self._mine:
+            return True
+        spec = _read_json(self._dir(handle) / "spec.json")
+        if spec is None:
+            return False
+        entry = self.journal.entry(handle)
+        if entry is not None and (entry.host, entry.created_at) != (socket.gethostname(), spec["created_at"]):
+            return False
+        self._mine.add(handle)
+        return True
 
     def exists(self, handle: str) -> bool:
-        return super().exists(handle) or self.journal.entry(handle) is not None
+        """Whether the job runs (or ran) from a folder here."""
+        return super().exists(handle) and self._here(handle)
 
     def handles(self) -> list[str]:
         if self._handles is None:
@@ -150,9 +163,13 @@ class JournaledJobs(JobRegistry):
         return self._ended_elsewhere[handle]
 
     def cancel(self, handle: str, reason: str = "cancelled") -> JobStatus:
-        if self._here(handle):
-            return super().cancel(handle, reason)
-        if not self.status(handle).done:
+        job_dir = self._dir(handle)
+        if (job_dir / "spec.json").is_file() and not JobRegistry.status(self, handle).done:
+            # Stopped here first, from its folder alone: the journal may be away.
+            self._declare(job_dir, "cancelled", reason)
+            if (proc := _read_json(job_dir / "proc.json")) is not None:
+                kill_group(proc)
+        if not self.status(handle).done:  # a job of another machine
             self.journal.settle(handle, _ending("cancelled", reason))
         return self.status(handle)
 
@@ -178,7 +195,7 @@ class JournaledJobs(JobRegistry):
             retracted = super().retract_unstarted(handle)
             if retracted:
                 self.journal.forget(handle)
-                self._handles = None
+                self._forget_cached(handle)
             return retracted
         # Another machine's job: taken back only if it never started there either.
         entry = self.journal.entry(handle)
@@ -186,15 +203,21 @@ class JournaledJobs(JobRegistry):
             return True
         if entry.ending is not None and str(entry.ending.get("reason", "")).startswith(NEVER_STARTED):
             self.journal.forget(handle)
-            self._handles = None
+            self._forget_cached(handle)
             return True
         return False
+
+    def _forget_cached(self, handle: str) -> None:
+        self._handles = None
+        for cache in (self._holders, self._ended_elsewhere):
+            cache.pop(handle, None)
+        self._mine.discard(handle)
 
     def ship(self, handle: str) -> bool:
         """Ship what the job here printed since the last time, with a beat; once it has
         ended, its ending too. False once nothing is left to ship (it ended and was settled)."""
         job_dir = self._dir(handle)
-        if (job_dir / SETTLED).exists():
+        if (job_dir / SETTLED).exists() or not self._here(handle):
             return False
         if self.status(handle).done:  # settled, with the last of its output
             return False
@@ -209,6 +232,8 @@ class JournaledJobs(JobRegistry):
             entry = self.journal.entry(handle)
             if entry is None:  # started before the journal had it
                 self.journal.open(handle, _read_json(job_dir / "spec.json"), socket.gethostname())
+                with contextlib.suppress(FileNotFoundError):  # and delivered then, maybe
+                    self.journal.claim(handle, (job_dir / "delivered").read_text())
             shipped = entry.output_bytes if entry is not None else 0
             try:
                 info = (job_dir / "output.log").stat()

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 SHIP_SECONDS = 1.0  # how often the shipper ships what running jobs printed, with a beat
 ADOPT_SECONDS = 30.0  # how often it looks for job folders no process of this machine ships
 ORPHANED_AFTER_SECONDS = 5.0  # a job with no beat for this long has no shipper
+START_GRACE_SECONDS = 30.0  # a folder without a row this young is being spawned
+GIVE_UP_AFTER_FAILURES = 10  # passes in a row; adopted again later if it still needs shipping
 
 
 def journaled() -> bool:
@@ -131,6 +133,7 @@ class Shipper:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._adopted_at = float("-inf")
+        self._failures: dict[tuple[int, str], int] = {}
 
     def watch(self, session_id: int, handle: str) -> None:
         with self._lock:
@@ -167,14 +170,22 @@ class Shipper:
             self._adopt()
         with self._lock:
             watched = sorted(self._watched)
-        for session_id, handle in watched:
+        for job in watched:
             try:
-                going = session_jobs(session_id).ship(handle)
+                going = session_jobs(job[0]).ship(job[1])
             except KeyError:  # retracted, or its session is gone
                 going = False
+            except Exception:  # this job's alone: the others are shipped and beat all the same
+                log.exception("shipping job %s of session %s failed", job[1], job[0])
+                connection.close()  # a failed statement may have left it unusable
+                self._failures[job] = self._failures.get(job, 0) + 1
+                going = self._failures[job] < GIVE_UP_AFTER_FAILURES
+            else:
+                self._failures.pop(job, None)
             if not going:
+                self._failures.pop(job, None)
                 with self._lock:
-                    self._watched.discard((session_id, handle))
+                    self._watched.discard(job)
 
     def _adopt(self) -> None:
         with self._lock:
@@ -186,9 +197,24 @@ class Shipper:
             if session_id not in sessions:  # deleted: retention removes its folder
                 continue
             entry = DatabaseJournal(session_id).entry(handle)
-            if entry is None or entry.ending is not None or entry.beat_age > ORPHANED_AFTER_SECONDS:
+            if entry is None:
+                adopt = _unrecorded_needs_shipping(Path(settings.JOBS_DIR) / str(session_id) / "jobs" / handle)
+            else:  # an ending to bring here, or nobody beating for it
+                adopt = entry.ending is not None or entry.beat_age > ORPHANED_AFTER_SECONDS
+            if adopt:
                 with self._lock:
                     self._watched.add((session_id, handle))
+
+
+def _unrecorded_needs_shipping(job_dir: Path) -> bool:
+    """A folder the journal has no row for: a job being spawned right now (its row comes
+    next), or one from before the journal, which matters only until its result is taken."""
+    try:
+        if time.time() - (job_dir / "spec.json").stat().st_mtime < START_GRACE_SECONDS:
+            return False
+    except FileNotFoundError:
+        return False
+    return not (job_dir / "delivered").exists()
 
 
 SHIPPER = Shipper()

@@ -217,8 +217,9 @@ class SessionRunner:
     def stop(self, target: str, reason: str) -> None:
         session = self._locked()
         session_transition(session, target, reason=reason, expected=states.RUNNING)
-        # Once the transition holds: a job's ending in the journal is then never rolled back.
+        # Once the transition holds (an ending in the journal is never rolled back); the task if that fails.
         transaction.on_commit(lambda: self.toolbox.cancel_jobs(reason), robust=True)
+        dispatch.jobs_stop_on_commit(session.pk)
 
     @transaction.atomic
     def give_turn(self) -> None:

@@ -64,9 +64,9 @@ def watch_jobs(registry: JobRegistry, arguments: dict[str, Any], *, until: float
                 wake()
                 return
             targets = arguments.get("handles") or [h for h in registry.handles() if not registry.delivered(h)]
-            folders = JobRegistry(registry.directory, silence_limit_seconds=registry.silence_limit_seconds)
-            if not targets or not all(folders.exists(handle) for handle in targets):
+            if not targets or not all(registry.exists(handle) for handle in targets):
                 return  # a plain timer, or jobs elsewhere
+            folders = JobRegistry(registry.directory, silence_limit_seconds=registry.silence_limit_seconds)
             connection.close()
             started = time.monotonic()
             while time.time() < until:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,7 +25,7 @@ from django.utils import timezone
 from agents.tools import journaled_jobs
 from agents.tools.journaled_jobs import BLOCK_BYTES, JournaledJobs
 from sessions.models import Job, Session, Task
-from sessions.worker.job_journal import DatabaseJournal
+from sessions.worker.job_journal import DatabaseJournal, Shipper, session_jobs
 from tests.conftest import hub_process_env, process_alive
 from tests.rooms.factories import make_agent, make_room, make_user
 
@@ -74,6 +76,12 @@ def _until(condition, seconds: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+def _line(process: subprocess.Popen[str], seconds: float = 60.0) -> str:
+    ready, _, _ = select.select([process.stdout], [], [], seconds)
+    assert ready, "the worker said nothing"
+    return process.stdout.readline().strip()
 
 
 def _wrapper_pid(jobs: JournaledJobs, handle: str) -> int:
@@ -132,7 +140,7 @@ def test_a_job_whose_worker_died_is_lost_with_what_it_printed(tmp_path, session)
     worker = subprocess.Popen([sys.executable, "-c", WORKER, str(session.pk), "job-1", TICKER], env=env,
                               cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert worker.stdout.readline().strip() == "ready"
+        assert _line(worker) == "ready"
         there = _machine(tmp_path, "b", session, lost_after_seconds=3.0)
         # Shipped while it runs: the other machine reads its output as it grows.
         _until(lambda: "line 5" in there.output("job-1", 2_000))
@@ -145,7 +153,7 @@ def test_a_job_whose_worker_died_is_lost_with_what_it_printed(tmp_path, session)
         assert lost.state == "dead" and "stopped reporting" in lost.reason, lost.reason
         assert there.output("job-1", 2_000).startswith(printed.rstrip("\n"))
         time.sleep(1.5)
-        assert there.status("job-1").state == "dead"  # never running again
+        assert _machine(tmp_path, "c", session).status("job-1").state == "dead"  # never running again
 
         # A worker that starts on machine A adopts the job's folder, brings the ending
         # there, and its wrapper stops the command.
@@ -155,7 +163,7 @@ def test_a_job_whose_worker_died_is_lost_with_what_it_printed(tmp_path, session)
         restarted = subprocess.Popen([sys.executable, "-c", WORKER, str(session.pk), "job-1", ""], env=env,
                                      cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True)
         try:
-            assert restarted.stdout.readline().strip() == "ready"
+            assert _line(restarted) == "ready"
             _until(lambda: not process_alive(pid), 20)
         finally:
             restarted.kill()
@@ -193,6 +201,62 @@ def test_a_call_started_on_another_machine_is_never_run_again_there(tmp_path, se
     assert not there.retract_unstarted("job-1")
     assert there.handles() == ["job-1"] and here.status("job-1").handle == "job-1"
     assert there.retract_unstarted("job-never-recorded")  # nothing anywhere: it never ran
+
+
+def test_a_call_whose_job_never_started_runs_again_elsewhere_and_only_that_run_counts(tmp_path, session):
+    here, there = _machine(tmp_path, "a", session, start_grace_seconds=0.0), _machine(tmp_path, "b", session)
+    # Recorded on machine A, whose worker died before the wrapper recorded its process.
+    job_dir = here.directory / "job-1"
+    job_dir.mkdir(parents=True)
+    spec = {"handle": "job-1", "call_id": "call-job-1", "command": "echo again", "argv": ["echo", "again"],
+            "cwd": str(tmp_path), "timeout": None, "created_at": time.time() - 60}
+    (job_dir / "spec.json").write_text(json.dumps(spec))
+    (job_dir / "output.log").touch()
+    DatabaseJournal(session.pk).open("job-1", spec, socket.gethostname())
+    assert here.status("job-1").reason == "its process never started"
+    # Machine B takes the call back and runs it again, under the same handle.
+    assert there.retract_unstarted("job-1")
+    _spawn(there, "job-1", "echo again", tmp_path / "work")
+    _until(lambda: there.status("job-1").done)
+    # A's folder of the run that never started is not the job any more, on A too.
+    for machine in (_machine(tmp_path, "a", session), there):
+        ended = machine.status("job-1")
+        assert (ended.state, ended.exit_code) == ("finished", 0) and "again" in machine.output("job-1", 100)
+        assert not machine.ship("job-1")
+
+
+def test_a_shipper_beats_every_job_though_one_of_them_fails(tmp_path, session, settings):
+    settings.JOBS_DIR = tmp_path / "jobs"
+    jobs = session_jobs(session.pk)
+    broken = jobs.directory / "job-0"  # sorted first, with a spec nobody can read
+    broken.mkdir(parents=True)
+    (broken / "spec.json").write_text("{not json")
+    os.utime(broken / "spec.json", (time.time() - 120, time.time() - 120))
+    _spawn(jobs, "job-1", TICKER, tmp_path / "work")
+    try:
+        _until(lambda: (jobs.directory / "job-1" / "output.log").stat().st_size > 0)
+        Job.objects.update(beat_at=timezone.now() - timedelta(minutes=1))  # as if its shipper had died
+        Shipper().ship_once()  # adopts both; the first fails
+        entry = DatabaseJournal(session.pk).entry("job-1")
+        assert entry.beat_age < 5 and entry.output_bytes > 0
+    finally:
+        _kill_job(jobs.directory / "job-1")
+
+
+def test_a_job_is_stopped_where_it_runs_when_the_journal_is_away(tmp_path, session):
+    here = _machine(tmp_path, "a", session)
+    _spawn(here, "job-1", TICKER, tmp_path / "work")
+    pid = _wrapper_pid(here, "job-1")
+
+    class Away:
+        def __getattr__(self, name):
+            raise ConnectionError("the database is away")
+
+    here.journal = Away()
+    with pytest.raises(ConnectionError):
+        here.cancel("job-1", "the session ended")
+    _until(lambda: not process_alive(pid), 15)
+    assert json.loads((here.directory / "job-1" / "result.json").read_text())["state"] == "cancelled"
 
 
 def test_a_job_started_before_the_journal_is_listed_and_recorded_when_it_ends(tmp_path, session):
