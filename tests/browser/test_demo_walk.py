@@ -1,5 +1,5 @@
 """Issue 30, point 6: what a newcomer does, in headless Chromium against a real Daphne
-and a real worker: sign in with the credentials seed_demo prints, open the Demo room and
+and a real worker and beat: sign in with the credentials seed_demo prints, open the Demo room and
 its session, watch the fold, answer the agent's question (a steer on the desktop, the
 room chat on the phone), decide its approval from the card's diff, see it merge, and
 review the ledger. At 1280×800 and at 390×844: no page wider than the screen, no
@@ -101,6 +101,7 @@ def test_a_newcomer_walks_the_demo_on_a_desktop_and_on_a_phone(daphne_server, hu
     seed("--again")  # a second Demo room with the bug, and a session for it: one for each walk
     sessions = [(s.task.room.slug, s.pk) for s in Session.objects.select_related("task__room").order_by("pk")]
     hub_workers()
+    hub_workers.beat()  # as `manage.py start` runs it: its sweep wakes a session a wake missed
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
