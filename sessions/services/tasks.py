@@ -1,5 +1,7 @@
 """Tasks: created with their intent file (committed to the room's repository) and edited
-mid-flight, the file written outside the row's transaction under the task's lock."""
+mid-flight, the file written outside the row's transaction under the task's lock. The
+file is rendered from the row (``task_intent``), which sessions read: a worker on any
+machine reads it from the database, and a push never changes ``.atrium/``."""
 
 from __future__ import annotations
 
@@ -47,14 +49,25 @@ def task_create(*, room: Room, actor: AbstractBaseUser, title: str, objective: s
     return task
 
 
+INTENT_FIELDS = ("title", "objective", "prerequisites", "definition_of_done", "constraints")
+
+
+def task_intent(task: Task) -> str:
+    """The text of ``task``'s intent file."""
+    return render_intent(task_id=task.pk, **{name: getattr(task, name) for name in INTENT_FIELDS})
+
+
+def task_intent_now(task_id: int) -> str | None:
+    """The task's intent as its row says now (one statement), None once it is deleted."""
+    task = Task.objects.filter(pk=task_id).only(*INTENT_FIELDS).first()
+    return None if task is None else task_intent(task)
+
+
 def task_write_intent(*, task: Task, author: str = "") -> bool:
     """Commit ``task``'s intent file (git, under the room's repository lock): call it
     with no transaction open."""
-    text = render_intent(task_id=task.pk, title=task.title, objective=task.objective,
-                         prerequisites=task.prerequisites, definition_of_done=task.definition_of_done,
-                         constraints=task.constraints)
     try:
-        return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=text, author=author)
+        return intent_write(repo_path=task.room.repo_path, task_id=task.pk, text=task_intent(task), author=author)
     except PathRefused as exc:
         raise RoomError(f"The intent file cannot be written: {exc}.", code="repo") from None
 
@@ -63,10 +76,10 @@ def task_update_intent(*, task: Task, actor: AbstractBaseUser, objective: str, d
                        prerequisites: str, constraints: str) -> bool:
     """A person edits the intent mid-flight; running sessions see it at their next boundary.
 
-    The intent file is what sessions read, so it is committed first, with no transaction
-    open (git leaves the file as it was when it fails: nothing changed anywhere); the
-    row follows. Should the row's update then fail, the previous intent is committed
-    back, so the file and the row never disagree.
+    The intent file is committed first, with no transaction open (git leaves the file as
+    it was when it fails: nothing changed anywhere); the row, which sessions read,
+    follows. Should the row's update then fail, the previous intent is committed back,
+    so the file and the row never disagree.
     """
     check_may_act_in(task.room, actor)
     if not objective.strip():

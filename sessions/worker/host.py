@@ -31,7 +31,6 @@ from observations.gateway.messages import Request, ToolCall, serialize_request
 from rooms import upstream_link
 from rooms.repository.changes import session_change
 from rooms.repository.git import GitError
-from rooms.repository.intent import intent_read
 from rooms.repository.worktrees import (
     BroughtIn,
     MergeResult,
@@ -54,6 +53,7 @@ from sessions.runtime.delivery import Input
 from sessions.runtime.obligations import JobView
 from sessions.runtime.units import Approval, CheckResult
 from sessions.services import reviews as review_rows
+from sessions.services.tasks import task_intent_now
 from sessions.worker import inputs
 from sessions.worker.file_reads import WorktreeReads
 from sessions.worker.waits import jobs_ready
@@ -100,7 +100,8 @@ class DjangoHost:
         return Session.objects.filter(pk=self.session.pk).values_list("segment_requested_by", flat=True).first() or ""
 
     def read_intent(self) -> str | None:
-        return intent_read(repo_path=self.room.repo_path, task_id=self.session.task_id)
+        # From the task's row, which the file is rendered from: the same on every machine.
+        return task_intent_now(self.session.task_id)
 
     # -------------------------------------------------------------- approvals
     def approval_rules(self) -> list[Rule]:

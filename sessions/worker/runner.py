@@ -54,7 +54,7 @@ from sessions.services.lifecycle import (
 )
 from sessions.services.records import unit_records_save
 from sessions.services.talk import agent_mentions_mark_delivered, message_binder
-from sessions.services.tasks import task_write_intent
+from sessions.services.tasks import task_intent, task_write_intent
 from sessions.worker.doorbell import Doorbell, InputWatch
 from sessions.worker.host import DjangoHost
 from sessions.worker.job_journal import DatabaseJournal, journaled, session_jobs
@@ -152,13 +152,12 @@ class SessionRunner:
             self.journal = stored.journal_for(ctx)
             self._legacy_blob = not stored.seq
             return ctx, RuntimeState.from_dict(session.runtime_state)
-        # The intent is in the repository before the first tool call: write it if the
-        # task's file is missing (e.g. created before a restore), then read it back.
-        intent = intent_read(repo_path=room.repo_path, task_id=session.task_id)
-        if intent is None:
+        # The intent is in the repository before the first tool call: its file is written
+        # if it is missing (e.g. a task created before a restore).
+        if intent_read(repo_path=room.repo_path, task_id=session.task_id) is None:
             task_write_intent(task=session.task)
-            intent = intent_read(repo_path=room.repo_path, task_id=session.task_id) or ""
-        ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
+        ctx = SessionContext(intent_text=task_intent(session.task), intent_path=intent_relpath(session.task_id),
+                             **common)
         self.journal, self._legacy_blob = StateJournal(), False
         if reviewed is not None:
             # Each round's material (diff, check) arrives as the round opens (loop._next_round).
