@@ -1,6 +1,7 @@
 """Who may read or push a room's repository over the git remote, and what the room hears
 when a push moved its branches. Read fresh on every request: a person removed from a
-room, made a viewer or deactivated loses what the role gave at their next request."""
+room, made a viewer or deactivated loses what the role gave at their next request, and a
+worker (``rooms.worker_tokens``) what its session's lease gave once it is not its own."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
+from django.utils import timezone
 
 from remote.tokens import token_user
 from rooms.checks import may_act
 from rooms.models import Room
 from rooms.repository.git import git
 from rooms.repository.pushes import ZERO_OID, RefUpdate
+from rooms.repository.worktrees import session_branch
 from rooms.selectors import membership_of
 from rooms.services import repository_pushed
+from rooms.worker_tokens import WorkerToken, worker_token_read
+from sessions.models import Session
+from sessions.runtime.claims import held
 
 NOT_FOUND = "Repository not found."
 
@@ -30,15 +36,27 @@ class Access:
     refusal: str = ""
     user: AbstractBaseUser | None = None
     room: Room | None = None
+    worker: WorkerToken | None = None  # a worker's request: its session's branch is all it pushes
 
     @property
     def repo(self) -> Path:
         return Path(self.room.repo_path)
 
+    @property
+    def who(self) -> str:
+        return f"worker of session {self.worker.session_id}" if self.worker else self.user.get_username()
+
+    @property
+    def only_ref(self) -> str:
+        return f"refs/heads/{session_branch(self.worker.session_id)}" if self.worker else ""
+
 
 def repository_access(token: str | None, slug: str, *, push: bool) -> Access:
-    """Members and owners read and push, viewers read; anyone else, the room is not there."""
+    """Members and owners read and push, viewers read; a worker holding a session's lease
+    reads its room and pushes its branch; anyone else, the room is not there."""
     try:
+        if (worker := worker_token_read(token)) is not None:
+            return _worker_access(worker, slug)
         user = token_user(token)
         if user is None:
             return Access(status=401, refusal="A personal access token is needed (make one on your profile page); "
@@ -56,9 +74,22 @@ def repository_access(token: str | None, slug: str, *, push: bool) -> Access:
             connection.close()
 
 
+def _worker_access(worker: WorkerToken, slug: str) -> Access:
+    session = Session.objects.without_state().select_related("task__room").filter(pk=worker.session_id).first()
+    if session is None or session.lease_owner != worker.owner or not held(
+            lease_owner=session.lease_owner, lease_expires_at=session.lease_expires_at, now=timezone.now()):
+        return Access(status=401, refusal=f"This worker does not hold session {worker.session_id} any more.")
+    if session.task.room.slug != slug:
+        return Access(status=404, refusal=NOT_FOUND)
+    return Access(room=session.task.room, worker=worker)
+
+
 def tell_room(access: Access, commands: list[str]) -> None:
     """The room's message for what the push moved: each ref it named that now holds what
-    it asked for (nothing when git refused it all)."""
+    it asked for (nothing when git refused it all). A worker's push of its session's
+    branch is the session's own news, which its events tell."""
+    if access.worker is not None:
+        return
     now = refs_of(access.repo)
     moved = []
     for command in commands:

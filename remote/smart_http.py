@@ -127,6 +127,7 @@ class Push:
     max_checkout_files: int
     max_pack_bytes: int
     hooks: Path
+    only_ref: str = ""  # a worker's push: its session's branch alone (rooms.worker_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +186,8 @@ def _environment(git_dir: Path, request: GitRequest, push: Push | None) -> dict[
     env = hardened_env(tuple(config), inherit=False)
     if push is not None:
         env |= {"ATRIUM_PUSH_MAIN": push.main, "ATRIUM_PUSH_MAX_BYTES": str(push.max_checkout_bytes),
-                "ATRIUM_PUSH_MAX_FILES": str(push.max_checkout_files), "ATRIUM_HOOK_PYTHON": sys.executable,
+                "ATRIUM_PUSH_MAX_FILES": str(push.max_checkout_files), "ATRIUM_PUSH_ONLY_REF": push.only_ref,
+                "ATRIUM_HOOK_PYTHON": sys.executable,
                 "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     env |= {
         "GIT_PROJECT_ROOT": str(git_dir),

@@ -100,7 +100,7 @@ def _git_request(request: HttpRequest, path: str, query: str, access: Access) \
         body = request
     return smart_http.GitRequest(
         method=request.method, path=path, query=query, content_type=request.content_type or "",
-        git_protocol=request.headers.get("Git-Protocol", ""), remote_user=access.user.get_username(),
+        git_protocol=request.headers.get("Git-Protocol", ""), remote_user=access.who,
         body=body, prefix=prefix), commands
 
 
@@ -129,7 +129,7 @@ def _push_rules(access: Access) -> smart_http.Push:
     return smart_http.Push(
         main=access.room.default_branch, max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
         max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES, max_pack_bytes=settings.ATRIUM_UPLOAD_MAX_BYTES,
-        hooks=smart_http.push_hooks(settings.DATA_DIR / "git-hooks"))
+        hooks=smart_http.push_hooks(settings.DATA_DIR / "git-hooks"), only_ref=access.only_ref)
 
 
 async def _then(body: AsyncGenerator[bytes, None], after: Callable[[], None]) -> AsyncIterator[bytes]:

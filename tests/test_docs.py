@@ -47,7 +47,7 @@ COMPUTED = {
 # test run's bookkeeping between pytest-xdist's controller and its workers.
 # The hub sets the ATRIUM_PUSH_* ones for its own pre-receive check (remote/smart_http.py).
 NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE", "PYTEST_XDIST_WORKER", "ATRIUM_TEST_RUN_SET", "ATRIUM_PUSH_MAIN",
-                "ATRIUM_PUSH_MAX_BYTES", "ATRIUM_PUSH_MAX_FILES"}
+                "ATRIUM_PUSH_MAX_BYTES", "ATRIUM_PUSH_MAX_FILES", "ATRIUM_PUSH_ONLY_REF"}
 
 
 def _environ(node: ast.AST) -> bool:

@@ -1,5 +1,5 @@
 """The git remote's pre-receive check: ``python -m rooms.repository.pre_receive``, run by
-``git receive-pack`` for a person's push (the only hook the hub's git runs, from a folder
+``git receive-pack`` for a person's or a worker's push (the only hook the hub's git runs, from a folder
 of the hub's, never the repository's). It reads the ref updates on stdin and the push's
 objects from git's quarantine, and refuses the whole push, saying why on stderr (the
 person's git prints it as ``remote: …``), when ``pushes.check_push`` does.
@@ -25,7 +25,8 @@ def main() -> int:
             # receive-pack runs its hooks in the repository's git folder.
             check_push(Path.cwd(), updates, main=os.environ["ATRIUM_PUSH_MAIN"],
                        max_checkout_bytes=int(os.environ["ATRIUM_PUSH_MAX_BYTES"]),
-                       max_checkout_files=int(os.environ["ATRIUM_PUSH_MAX_FILES"]))
+                       max_checkout_files=int(os.environ["ATRIUM_PUSH_MAX_FILES"]),
+                       only_ref=os.environ.get("ATRIUM_PUSH_ONLY_REF", ""))
     except PushRefused as exc:
         print(f"Atrium refused this push:\n{exc}", file=sys.stderr)
         return 1

@@ -8,6 +8,8 @@ merge moves it. Every tip pushed
 is held to what an import is (``imported.check_tree``: no submodules, no nested ``.git``,
 no checkout past the room's bounds), and none may change ``.atrium/``, where only the hub
 writes. The decisions on names are plain Python (``name_refusal``); the rest reads git.
+A worker's push (``only_ref``: its session's branch, ``rooms.worker_tokens``) may move
+that branch forward and nothing else, held to the same content rules.
 """
 
 from __future__ import annotations
@@ -69,9 +71,19 @@ def name_refusal(update: RefUpdate, *, main: str, branches: set[str], tags: set[
     return None
 
 
+def worker_name_refusal(update: RefUpdate, *, only_ref: str) -> str | None:
+    """Why a worker may not change this ref, or None: its session's branch is all it pushes."""
+    if update.ref != only_ref:
+        return f"{update.ref}: a worker pushes its session's branch ({only_ref}) and nothing else"
+    if update.deletes:
+        return f"{update.shown}: a session's branch is not deleted by its worker"
+    return None
+
+
 def check_push(repo: Path, updates: Iterable[RefUpdate], *, main: str, max_checkout_bytes: int,
-               max_checkout_files: int) -> None:
-    """Raise PushRefused naming every ref of the push that may not be changed as it is."""
+               max_checkout_files: int, only_ref: str = "") -> None:
+    """Raise PushRefused naming every ref of the push that may not be changed as it is.
+    ``only_ref``: a worker's push, which may move that ref forward and nothing else."""
     main_ref = f"refs/heads/{main}"
     main_tip = git("rev-parse", "--verify", "--quiet", main_ref, cwd=repo, check=False).strip()
     listed = git("for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags", cwd=repo).splitlines()
@@ -79,9 +91,12 @@ def check_push(repo: Path, updates: Iterable[RefUpdate], *, main: str, max_check
     tags = {ref.removeprefix("refs/tags/") for ref in listed if ref.startswith("refs/tags/")}
     reasons = []
     for update in updates:
-        reason = name_refusal(update, main=main, branches=branches, tags=tags)
+        if only_ref:
+            reason = worker_name_refusal(update, only_ref=only_ref)
+        else:
+            reason = name_refusal(update, main=main, branches=branches, tags=tags)
         if reason is None and not update.deletes:
-            reason = _fast_forward_refusal(repo, update, main_ref=main_ref) or content_refusal(
+            reason = _fast_forward_refusal(repo, update, forward_only={main_ref, only_ref}) or content_refusal(
                 repo, update.new, shown=update.shown, main_tip=main_tip,
                 bounds=(max_checkout_bytes, max_checkout_files))
         if reason:
@@ -92,9 +107,9 @@ def check_push(repo: Path, updates: Iterable[RefUpdate], *, main: str, max_check
         raise PushRefused("\n".join(reasons))
 
 
-def _fast_forward_refusal(repo: Path, update: RefUpdate, *, main_ref: str) -> str | None:
-    if update.ref == main_ref and update.old != ZERO_OID and not _is_ancestor(repo, update.old, update.new):
-        return (f"{update.shown}: not a fast-forward (main is never rewritten): pull, merge or rebase "
+def _fast_forward_refusal(repo: Path, update: RefUpdate, *, forward_only: set[str]) -> str | None:
+    if update.ref in forward_only and update.old != ZERO_OID and not _is_ancestor(repo, update.old, update.new):
+        return (f"{update.shown}: not a fast-forward (never rewritten): pull, merge or rebase "
                 "onto it, and push again")
     return None
 
