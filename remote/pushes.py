@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from remote.tokens import token_user
@@ -21,6 +21,7 @@ from rooms.repository.worktrees import session_branch
 from rooms.selectors import membership_of
 from rooms.services import repository_pushed
 from rooms.worker_tokens import WorkerToken, worker_token_read
+from sessions.events import session_event_append
 from sessions.models import Session
 from sessions.runtime.claims import held
 
@@ -75,21 +76,39 @@ def repository_access(token: str | None, slug: str, *, push: bool) -> Access:
 
 
 def _worker_access(worker: WorkerToken, slug: str) -> Access:
+    session = _held_session(worker)
+    if session is None:
+        return Access(status=401, refusal=worker_refusal(worker))
+    if session.task.room_id != worker.room_id or session.task.room.slug != slug:
+        return Access(status=404, refusal=NOT_FOUND)
+    return Access(room=session.task.room, worker=worker)
+
+
+def worker_still_holds(worker: WorkerToken) -> bool:
+    """Asked again once a push has the room's lock: the lease may have moved meanwhile."""
+    try:
+        return _held_session(worker) is not None
+    finally:
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def worker_refusal(worker: WorkerToken) -> str:
+    return f"This worker does not hold session {worker.session_id} any more."
+
+
+def _held_session(worker: WorkerToken) -> Session | None:
     session = Session.objects.without_state().select_related("task__room").filter(pk=worker.session_id).first()
     if session is None or session.lease_owner != worker.owner or not held(
             lease_owner=session.lease_owner, lease_expires_at=session.lease_expires_at, now=timezone.now()):
-        return Access(status=401, refusal=f"This worker does not hold session {worker.session_id} any more.")
-    if session.task.room.slug != slug:
-        return Access(status=404, refusal=NOT_FOUND)
-    return Access(room=session.task.room, worker=worker)
+        return None
+    return session
 
 
 def tell_room(access: Access, commands: list[str]) -> None:
     """The room's message for what the push moved: each ref it named that now holds what
     it asked for (nothing when git refused it all). A worker's push of its session's
-    branch is the session's own news, which its events tell."""
-    if access.worker is not None:
-        return
+    branch is the session's own news: an event of the session (``branch.pushed``)."""
     now = refs_of(access.repo)
     moved = []
     for command in commands:
@@ -97,7 +116,12 @@ def tell_room(access: Access, commands: list[str]) -> None:
         if now.get(update.ref) == (None if update.deletes else update.new):
             moved.append((update.ref, None if update.old == ZERO_OID else update.old,
                           None if update.deletes else update.new))
-    if moved:
+    if moved and access.worker is not None:
+        with transaction.atomic():
+            if session := Session.objects.without_state().filter(pk=access.worker.session_id).first():
+                for ref, old, new in moved:
+                    session_event_append(session, "branch.pushed", {"ref": ref, "old": old, "new": new})
+    elif moved:
         repository_pushed(room=access.room, actor=access.user, moved=moved)
 
 

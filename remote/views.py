@@ -30,7 +30,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from remote import smart_http
-from remote.pushes import Access, repository_access, tell_room
+from remote.pushes import Access, repository_access, tell_room, worker_refusal, worker_still_holds
 from remote.tokens import (
     NAME_MAX_LENGTH,
     access_token_create,
@@ -109,6 +109,8 @@ async def _push(git_dir: Path, git_request: smart_http.GitRequest, push: smart_h
     """receive-pack under the room lock, to its end, and the room told what moved."""
     try:
         async with room_repo_lock_async(access.repo, wait_seconds=PUSH_LOCK_WAIT_SECONDS):
+            if access.worker is not None and not await sync_to_async(worker_still_holds)(access.worker):
+                return _plain(401, worker_refusal(access.worker))  # its lease moved while it waited
             answer = await smart_http.receive(git_dir, git_request, push)
             try:
                 await sync_to_async(tell_room, thread_sensitive=False)(access, commands)

@@ -1,6 +1,6 @@
 """The git remote's credential for a worker (issue 32): a worker on a machine of its own
 fetches its session's room repository and pushes the session's branch with a token that
-names the session and the worker holding its lease.
+names the room, the session and the worker holding the session's lease.
 
 ``atr-wkr-`` and a value signed with the hub's SECRET_KEY (``django.core.signing``;
 every process of a hub shares the key), so no row is stored and a worker mints its own.
@@ -24,12 +24,16 @@ _MAX_AGE = timedelta(days=1)  # a session's worker mints a new one each time it 
 
 @dataclass(frozen=True, slots=True)
 class WorkerToken:
+    room_id: int
     session_id: int
     owner: str  # the worker's name, as the session's lease holds it
 
 
-def worker_token_mint(*, session_id: int, owner: str) -> str:
-    return WORKER_TOKEN_PREFIX + signing.dumps({"session": session_id, "owner": owner}, salt=_SALT)
+def worker_token_mint(*, room_id: int, session_id: int, owner: str) -> str:
+    token = WORKER_TOKEN_PREFIX + signing.dumps({"room": room_id, "session": session_id, "owner": owner}, salt=_SALT)
+    if len(token) > WORKER_TOKEN_MAX_LENGTH:  # the remote would not read it back
+        raise ValueError(f"a worker's name of {len(owner)} characters is too long for its token")
+    return token
 
 
 def worker_token_read(text: str | None) -> WorkerToken | None:
@@ -43,7 +47,9 @@ def worker_token_read(text: str | None) -> WorkerToken | None:
         return None
     if not isinstance(value, dict):
         return None
-    session_id, owner = value.get("session"), value.get("owner")
-    if not isinstance(session_id, int) or isinstance(session_id, bool) or not isinstance(owner, str) or not owner:
+    room_id, session_id, owner = value.get("room"), value.get("session"), value.get("owner")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (room_id, session_id)):
         return None
-    return WorkerToken(session_id=session_id, owner=owner)
+    if not isinstance(owner, str) or not owner:
+        return None
+    return WorkerToken(room_id=room_id, session_id=session_id, owner=owner)

@@ -1,6 +1,7 @@
 """Intent files: a task's objective, prerequisites, definition of done and the
 person's constraints, verbatim, committed to the room repository before the first
-tool call and re-read at every cycle start. The file is authoritative."""
+tool call. The file is rendered from the task's row, which sessions re-read at every
+cycle start (sessions.services.tasks.task_intent): the two always say the same."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ def main() -> int:
             check_push(Path.cwd(), updates, main=os.environ["ATRIUM_PUSH_MAIN"],
                        max_checkout_bytes=int(os.environ["ATRIUM_PUSH_MAX_BYTES"]),
                        max_checkout_files=int(os.environ["ATRIUM_PUSH_MAX_FILES"]),
-                       only_ref=os.environ.get("ATRIUM_PUSH_ONLY_REF", ""))
+                       only_ref=os.environ["ATRIUM_PUSH_ONLY_REF"])  # empty: a person's push
     except PushRefused as exc:
         print(f"Atrium refused this push:\n{exc}", file=sys.stderr)
         return 1

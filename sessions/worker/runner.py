@@ -152,12 +152,12 @@ class SessionRunner:
             self.journal = stored.journal_for(ctx)
             self._legacy_blob = not stored.seq
             return ctx, RuntimeState.from_dict(session.runtime_state)
-        # The intent is in the repository before the first tool call: its file is written
-        # if it is missing (e.g. a task created before a restore).
-        if intent_read(repo_path=room.repo_path, task_id=session.task_id) is None:
+        # The intent is in the repository before the first tool call, as the row says it:
+        # written if it is missing or says something else (e.g. after a restore).
+        intent = task_intent(session.task)
+        if intent_read(repo_path=room.repo_path, task_id=session.task_id) != intent:
             task_write_intent(task=session.task)
-        ctx = SessionContext(intent_text=task_intent(session.task), intent_path=intent_relpath(session.task_id),
-                             **common)
+        ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
         self.journal, self._legacy_blob = StateJournal(), False
         if reviewed is not None:
             # Each round's material (diff, check) arrives as the round opens (loop._next_round).
@@ -291,9 +291,8 @@ class SessionRunner:
                 # A job's end wakes it at once (beat's sweep, if this process is gone).
                 transaction.on_commit(lambda: watch_jobs(session_jobs(session.pk), arguments, until=result.wake_at,
                                                          wake=lambda: _wake_waiting(session.pk)))
-            if self.state.phase == REVIEW and review_rows.review_moved_on(
-                    session=session, reviewing=self.host.reviewing, round_number=self.state.review_round):
-                session_wake(session)  # decided (or opened) while this unit looked: no wake came
+            if _moved_on_meanwhile(session, self.state, self.host):
+                session_wake(session)  # decided or written while this unit looked: its wake found it running
             return False
         if result.outcome in (Outcome.SUCCEEDED, Outcome.FAILED, Outcome.NEEDS_MERGE):
             session_transition(session, result.outcome.value, reason=result.reason, expected=states.RUNNING)
@@ -315,6 +314,14 @@ class SessionRunner:
                     # A person decided this round and the author already opened the next
                     # one, given to this session: it reviews that instead of ending.
                     result.outcome, result.wake_at = Outcome.WAIT, time.time()
+
+
+def _moved_on_meanwhile(session: Session, state: RuntimeState, host: DjangoHost) -> bool:
+    """A parking session's reason to wait gone while its unit looked: its review round
+    decided (or opened), or a message for it written (beat's sweep asks the same later)."""
+    if state.phase == REVIEW:
+        return review_rows.review_moved_on(session=session, reviewing=host.reviewing, round_number=state.review_round)
+    return host.has_pending_input(chat_after=state.chat_cursor)
 
 
 def _work_tools(allowed: list[str]) -> list[str] | None:

@@ -7,7 +7,10 @@ would receive is read from the run queue itself.
 
 from __future__ import annotations
 
+import json
+import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -26,6 +29,7 @@ from sessions.services.lifecycle import session_start
 from sessions.services.talk import session_steer
 from sessions.services.tasks import task_create
 from sessions.tasks import sweep_sessions
+from sessions.worker.host import DjangoHost
 from sessions.worker.lease import session_claim
 from sessions.worker.run import run_next, run_session
 from tests.rooms.test_consumers import Socket, cookie_for
@@ -162,3 +166,32 @@ def test_sweeps_have_their_own_queue_and_expire_within_a_period():
     assert route["queue"].name == settings.CELERY_SWEEP_QUEUE
     assert app.amqp.router.route({}, "sessions.tasks.run_session")["queue"].name == settings.CELERY_TASK_DEFAULT_QUEUE
     assert settings.CELERY_BEAT_SCHEDULE["sweep-sessions"]["options"]["expires"] == settings.ATRIUM_SWEEP_SECONDS
+
+
+def test_a_mention_written_while_the_unit_looked_wakes_the_session_it_parks(person, demo_room, monkeypatch,
+                                                                             empty_run_queue):
+    """The post's wake found the session running (its worker was deciding to park it at
+    an await), so the parking itself looks again and queues it: beat's sweep is not
+    needed for it."""
+    recording = Path(settings.REPLAYS_DIR) / f"awaits-{uuid.uuid4().hex[:8]}.json"
+    recording.write_text(json.dumps({"turns": [
+        {"text": "Asking.", "tool_calls": [{"name": "await", "arguments": {"seconds": 600}}]}, {"text": "Done."}]}))
+    try:
+        agent = AgentProfile.objects.create(name="asker", model=f"replay:{recording.name}", context_window=32_000,
+                                            output_budget=2_000)
+        RoomAgent.objects.create(room=demo_room, agent=agent)
+        session = start(person, demo_room, agent)
+        looked = DjangoHost.await_ready
+
+        def written_while_looking(host, call, *, chat_after):
+            ready = looked(host, call, chat_after=chat_after)
+            message_post(room=demo_room, author=person, kind="chat", text="@asker go ahead")
+            assert state(session) == "running"  # so its wake only rang
+            return ready
+
+        monkeypatch.setattr(DjangoHost, "await_ready", written_while_looking)
+        empty_run_queue()
+        run_session(session.pk)
+    finally:
+        recording.unlink()
+    assert state(session) == "queued" and dispatch.queued_turns() == 1
