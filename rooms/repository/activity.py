@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import GitError, git
-from rooms.repository.worktrees import HUB_OWNED
+from rooms.repository.hub_files import HUB_OWNED
 
 _RECORD, _FIELD = "\x1e", "\x1f"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import git, git_bytes
-from rooms.repository.worktrees import HUB_OWNED
+from rooms.repository.hub_files import HUB_OWNED
 
 SHOWN_MAX_BYTES = 512 * 1024  # a file past this (either side) is named, not shown
 SHOWN_MAX_LINES = 3_000  # a file's diff is cut after this many lines

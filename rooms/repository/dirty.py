@@ -18,7 +18,7 @@ from pathlib import Path
 
 from agents.tools.beneath import PathRefused, located, opened_dir
 from rooms.repository.git import GitError, git, git_bytes, git_records
-from rooms.repository.worktrees import HUB_OWNED
+from rooms.repository.hub_files import HUB_OWNED
 
 _CHUNK = 1 << 20
 RENAME_MAX_BYTES = 16 << 20

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rooms.repository.git import git
+from rooms.repository.hub_files import HUB_OWNED
 from rooms.repository.trees import Entry, too_large, tree_entries
-from rooms.repository.worktrees import HUB_OWNED
 
 GITLINK_MODE = "160000"
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rooms.repository.git import GitError, git
+from rooms.repository.hub_files import HUB_OWNED
 from rooms.repository.imported import ImportRefused, check_tree
 from rooms.repository.trees import tree_entries
-from rooms.repository.worktrees import HUB_OWNED
 
 ZERO_OID = "0" * 40
 SESSION_BRANCHES = "refs/heads/atrium/"

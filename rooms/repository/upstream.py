@@ -28,10 +28,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from rooms.repository.git import GitError, git
+from rooms.repository.hub_files import HUB_OWNED
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.pushes import content_refusal
 from rooms.repository.ssh import SshAddress, ssh_address, ssh_command
-from rooms.repository.worktrees import HUB_OWNED, advance_main, worktree_merge
+from rooms.repository.worktrees import advance_main, worktree_merge
 
 FETCHED = "refs/atrium/upstream"
 UP_TO_DATE = "up to date with the upstream"  # where the upstream's branch waits for its checks

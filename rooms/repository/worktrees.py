@@ -22,14 +22,13 @@ from typing import Literal
 from agents.tools.beneath import PathRefused, read_bytes
 from agents.tools.text import clean_text
 from rooms.repository.git import GitError, git
+from rooms.repository.hub_files import HUB_OWNED
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.trees import checkout_refused
 
 logger = logging.getLogger(__name__)
 
 MAIN_BRANCH = "main"
-# Intent files: written by the hub for people, never by a session's merge.
-HUB_OWNED = ".atrium"
 
 
 class WorktreeError(RuntimeError):
@@ -64,10 +63,6 @@ class MergeResult:
     @property
     def merged(self) -> bool:
         return self.status != "conflict"
-
-
-def hub_owned(path: str) -> bool:
-    return path == HUB_OWNED or path.startswith(HUB_OWNED + "/")
 
 
 def session_branch(session_id: int | str) -> str:
