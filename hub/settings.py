@@ -225,6 +225,10 @@ REPOS_DIR = DATA_DIR / "repos"
 WORKTREES_DIR = DATA_DIR / "worktrees"
 JOBS_DIR = DATA_DIR / "jobs"
 BLOBS_DIR = DATA_DIR / "blobs"
+# A worker that does not see the hub's folders: its own copies of the rooms'
+# repositories, kept from the hub's git remote at ATRIUM_HUB_URL (sessions/worker/room_git.py).
+HUB_URL = env("ATRIUM_HUB_URL", "").rstrip("/")
+COPIES_DIR = DATA_DIR / "copies"
 # Tool results larger than this go to the blob store instead of their rows: files under
 # BLOBS_DIR ("files"), their rows all the same ("database"), or an S3-compatible store
 # ("s3://<bucket>[/<prefix>]", at ATRIUM_S3_ENDPOINT_URL unless it is AWS's);
@@ -232,6 +236,11 @@ BLOBS_DIR = DATA_DIR / "blobs"
 BLOB_INLINE_MAX = envint("ATRIUM_BLOB_INLINE_MAX", str(256 * 1024))
 BLOB_STORE = env("ATRIUM_BLOB_STORE", "files")
 S3_ENDPOINT_URL = env("ATRIUM_S3_ENDPOINT_URL", "")
+if HUB_URL and (not env("DATABASE_URL").startswith(("postgres://", "postgresql://")) or BLOB_STORE == "files"):
+    raise ImproperlyConfigured(
+        "ATRIUM_HUB_URL (a worker that does not see the hub's folders) needs the hub's DATABASE_URL (PostgreSQL) and "
+        "ATRIUM_BLOB_STORE=database or s3://…: an SQLite file or blob files would be this machine's alone."
+    )
 ATRIUM_MAX_MESSAGE_BYTES = envint("ATRIUM_MAX_MESSAGE_BYTES", str(32 * 1024))
 # A worker running a session renews its lease with a heartbeat every
 # ATRIUM_HEARTBEAT_SECONDS; a lease not renewed for ATRIUM_LEASE_SECONDS (a few missed

@@ -10,6 +10,7 @@ from remote import views
 app_name = "remote"
 
 urlpatterns = [
+    path("rooms/<slug:slug>.git/atrium/<str:step>", views.worker_step, name="worker_step"),
     path("rooms/<slug:slug>.git/<path:path>", views.git_http, name="git"),
     path("profile/", views.profile, name="profile"),
     path("profile/tokens/new/", views.token_new, name="token_new"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
@@ -24,12 +25,12 @@ from asgiref.sync import sync_to_async
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
-from remote import smart_http
+from remote import smart_http, worker_steps
 from remote.pushes import Access, repository_access, tell_room, worker_refusal, worker_still_holds
 from remote.tokens import (
     NAME_MAX_LENGTH,
@@ -39,8 +40,11 @@ from remote.tokens import (
     basic_token,
 )
 from rooms.errors import RoomError, attempt
+from rooms.repository.git import GitError
 from rooms.repository.lock import LockBusy, room_repo_lock_async
 from rooms.repository.maintenance import repository_repack_soon
+from rooms.repository.worktrees import WorktreeError
+from rooms.worker_tokens import worker_token_read
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,33 @@ async def git_http(request: HttpRequest, slug: str, path: str) -> HttpResponse:
     if path == smart_http.UPLOAD:  # a fetch: what it cost the next one may be saved
         answer.body = _then(answer.body, lambda: repository_repack_soon(access.repo))
     return _streamed(answer)
+
+
+@csrf_exempt
+@login_not_required
+@require_POST
+async def worker_step(request: HttpRequest, slug: str, step: str) -> HttpResponse:
+    """A step a worker on another machine asks of its session's room repository
+    (``remote.worker_steps``), with the token that lets it push the session's branch."""
+    token = basic_token(request.headers.get("Authorization"))
+    if worker_token_read(token) is None:
+        return _plain(401, "Only a worker running a session asks this of the hub.")
+    access: Access = await sync_to_async(repository_access)(token, slug, push=True)
+    if access.refusal:
+        return _plain(access.status, access.refusal)
+    try:
+        said = json.loads(request.body or b"{}")
+    except ValueError:
+        return _plain(400, "The body is not JSON.")
+    try:
+        answer = await sync_to_async(worker_steps.worker_step, thread_sensitive=False)(
+            access.room, access.worker.session_id, step, said)
+    except worker_steps.StepRefused as exc:
+        return _plain(400, str(exc))
+    except (GitError, WorktreeError) as exc:
+        logger.warning("a worker's %s of session %s failed: %s", step, access.worker.session_id, exc)
+        return _plain(409, f"The room's repository could not {step}: {exc}")
+    return JsonResponse(answer)
 
 
 def _git_request(request: HttpRequest, path: str, query: str, access: Access) \

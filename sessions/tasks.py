@@ -6,7 +6,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from sessions.dispatch import RUN_SESSION, STOP_SESSION_JOBS
-from sessions.retention import old_worktrees_remove
+from sessions.retention import machine_pass_now_and_then, old_worktrees_remove
 from sessions.sweep import sessions_sweep
 from sessions.worker.job_journal import session_jobs
 from sessions.worker.run import run_next
@@ -20,7 +20,9 @@ from sessions.worker.run import run_next
 def run_session(session_id: int | None = None) -> str:
     """A worker's turn: it runs the most urgent session that needs a worker, which need
     not be ``session_id`` (the session whose change sent the turn; sessions.dispatch)."""
-    return run_next()
+    ran = run_next()
+    machine_pass_now_and_then()
+    return ran
 
 
 @shared_task(name=STOP_SESSION_JOBS, ignore_result=True)

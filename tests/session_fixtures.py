@@ -62,15 +62,14 @@ def hub_workers(transactional_db, tmp_path):
     started = []
 
     def worker(*, fast: bool = True, queue: str = settings.CELERY_TASK_DEFAULT_QUEUE, concurrency: int = 1,
-               **env) -> CeleryWorker:
+               wrap=None, **env) -> CeleryWorker:
+        """``wrap``: the command line as it is to run (in namespaces of its own, say)."""
         nodename = f"atrium-e2e-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
-        process = start_hub_process(
-            "celery worker",
-            [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
-             "--queues", queue, "--pool", "prefork", "--concurrency", str(concurrency),
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-            tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env},
-        )
+        argv = [sys.executable, "-m", "celery", "-A", "hub", "worker", "--hostname", nodename,
+                "--queues", queue, "--pool", "prefork", "--concurrency", str(concurrency),
+                "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]
+        process = start_hub_process("celery worker", wrap(argv) if wrap else argv,
+                                    tmp_path / f"worker-{len(started)}.log", **{**(FAST if fast else {}), **env})
         started.append(process)
         celery = CeleryWorker(hub_process=process, nodename=nodename, queue=queue)
         _wait_until(lambda: celery.ping(timeout=0.5), process, "answer a ping")

@@ -28,6 +28,15 @@ def branch_tip(repo: Path, branch: str) -> str:
     return git("rev-parse", "--verify", f"{branch}^{{commit}}", cwd=repo).strip()
 
 
+def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
+    """Whether ``descendant`` contains ``ancestor`` (False too when either is missing)."""
+    try:
+        git("merge-base", "--is-ancestor", ancestor, descendant, cwd=repo)
+    except GitError:
+        return False
+    return True
+
+
 def fork_point(repo: Path, branch: str, target: str) -> str:
     """Where ``branch`` left ``target``: the base of a session that recorded none."""
     return git("merge-base", target, branch, cwd=repo).strip()

@@ -68,7 +68,8 @@ HARDENED_CONFIG = (
 _DROPPED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
             "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "GIT_SSH",
             "GIT_SSH_COMMAND", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_NAMESPACE",
-            "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PROXY_COMMAND")
+            "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PROXY_COMMAND",
+            "GIT_CURL_VERBOSE")  # and GIT_TRACE*: traces would write a worker's token to the log
 
 
 # The object folders of a push not yet accepted (git's quarantine), which a pre-receive
@@ -100,7 +101,7 @@ def hardened_env(extra_config: tuple[tuple[str, str], ...] = (), *, inherit: boo
     folder, in place of none). ``inherit=False``: of the hub's own environment, only
     ``_KEPT``."""
     env = {name: value for name, value in os.environ.items()
-           if name not in _DROPPED and not name.startswith("GIT_CONFIG_") and (inherit or name in _KEPT)}
+           if name not in _DROPPED and not name.startswith(("GIT_CONFIG_", "GIT_TRACE")) and (inherit or name in _KEPT)}
     env.update(HUB_IDENTITY)
     env.update({
         "GIT_TERMINAL_PROMPT": "0",  # never hang waiting for credentials
@@ -109,6 +110,7 @@ def hardened_env(extra_config: tuple[tuple[str, str], ...] = (), *, inherit: boo
         "GIT_PAGER": "cat",
         "GIT_EDITOR": "false",
         "GIT_NO_REPLACE_OBJECTS": "1",
+        "LC_ALL": "C.UTF-8",  # git's messages in one language: the hub reads some of them
         "GIT_CONFIG_COUNT": str(len(HARDENED_CONFIG) + len(extra_config)),
     })
     for index, (key, value) in enumerate(HARDENED_CONFIG + extra_config):

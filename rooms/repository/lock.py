@@ -5,6 +5,8 @@ after the room's repository: it serialises every process that uses the hub's dat
 on any machine, and the server releases it when its holder's connection dies. On SQLite
 (one machine by nature), a flock on a file inside the repository's .git directory:
 every process on the machine takes turns, and the kernel releases it if the holder dies.
+A worker's own copy of a room's repository (``rooms.repository.mirror``) is its
+machine's alone: a flock there too, whatever the database.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from rooms.repository.advisory import LockBusy, advisory_lock, advisory_lock_asy
 __all__ = ["LockBusy", "room_repo_lock", "room_repo_lock_async", "room_repo_lock_now", "task_intent_lock"]
 
 
-def _in_database() -> bool:
-    return connection.vendor == "postgresql"
+def _in_database(repo_path: Path | str) -> bool:
+    return connection.vendor == "postgresql" and not _a_workers_copy(repo_path)
+
+
+def _a_workers_copy(repo_path: Path | str) -> bool:
+    return Path(repo_path).resolve().is_relative_to(Path(settings.COPIES_DIR).resolve())
 
 
 def _room_lock_name(repo_path: Path | str) -> str:
@@ -37,7 +43,7 @@ def _room_lock_name(repo_path: Path | str) -> str:
 
 @contextmanager
 def room_repo_lock(repo_path: Path | str) -> Iterator[None]:
-    if _in_database():
+    if _in_database(repo_path):
         with advisory_lock(_room_lock_name(repo_path)):
             yield
         return
@@ -49,7 +55,7 @@ def room_repo_lock(repo_path: Path | str) -> Iterator[None]:
 def room_repo_lock_now(repo_path: Path | str) -> Iterator[None]:
     """``room_repo_lock`` if it is free right now (LockBusy if not), held in the calling
     thread for as long as the block runs."""
-    if _in_database():
+    if _in_database(repo_path):
         with advisory_lock(_room_lock_name(repo_path), wait=False):
             yield
         return
@@ -66,7 +72,7 @@ async def room_repo_lock_async(repo_path: Path | str, *, wait_seconds: float) ->
     """``room_repo_lock`` for the event loop (a push over the git remote, for as long as
     git receives it): asked for without blocking, again and again, so a waiter holds no
     thread (a cancelled one nothing at all); LockBusy past ``wait_seconds``."""
-    if _in_database():
+    if _in_database(repo_path):
         async with advisory_lock_async(_room_lock_name(repo_path), wait_seconds=wait_seconds):
             yield
         return
@@ -92,7 +98,7 @@ async def room_repo_lock_async(repo_path: Path | str, *, wait_seconds: float) ->
 def task_intent_lock(repo_path: Path | str, task_id: int) -> Iterator[None]:
     """One editor at a time of a task's intent, across its commit and its row (which run
     apart: git never runs inside a database transaction). Taken before the room lock."""
-    if _in_database():
+    if _in_database(repo_path):
         with advisory_lock(f"atrium-task:{task_id}"):
             yield
         return

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from rooms.repository.activity import is_ancestor
 from rooms.repository.git import GitError, git
 from rooms.repository.hub_files import HUB_OWNED
 from rooms.repository.lock import room_repo_lock
@@ -158,7 +159,7 @@ def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_b
     commit merged: each call fetches to a ref of its own, removed after."""
     with _fetched(repo, upstream) as fetched:
         main_tip = git("rev-parse", "--verify", f"refs/heads/{main}^{{commit}}", cwd=repo).strip()
-        if fetched == main_tip or _is_ancestor(repo, fetched, main_tip):
+        if fetched == main_tip or is_ancestor(repo, fetched, main_tip):
             return UP_TO_DATE
         if not git("merge-base", main_tip, fetched, cwd=repo, check=False).strip():
             return _first_fetch(repo, upstream, fetched, main=main, main_tip=main_tip,
@@ -167,7 +168,7 @@ def fetch_into_main(repo: Path, upstream: Upstream, *, main: str, max_checkout_b
                                      bounds=(max_checkout_bytes, max_checkout_files)):
             raise UpstreamError(reason)
         count = git("rev-list", "--count", f"{main_tip}..{fetched}", cwd=repo).strip()
-        if _is_ancestor(repo, main_tip, fetched):
+        if is_ancestor(repo, main_tip, fetched):
             with room_repo_lock(repo):
                 if git("rev-parse", f"refs/heads/{main}", cwd=repo).strip() == main_tip:
                     advance_main(repo, main_tip, fetched, main)
@@ -251,11 +252,3 @@ def push(repo: Path, upstream: Upstream, local: str, remote_branch: str, *, forc
     _git(upstream, "push", "--quiet", "--no-verify", "--porcelain", "--", upstream.url,
          f"{'+' if force else ''}{local}:refs/heads/{remote_branch}", cwd=repo)
     return f"pushed to the upstream's {remote_branch}"
-
-
-def _is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
-    try:
-        git("merge-base", "--is-ancestor", ancestor, descendant, cwd=repo)
-    except GitError:
-        return False
-    return True

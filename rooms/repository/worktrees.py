@@ -69,8 +69,8 @@ def session_branch(session_id: int | str) -> str:
     return f"atrium/session-{session_id}"
 
 
-def _registered_worktrees(repo: Path) -> dict[Path, str | None]:
-    """Registered worktree paths and the branch each has checked out."""
+def registered_worktrees(repo: Path) -> dict[Path, str | None]:
+    """Registered worktree paths and the branch each has checked out (``None``: detached)."""
     found: dict[Path, str | None] = {}
     current: Path | None = None
     for line in git("worktree", "list", "--porcelain", cwd=repo).splitlines():
@@ -128,7 +128,7 @@ def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | s
     branch = session_branch(session_id)
     _ensure_excludes(repo)
     git("worktree", "prune", cwd=repo)  # forget worktrees whose directories are gone
-    registered = _registered_worktrees(repo)
+    registered = registered_worktrees(repo)
     if final in registered:
         if registered[final] != branch:
             raise WorktreeError(f"{final} is a worktree of {registered[final]!r}, not {branch!r}")
@@ -151,6 +151,15 @@ def _worktree_create_locked(repo: Path, worktrees_dir: Path, session_id: int | s
     return Worktree(path=final, branch=branch, repo=repo)
 
 
+def merge_under_way(worktree: Worktree) -> bool:
+    """Whether main is being merged into the worktree (a conflict handed back): a commit
+    now would conclude the merge with whatever the files hold."""
+    try:
+        return (admin_dir(worktree) / "MERGE_HEAD").exists()
+    except WorktreeError:
+        return False
+
+
 def worktree_commit(*, worktree: Worktree, message: str, author: str | None = None) -> str | None:
     """Commit every change in the worktree on its branch; the new commit, or None if clean.
 
@@ -170,7 +179,7 @@ def worktree_commit(*, worktree: Worktree, message: str, author: str | None = No
         *(f":(exclude,literal){folder}" for folder in nested), cwd=path)
     # Staged there by a shell command. While main is being merged in, main's intent files
     # are the ones to keep: HEAD's would undo main's in the merge commit.
-    merging = (admin_dir(worktree) / "MERGE_HEAD").exists()
+    merging = merge_under_way(worktree)
     git(*where, "reset", "--quiet", "MERGE_HEAD" if merging else "HEAD", "--", HUB_OWNED, cwd=path)
     # A merge resolved by keeping the branch's side stages nothing and is still a commit.
     if not merging and not git(*where, "diff", "--cached", "--name-only", cwd=path).strip():
@@ -296,19 +305,24 @@ def _preflight(repo: Path, main: str, branch: str, target: str) -> tuple[str | N
 
 
 def worktree_merge(*, repo: Path, branch: str, message: str | None = None, target: str = MAIN_BRANCH,
-                   max_checkout_bytes: int | None = None, max_checkout_files: int | None = None) -> MergeResult:
+                   max_checkout_bytes: int | None = None, max_checkout_files: int | None = None,
+                   expect_tip: str | None = None) -> MergeResult:
     """Merge ``branch`` into ``target`` (the room's main branch, whatever its name) under
     the room lock; a conflict changes nothing. A merged tree a checkout could not hold
     (``max_checkout_*``: every path's size counts, however the session linked its files)
     is refused the same way, for a person to decide.
 
     Idempotent: merging a branch that main already contains answers ``up_to_date``
-    (so a worker that crashed after merging can safely merge again).
+    (so a worker that crashed after merging can safely merge again). ``expect_tip``: the
+    branch must be at that commit (what a worker pushed; not what another pushed since).
     """
     repo = Path(os.path.realpath(repo))
     with room_repo_lock(repo):
         main_before = _rev(repo, target)
         tip = _rev(repo, branch)
+        if expect_tip is not None and tip != expect_tip:
+            raise WorktreeError(f"{branch} is at {tip[:10]}, not at {expect_tip[:10]} as this worker pushed it: "
+                                "another worker has the session now")
         if _is_ancestor(repo, tip, main_before):
             return MergeResult(status="up_to_date", branch=branch, main_before=main_before,
                                main_after=main_before)
@@ -362,12 +376,13 @@ def worktree_remove(*, worktree: Worktree, delete_branch: bool = False) -> None:
     """Remove the worktree (idempotent); keep the branch unless ``delete_branch``. Under
     the room lock, like every change to the room repository."""
     with room_repo_lock(worktree.repo):
-        _worktree_remove_locked(worktree, delete_branch)
+        worktree_remove_locked(worktree, delete_branch)
 
 
-def _worktree_remove_locked(worktree: Worktree, delete_branch: bool) -> None:
+def worktree_remove_locked(worktree: Worktree, delete_branch: bool) -> None:
+    """``worktree_remove``'s work, for a caller that holds the room lock already."""
     repo = worktree.repo
-    if Path(os.path.realpath(worktree.path)) in _registered_worktrees(repo):
+    if Path(os.path.realpath(worktree.path)) in registered_worktrees(repo):
         git("worktree", "remove", "--force", str(worktree.path), cwd=repo)
     elif worktree.path.exists():
         shutil.rmtree(worktree.path)

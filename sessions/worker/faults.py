@@ -86,7 +86,8 @@ def space_still_short(session_id: int) -> Exception | None:
     if last is None or last[0] != "session.waiting":
         return None
     named = [last[1]["folder"]] if last[1].get("folder") else []
-    for folder in (*named, settings.JOBS_DIR, settings.WORKTREES_DIR, settings.REPOS_DIR, settings.DATA_DIR):
+    for folder in (*named, settings.JOBS_DIR, settings.WORKTREES_DIR, settings.REPOS_DIR, settings.COPIES_DIR,
+                   settings.DATA_DIR):
         try:
             if shutil.disk_usage(folder).free < DISK_FREE_BYTES:
                 return OSError(errno.ENOSPC, "No space left on device", str(folder))
@@ -95,13 +96,13 @@ def space_still_short(session_id: int) -> Exception | None:
     return None
 
 
-def give_back(session_id: int, owner: str, error: Exception) -> str:
+def give_back(session_id: int, owner: str, error: Exception, *, why: str = "the database failed under it") -> str:
     """The unit that met the error was rolled back with its transaction, and every tool
     call is recorded by id: so the session is released to be resumed (by any worker, as
     after a crash) after a backoff that grows with each give-back at the same step, on a
     fresh connection. If the database stays away, its lease runs out and the sweep
     resumes it. However long it takes, it is never failed for it (its time limit still
-    holds)."""
+    holds). The same for the hub's git remote, to a worker that keeps its own copies."""
 
     def delay(session: Session) -> float:
         earlier = SessionEvent.objects.filter(session=session, kind="session.given_back",
@@ -109,7 +110,7 @@ def give_back(session_id: int, owner: str, error: Exception) -> str:
         return min(GIVE_BACK_DELAY_MAX_SECONDS, 2.0 ** earlier)
 
     return _release(session_id, owner, "session.given_back",
-                    f"the database failed under it: {type(error).__name__}", delay)
+                    f"{why}: {type(error).__name__}", delay)
 
 
 def wait_for_space(session_id: int, owner: str, error: Exception) -> str:

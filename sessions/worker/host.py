@@ -13,7 +13,6 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +28,6 @@ from agents.tools.shell import JobReport
 from agents.tools.text import read_log_bounded
 from observations.gateway.messages import Request, ToolCall, serialize_request
 from rooms import upstream_link
-from rooms.repository.changes import session_change
 from rooms.repository.git import GitError
 from rooms.repository.worktrees import (
     BroughtIn,
@@ -37,15 +35,15 @@ from rooms.repository.worktrees import (
     Worktree,
     WorktreeError,
     branch_diff,
+    merge_under_way,
     worktree_bring_in,
     worktree_commit,
-    worktree_merge,
     worktree_unresolved,
 )
 from sessions.approval_rules import room_rules
 from sessions.events import model_waiting_broadcast
 from sessions.models import Approval as ApprovalRow
-from sessions.models import Observation, Session, SessionProposal
+from sessions.models import Observation, Session
 from sessions.runtime import reviews
 from sessions.runtime.approvals import Rule
 from sessions.runtime.conflicts import conflict_report, markers_left_report
@@ -56,22 +54,26 @@ from sessions.services import reviews as review_rows
 from sessions.services.tasks import task_intent_now
 from sessions.worker import inputs
 from sessions.worker.file_reads import WorktreeReads
+from sessions.worker.proposals import session_propose
+from sessions.worker.room_git import RoomGit
 from sessions.worker.waits import jobs_ready
 
 CHECK_OUTPUT_MAX = 12_000
 
 
 class DjangoHost:
-    def __init__(self, *, session: Session, toolbox: ToolBox, provider, worktree: Worktree,
-                 reviewing: bool = False) -> None:
+    def __init__(self, *, session: Session, toolbox: ToolBox, provider, worktree: Worktree, room_git: RoomGit,
+                 reviewed: Session | None = None) -> None:
         self.session = session
         self.room = session.task.room
+        self.room_git = room_git
         self.toolbox = toolbox
         self.provider = provider
         self.worktree = worktree
         # A reviewer's session (sessions/runtime/reviews.py): it runs no check and merges nothing.
-        self.reviewing = reviewing
-        self.check_command = "" if reviewing else self.room.check_command
+        self.reviewed = reviewed
+        self.reviewing = reviewed is not None
+        self.check_command = "" if self.reviewing else self.room.check_command
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._conflict: MergeResult | None = None  # of the last finish
         self._reads = WorktreeReads(worktree)
@@ -178,14 +180,26 @@ class DjangoHost:
         self.toolbox.check_disk()  # what the check wrote counts too
         return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
 
-    def _commit_work(self) -> str | None:
+    def checkpoint(self, step: int) -> None:
+        """After a unit that called tools, on a worker that keeps its own copy of the
+        room's repository: what the worktree holds, committed and pushed, so a worker
+        that takes the session over (this one dead) finds every file its calls wrote. Not
+        while main is being merged in: the files may hold markers, and a commit would end
+        the merge with them."""
+        if self.room_git.keeps_own_copy and not self.reviewing and not merge_under_way(self.worktree):
+            self._commit_work(f"work in progress, step {step}")
+
+    def _commit_work(self, what: str = "") -> str | None:
         session, agent = self.session, self.session.agent
         self.toolbox.check_disk()  # a job stopped past the limit may have left the worktree over it
-        return worktree_commit(
-            worktree=self.worktree,
-            message=f"{session.task.title} (task {session.task_id}, {agent.name}, attempt {session.attempt})",
+        about = ", ".join(filter(None, [f"task {session.task_id}", agent.name, f"attempt {session.attempt}", what]))
+        commit = worktree_commit(
+            worktree=self.worktree, message=f"{session.task.title} ({about})",
             author=f"{agent.name} <agent-{agent.pk}@atrium.local>",
         )
+        if commit is not None:
+            self.room_git.committed(self.worktree.branch)
+        return commit
 
     # -------------------------------------------------------------- review before merge
     def review_request(self, round_number: int, check: CheckResult | None) -> str | None:
@@ -197,7 +211,7 @@ class DjangoHost:
             return None
         self._commit_work()
         try:
-            diff = branch_diff(repo=Path(self.room.repo_path), branch=self.worktree.branch,
+            diff = branch_diff(repo=self.room_git.main_now(), branch=self.worktree.branch,
                                target=self.room.default_branch)
         except GitError as exc:
             diff = f"(the diff could not be made: {exc})"
@@ -211,7 +225,10 @@ class DjangoHost:
         return review_rows.review_verdict(session=self.session, round_number=round_number)
 
     def next_review(self, after: int) -> reviews.NextRound:
-        return review_rows.next_review(reviewer_session=self.session, after=after)
+        found = review_rows.next_review(reviewer_session=self.session, after=after)
+        if found.brief:  # the round's work, where the reviewer reads a checkout of its own
+            self.room_git.reviewed_worktree(self.reviewed, self.session.pk)
+        return found
 
     def finish(self) -> tuple[bool, str]:
         self._conflict = None
@@ -220,12 +237,8 @@ class DjangoHost:
         commit = self._commit_work()
         session = self.session
         if upstream_link.proposes(self.room):
-            return self._propose()
-        result = worktree_merge(repo=Path(self.room.repo_path), branch=self.worktree.branch,
-                                message=f"Merge {self.worktree.branch}: {session.task.title}",
-                                target=self.room.default_branch,
-                                max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
-                                max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
+            return session_propose(session, self.room_git, self.worktree.branch)
+        result = self.room_git.merge(self.worktree.branch, title=session.task.title)
         if result.status == "conflict":
             self._conflict = result
             if not result.conflicts:
@@ -233,26 +246,7 @@ class DjangoHost:
             return False, "merge conflict in " + ", ".join(result.conflicts)
         if commit is None and result.status == "up_to_date":
             return True, "no changes to merge"
-        upstream_link.give_work(self.room, branch=self.worktree.branch)
         return True, f"merged {self.worktree.branch} into {self.room.default_branch} ({result.main_after[:10]})"
-
-    def _propose(self) -> tuple[bool, str]:
-        """The room proposes rather than merges: the branch goes upstream as a pull request
-        (its link on the session), main stays as it is. A forge that cannot be reached
-        leaves the work on its branch, said in the room and in the outcome."""
-        session, branch = self.session, self.worktree.branch
-        change = session_change(Path(self.room.repo_path), branch, self.room.default_branch)
-        if change is None or not change.files:
-            return True, "no changes to propose"
-        body = (f"{session.task.objective}\n\n---\nProposed by Atrium: session {session.pk} "
-                f"({session.agent.name}, attempt {session.attempt}) of the task {session.task.title!r} in the room "
-                f"{self.room.name!r}, /sessions/{session.pk}/ on the hub.")
-        proposal = upstream_link.propose(self.room, branch=branch, title=session.task.title, body=body)
-        if proposal is None:
-            return True, f"not proposed upstream (the room says why); the work stays on {branch}"
-        SessionProposal.objects.update_or_create(session=session, defaults={
-            "number": proposal.number, "url": proposal.url, "state": proposal.state})
-        return True, f"proposed {branch} upstream as {proposal.url}"
 
     def hand_back_conflict(self, round_number: int) -> str | None:
         """Main merged into the session's branch, conflicts left for the agent; None for a
@@ -272,6 +266,7 @@ class DjangoHost:
 
     def _bring_in(self) -> BroughtIn | None:
         try:
+            self.room_git.main_now()
             return worktree_bring_in(worktree=self.worktree, target=self.room.default_branch)
         except (GitError, WorktreeError):
             return None

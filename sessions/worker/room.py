@@ -16,6 +16,7 @@ from rooms.repository.activity import (
 from rooms.repository.git import GitError
 from sessions.models import Session
 from sessions.selectors import room_live_sessions, room_open_tasks, sessions_files_touched
+from sessions.worker.room_git import RoomGit
 
 
 def session_base(session: Session, repo: Path, target: str) -> str:
@@ -32,19 +33,21 @@ def session_base(session: Session, repo: Path, target: str) -> str:
 
 
 class DatabaseRoomView:
-    def __init__(self, session: Session, *, owner: str) -> None:
+    def __init__(self, session: Session, *, owner: str, room_git: RoomGit | None = None) -> None:
         self.session_id, self.task_id, self.owner = session.pk, session.task_id, owner
         room = session.task.room
-        self.room_id, self.repo, self.target = room.pk, Path(room.repo_path), room.default_branch
+        self.room_id, self.target = room.pk, room.default_branch
+        self.room_git = room_git or RoomGit(room)
 
     def snapshot(self) -> RoomSnapshot:
         me = Session.objects.without_state().get(pk=self.session_id)
-        base = session_base(me, self.repo, self.target)
-        merges = main_commits_since(self.repo, base, self.target) if base else ()
+        repo = self.room_git.main_now()
+        base = session_base(me, repo, self.target)
+        merges = main_commits_since(repo, base, self.target) if base else ()
         live = room_live_sessions(self.room_id, besides=self.session_id)
         touched = sessions_files_touched([s.pk for s in live])
         return RoomSnapshot(
-            session_id=self.session_id, task_id=self.task_id, main=branch_tip(self.repo, self.target),
+            session_id=self.session_id, task_id=self.task_id, main=branch_tip(repo, self.target),
             tasks=tuple(TaskLine(t.pk, t.title) for t in room_open_tasks(self.room_id)),
             sessions=tuple(
                 SessionLine(id=s.pk, agent=s.agent.name, task_id=s.task_id, task=s.task.title, state=s.state,

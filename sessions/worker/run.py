@@ -23,6 +23,7 @@ from agents.providers.errors import InvalidModelSpec
 from agents.tools.beneath import PathRefused
 from agents.tools.disk import WorktreeFull
 from rooms.errors import RoomPermissionError
+from rooms.repository.mirror import HubRefused, HubShutOut, HubUnreachable
 from rooms.repository.worktrees import CheckoutTooLarge
 from sessions import dispatch
 from sessions.models import Session
@@ -54,6 +55,20 @@ def run_session(session_id: int) -> str:
     return _run_claimed(session_id, owner)
 
 
+def _given_back_or_failed(session_id: int, owner: str, exc: Exception) -> str:
+    """What waiting fixes (the database's connection lost, the hub's git remote silent)
+    gives the session back to be resumed; a statement that fails each time fails it."""
+    if isinstance(exc, HubUnreachable):
+        log.warning("session %s: the hub's git remote failed under it (%s); giving it back", session_id, exc)
+        return faults.give_back(session_id, owner, exc, why="the hub's git remote did not answer")
+    if not faults.connection_lost(exc, connection.vendor):  # a statement that fails each time (a timeout, a limit): no wait fixes it
+        log.exception("session %s failed", session_id)
+        _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
+        return "failed"
+    log.warning("session %s: the database failed under it (%s); giving it back", session_id, exc)
+    return faults.give_back(session_id, owner, exc)
+
+
 def _run_claimed(session_id: int, owner: str) -> str:
     keeper = LeaseKeeper(session_id, owner)
     keeper.start()
@@ -69,20 +84,19 @@ def _run_claimed(session_id: int, owner: str) -> str:
         return "ran"
     except LeaseLost:
         return "lease lost"
-    except (InvalidModelSpec, PathRefused, RoomPermissionError, CheckoutTooLarge) as exc:
+    except HubShutOut:
+        log.warning("session %s: the hub would not let this worker in; if its lease was its own, this worker's "
+                    "SECRET_KEY is not the hub's", session_id)
+        return "lease lost"
+    except (InvalidModelSpec, PathRefused, RoomPermissionError, CheckoutTooLarge, HubRefused) as exc:
         _fail(session_id, owner, _refusal(exc))
         return "failed"
     except WorktreeFull as exc:
         if _fail(session_id, owner, f"stopped by the hub: {exc}") and runner is not None:
             faults.remove_files_past_the_limit(session_id, runner.toolbox, runner.worktree)
         return "failed"
-    except (OperationalError, InterfaceError) as exc:
-        if not faults.connection_lost(exc, connection.vendor):  # a statement that fails each time (a timeout, a limit): no wait fixes it
-            log.exception("session %s failed", session_id)
-            _fail(session_id, owner, f"internal error: {type(exc).__name__}: {exc}")
-            return "failed"
-        log.warning("session %s: the database failed under it (%s); giving it back", session_id, exc)
-        return faults.give_back(session_id, owner, exc)
+    except (OperationalError, InterfaceError, HubUnreachable) as exc:
+        return _given_back_or_failed(session_id, owner, exc)
     except Exception as exc:  # a bug or a broken environment: fail the session, keep the worker
         if faults.disk_full(exc):
             log.warning("session %s: the disk is full (%s); it waits for space", session_id, exc)
@@ -100,11 +114,12 @@ def _run_claimed(session_id: int, owner: str) -> str:
         close_old_connections()
 
 
-def _refusal(exc: InvalidModelSpec | PathRefused | RoomPermissionError | CheckoutTooLarge) -> str:
+def _refusal(exc: InvalidModelSpec | PathRefused | RoomPermissionError | CheckoutTooLarge | HubRefused) -> str:
     """Why a session that cannot go on fails, as a person reads it."""
     if isinstance(exc, InvalidModelSpec):  # e.g. the replay file was removed, no API key is set
         return f"the agent's model cannot be used: {exc}"
-    if isinstance(exc, PathRefused | CheckoutTooLarge):  # a link where the hub's files go, a branch too large
+    # A link where the hub's files go, a branch too large, a push the git remote's checks turned down.
+    if isinstance(exc, PathRefused | CheckoutTooLarge | HubRefused):
         return f"refused by the hub: {exc}"
     return f"refused: {exc.message}"  # e.g. its profile spends an account whose owner left the room
 

@@ -26,12 +26,11 @@ from observations.gateway.context import SessionContext
 from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import Record, StateJournal
 from observations.gateway.state import load_state
-from rooms import upstream_link
 from rooms.models import Message
 from rooms.own_key import check_may_spend_here
 from rooms.repository.activity import branch_tip
 from rooms.repository.intent import intent_read, intent_relpath
-from rooms.repository.worktrees import Worktree, worktree_create
+from rooms.repository.worktrees import Worktree
 from rooms.services import message_mark_delivered, message_post
 from sessions import dispatch
 from sessions.analysis.loops import LoopRules
@@ -61,9 +60,29 @@ from sessions.worker.job_journal import DatabaseJournal, journaled, session_jobs
 from sessions.worker.lease import LeaseKeeper, LeaseLost
 from sessions.worker.memory import DatabaseMemory
 from sessions.worker.room import DatabaseRoomView
+from sessions.worker.room_git import RoomGit, room_git
 from sessions.worker.waits import awaited, watch_jobs
 
 log = logging.getLogger(__name__)
+
+
+def session_worktree(session: Session, git: RoomGit, reviewed: Session | None) -> Worktree:
+    """Where the session works, recorded on its row: its own worktree, made on its first
+    run from the upstream's newest work, or (a reviewer) its author's work."""
+    if reviewed is not None:
+        return git.reviewed_worktree(reviewed, session.pk)
+    if not session.branch:
+        git.bring_in()
+    worktree = git.worktree(session.pk)
+    if not session.branch:
+        # A new worktree's branch is main as it was: room_status's "since you started".
+        session.base_commit = branch_tip(worktree.repo, worktree.branch)
+        Session.objects.filter(pk=session.pk).update(branch=worktree.branch, worktree_path=str(worktree.path),
+                                                     base_commit=session.base_commit)
+    elif session.worktree_path != str(worktree.path):
+        # Taken over by a worker that keeps its own copy: the worktree is on its machine now.
+        Session.objects.filter(pk=session.pk).update(worktree_path=str(worktree.path))
+    return worktree
 
 
 class SessionRunner:
@@ -74,22 +93,8 @@ class SessionRunner:
         check_may_spend_here(agent, room)  # before any work: its creator may have left the room since
         # A reviewer reads the author's worktree, as the author left it, and writes nowhere.
         self.reviewed = review_rows.reviewed_session(session)
-        if self.reviewed is not None:
-            self.worktree = Worktree(path=Path(self.reviewed.worktree_path), branch=self.reviewed.branch,
-                                     repo=Path(room.repo_path))
-        else:
-            if not session.branch:  # a new session starts from the upstream's newest work
-                upstream_link.bring_in(room)
-            self.worktree = worktree_create(repo=Path(room.repo_path), worktrees_dir=Path(settings.WORKTREES_DIR),
-                                            session_id=session.pk, base=room.default_branch,
-                                            max_checkout_bytes=settings.ATRIUM_CHECKOUT_MAX_BYTES,
-                                            max_checkout_files=settings.ATRIUM_CHECKOUT_MAX_FILES)
-        if not session.branch and self.reviewed is None:
-            # A new worktree's branch is main as it was: room_status's "since you started".
-            base = branch_tip(Path(room.repo_path), self.worktree.branch)
-            Session.objects.filter(pk=session.pk).update(branch=self.worktree.branch,
-                                                         worktree_path=str(self.worktree.path), base_commit=base)
-            session.base_commit = base
+        self.room_git = room_git(room, session_id=session.pk, owner=owner)
+        self.worktree = session_worktree(session, self.room_git, self.reviewed)
         self.toolbox = ToolBox(
             worktree=self.worktree.path,
             state_dir=Path(settings.JOBS_DIR) / str(session.pk),
@@ -100,12 +105,12 @@ class SessionRunner:
             allowed_tools=registry.REVIEW_TOOLS if self.reviewed is not None else _work_tools(agent.allowed_tools),
             silence_limit_seconds=settings.ATRIUM_JOB_SILENCE_SECONDS,
             sandbox=sandbox_policy(),
-            git_dir=Path(room.repo_path) / ".git",
+            git_dir=self.worktree.repo / ".git",
             network=room.allow_network,
             group=room_control_group(room.pk, room.repo_path),
             uid=room_uid(room.pk),
             session_memory=DatabaseMemory(session.pk),
-            room_view=DatabaseRoomView(session, owner=owner),
+            room_view=DatabaseRoomView(session, owner=owner, room_git=self.room_git),
             job_journal=DatabaseJournal(session.pk) if journaled() else None,
         )
         provider = provider_for(
@@ -117,7 +122,8 @@ class SessionRunner:
         )
         self.provider = provider
         self.host = DjangoHost(session=session, toolbox=self.toolbox, provider=provider, worktree=self.worktree,
-                               reviewing=self.reviewed is not None)
+                               room_git=self.room_git,
+                               reviewed=self.reviewed)
         self.ctx, self.state = self._load_or_start()
         self._saved_runtime = session.runtime_state
         self.loop = StepLoop(self.ctx, self.state, self.host, loop_rules=LoopRules(**settings.ATRIUM_LOOP_RULES))
@@ -155,7 +161,9 @@ class SessionRunner:
         # The intent is in the repository before the first tool call, as the row says it:
         # written if it is missing or says something else (e.g. after a restore).
         intent = task_intent(session.task)
-        if intent_read(repo_path=room.repo_path, task_id=session.task_id) != intent:
+        # (A worker elsewhere has no file of the hub's to write: the hub wrote it with the row.)
+        if not self.room_git.keeps_own_copy and intent_read(repo_path=room.repo_path,
+                                                            task_id=session.task_id) != intent:
             task_write_intent(task=session.task)
         ctx = SessionContext(intent_text=intent, intent_path=intent_relpath(session.task_id), **common)
         self.journal, self._legacy_blob = StateJournal(), False
@@ -199,6 +207,8 @@ class SessionRunner:
                 self.stop(states.TIMED_OUT, claims.time_out_reason(self.session.time_limit_seconds))
                 return
             result = self.loop.advance()
+            if result.call_records:
+                self.host.checkpoint(self.ctx.step)
             if not self.commit(result):
                 return
             if self.state.inputs_taken:

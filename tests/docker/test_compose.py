@@ -133,6 +133,22 @@ def test_workers_scale_with_scale_worker_n(compose):
         assert "container_name" not in service, name
 
 
+def test_workers_share_no_folder_and_reach_the_rooms_through_the_hubs_git_remote(compose):
+    services = compose["services"]
+    worker = services["worker"]
+    assert worker["volumes"] == ["/data"]  # anonymous: one per container, shared with none
+    assert worker["environment"]["ATRIUM_DATA_DIR"] == "/data"
+    assert worker["environment"]["ATRIUM_HUB_URL"] == "${ATRIUM_HUB_URL:-http://web:8000}"
+    assert "web" in services["web"]["environment"]["ALLOWED_HOSTS"].split(",")  # the workers' Host
+    assert services["web"]["command"][-3:] == ["--port", "8000", "hub.asgi:application"]
+    for name in ("web", "migrate", "sweeper", "beat"):  # the hub's folders: theirs alone
+        assert services[name]["volumes"] == ["atrium-data:/data"], name
+        assert services[name]["environment"]["ATRIUM_HUB_URL"] == "", name
+    # What every container reads must not be a folder of one of them.
+    assert worker["environment"]["ATRIUM_BLOB_STORE"] == "${ATRIUM_BLOB_STORE:-database}"
+    assert "DATABASE_URL" in worker["environment"]
+
+
 def test_hub_containers_get_every_variable_without_a_safe_default(compose):
     reads = settings_env_reads()
     required = {name for name, read in reads.items() if needs_a_value_in_production(read)}

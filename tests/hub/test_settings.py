@@ -16,10 +16,11 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PRINT_SETTINGS = (
     "import json, hub.settings as s; print(json.dumps({name: getattr(s, name) for name in ("
-    "'DEBUG', 'SECRET_KEY', 'ALLOWED_HOSTS', 'SESSION_COOKIE_SECURE', 'WHITENOISE_USE_FINDERS')}))"
+    "'DEBUG', 'SECRET_KEY', 'ALLOWED_HOSTS', 'SESSION_COOKIE_SECURE', 'WHITENOISE_USE_FINDERS', 'HUB_URL')}))"
 )
 # Anything a developer's shell or the test run may have set that would decide the case.
-DECIDING = ("DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "DATABASE_URL", "ALLOWED_HOSTS", "ATRIUM_TLS_PROXY")
+DECIDING = ("DEBUG", "SECRET_KEY", "SECRET_KEY_FILE", "DATABASE_URL", "ALLOWED_HOSTS", "ATRIUM_TLS_PROXY",
+            "ATRIUM_HUB_URL", "ATRIUM_BLOB_STORE")
 
 
 def clean_env(tmp_path: Path, **env: str) -> dict[str, str]:
@@ -104,3 +105,17 @@ def test_an_explicit_debug_wins_over_the_default(tmp_path, database_url, debug, 
     if database_url:
         env["DATABASE_URL"] = database_url
     assert settings_of(tmp_path, **env)["DEBUG"] is expected
+
+
+@pytest.mark.parametrize("env", [{}, {"DATABASE_URL": "postgres://atrium@db.example:5432/atrium", "SECRET_KEY": "k" * 50}])
+def test_a_worker_elsewhere_without_a_shared_database_and_blob_store_stops_saying_why(tmp_path, env):
+    completed = read_settings(tmp_path, ATRIUM_HUB_URL="http://hub:8000", **env)
+    assert completed.returncode != 0
+    assert "ATRIUM_HUB_URL (a worker that does not see the hub's folders) needs the hub's DATABASE_URL" \
+           in completed.stderr
+
+
+def test_a_worker_elsewhere_with_both_starts_and_reads_the_hubs_address(tmp_path):
+    read = settings_of(tmp_path, ATRIUM_HUB_URL="http://hub:8000/", ATRIUM_BLOB_STORE="database",
+                       DATABASE_URL="postgres://atrium@db.example:5432/atrium", SECRET_KEY="k" * 50)
+    assert read["HUB_URL"] == "http://hub:8000"  # the remote's address is this plus /rooms/<slug>.git

@@ -2,13 +2,18 @@
 file in conflicting ways, and the one that merges second gets the conflict back,
 resolves it in its worktree, passes the check and merges. main holds all three changes.
 
-Three workers, one session each: each session is taken by a worker of its own."""
+Three workers, one session each: each session is taken by a worker of its own. They
+share the hub's folders, or (on PostgreSQL) each has a data folder of its own and works
+in its own copy of the room's repository, through the hub's git remote."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+import pytest
+from django.conf import settings
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -18,9 +23,17 @@ from sessions.services.tasks import task_create
 from tests.sessions.runtime.test_workers import agent_in, ended, wait_for
 
 
+@pytest.mark.parametrize("folders", ["shared", "own"])
 def test_three_agents_in_one_room_all_merge_and_a_conflict_is_resolved_by_its_session(
-        hub_workers, person, demo_room):
-    workers = [hub_workers() for _ in range(3)]
+        hub_workers, person, demo_room, folders, request, tmp_path):
+    if folders == "own" and connection.vendor != "postgresql":
+        pytest.skip("an SQLite hub is one machine: its workers share its folders")
+    elsewhere = {}
+    if folders == "own":
+        elsewhere = {"ATRIUM_HUB_URL": request.getfixturevalue("daphne_server").url, "SECRET_KEY": settings.SECRET_KEY,
+                     "ATRIUM_BLOB_STORE": "database"}
+    workers = [hub_workers(**elsewhere, **({"ATRIUM_DATA_DIR": str(tmp_path / f"machine-{n}")} if elsewhere else {}))
+               for n in range(3)]
     workers.append(hub_workers.beat())
     for tool in ("write_file", "shell"):
         ApprovalRule.objects.create(room=demo_room, tool=tool, decision="allow")
@@ -53,6 +66,11 @@ def test_three_agents_in_one_room_all_merge_and_a_conflict_is_resolved_by_its_se
     kinds = list(SessionEvent.objects.filter(session=second).order_by("seq").values_list("kind", flat=True))
     after = kinds[kinds.index("merge.handed_back"):]
     assert "verify" in after and after[-1] != "merge.handed_back"  # checked again, then merged
+    # No commit of its branch ever held the markers (a worker elsewhere commits after each
+    # step, but not while the merge of main is under way).
+    history = subprocess.run(["git", "log", "--format=", "-p", second.branch, "--", "team.py"], cwd=repo,
+                             capture_output=True, text=True, check=True).stdout
+    assert "<<<<<<<" not in history  # not added by a commit, nor taken out by a later one
     merges = [e.payload for e in SessionEvent.objects.filter(session=second, kind="merge").order_by("seq")]
     assert [m["merged"] for m in merges] == [False, True]
     assert "team.py" in merges[0]["detail"]
