@@ -61,10 +61,10 @@ def _propose(room: Room, session: Session, said: dict[str, Any]) -> dict[str, An
 def _release(room: Room, session: Session, said: dict[str, Any]) -> dict[str, Any]:
     """Before a worker elsewhere makes the session's worktree: the room repository's own
     worktree of it (a worker beside the repository ran it) committed and removed."""
-    worktree_release(repo=Path(room.repo_path), branch=session_branch(session.pk),
-                     message=f"Left by session {session.pk}'s worker beside the repository, for the one that "
-                             "takes it on")
-    return {}
+    released = worktree_release(repo=Path(room.repo_path), branch=session_branch(session.pk),
+                                message=f"Left by session {session.pk}'s worker beside the repository, for the one "
+                                        "that takes it on")
+    return {"released": released}
 
 
 def _text(said: dict[str, Any], name: str) -> str:

@@ -37,12 +37,14 @@ def worktree_reading(*, repo: Path, path: Path, commit: str, branch: str) -> Wor
     return reading
 
 
-def worktree_release(*, repo: Path, branch: str, message: str) -> None:
+def worktree_release(*, repo: Path, branch: str, message: str) -> bool:
     """The room repository's own worktree of ``branch``, if one has it checked out (a
     worker beside the repository ran the session): what it holds committed on the branch
     (not a merge under way: its files may hold markers), then removed, so a worker on
-    another machine takes the session on from the branch and may push to it."""
+    another machine takes the session on from the branch and may push to it. Whether
+    there was one."""
     repo = Path(os.path.realpath(repo))
+    released = False
     with room_repo_lock(repo):
         for path, checked_out in registered_worktrees(repo).items():
             if checked_out != branch or path == repo:
@@ -51,3 +53,5 @@ def worktree_release(*, repo: Path, branch: str, message: str) -> None:
             if path.is_dir() and not merge_under_way(worktree):
                 worktree_commit(worktree=worktree, message=message)
             worktree_remove_locked(worktree, delete_branch=False)
+            released = True
+    return released

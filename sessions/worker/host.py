@@ -181,11 +181,12 @@ class DjangoHost:
         return CheckResult(self.check_command, code, output, int((time.monotonic() - started) * 1000))
 
     def checkpoint(self, step: int) -> None:
-        """After a unit that called tools, on a worker that keeps its own copy of the
-        room's repository: what the worktree holds, committed and pushed, so a worker
-        that takes the session over (this one dead) finds every file its calls wrote. Not
-        while main is being merged in: the files may hold markers, and a commit would end
-        the merge with them."""
+        """After each unit, before it is recorded, on a worker that keeps its own copy of
+        the room's repository: what the worktree holds (a call's files, a finished job's),
+        committed and pushed, so a worker that takes the session over (this one dead)
+        finds every file its recorded calls wrote; nothing when nothing changed. Not while
+        main is being merged in: the files may hold markers, and a commit would end the
+        merge with them."""
         if self.room_git.keeps_own_copy and not self.reviewing and not merge_under_way(self.worktree):
             self._commit_work(f"work in progress, step {step}")
 
@@ -209,7 +210,8 @@ class DjangoHost:
         reviewer = review_rows.room_reviewer(self.room.pk)
         if self.reviewing or reviewer is None:
             return None
-        self._commit_work()
+        if self._commit_work() is None:
+            self.room_git.committed(self.worktree.branch)  # the reviewer reads the branch as the hub has it
         try:
             diff = branch_diff(repo=self.room_git.main_now(), branch=self.worktree.branch,
                                target=self.room.default_branch)

@@ -23,6 +23,7 @@ from rooms.models import Room
 from rooms.repository.activity import branch_tip, is_ancestor
 from rooms.repository.git import GitError, git
 from rooms.repository.handover import worktree_reading
+from rooms.repository.lock import room_repo_lock
 from rooms.repository.mirror import (
     HubRefused,
     HubRemote,
@@ -125,19 +126,23 @@ class CopyRoomGit(RoomGit):
         once), made again if another worker moved the branch since (what was never
         pushed here is not the session's any more)."""
         mirror_ready(self.repo)
-        self._ask_hub("release")  # a worker beside the repository may have left it checked out there
         remote, branch = self.remote, session_branch(session_id)
         tips = mirror_tips(self.repo, remote, (self.room.default_branch, branch))
+        # A worker beside the repository may have it checked out there, with work left in it.
+        if branch in tips and self._ask_hub("release")["released"]:
+            tips = mirror_tips(self.repo, remote, (self.room.default_branch, branch))
         mirror_fetch(self.repo, remote, tips, into=FROM_HUB)
         hub, here = tips.get(branch, ""), _tip_here(self.repo, branch)
         ahead = bool(here) and here != hub and (not hub or is_ancestor(self.repo, hub, here))
+        left = Worktree(path=Path(settings.WORKTREES_DIR) / str(session_id), branch=branch, repo=self.repo)
         if hub and here != hub and not ahead:
-            if here:
-                worktree_remove(worktree=Worktree(path=Path(settings.WORKTREES_DIR) / str(session_id), branch=branch,
-                                                  repo=self.repo))
+            worktree_remove(worktree=left)  # (a folder the copy does not know goes too)
             git("update-ref", f"refs/heads/{branch}", hub, cwd=self.repo)
+        elif not here and left.path.exists():
+            worktree_remove(worktree=left)  # a folder of a copy made again since: nothing of the branch
         if main := tips.get(self.room.default_branch):
-            git("update-ref", f"refs/heads/{self.room.default_branch}", main, cwd=self.repo)
+            with room_repo_lock(self.repo):  # beside another process's fetch of main into the copy
+                git("update-ref", f"refs/heads/{self.room.default_branch}", main, cwd=self.repo)
         worktree = super().worktree(session_id)
         if ahead:
             self.committed(branch)  # commits of its own the hub never got (their push failed)

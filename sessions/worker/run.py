@@ -69,6 +69,16 @@ def _given_back_or_failed(session_id: int, owner: str, exc: Exception) -> str:
     return faults.give_back(session_id, owner, exc)
 
 
+def _shut_out(session_id: int, owner: str) -> str:
+    """The hub refused this worker's token: its lease moved on (nothing to do), or, if it
+    is still its own, the hub reads the token otherwise (another SECRET_KEY, or clocks
+    that disagree by more than a lease), which no retry mends."""
+    if _fail(session_id, owner, "the hub would not let its worker in although the worker held the session: "
+                                "the worker's SECRET_KEY is not the hub's, or their clocks disagree"):
+        return "failed"
+    return "lease lost"
+
+
 def _run_claimed(session_id: int, owner: str) -> str:
     keeper = LeaseKeeper(session_id, owner)
     keeper.start()
@@ -85,9 +95,7 @@ def _run_claimed(session_id: int, owner: str) -> str:
     except LeaseLost:
         return "lease lost"
     except HubShutOut:
-        log.warning("session %s: the hub would not let this worker in; if its lease was its own, this worker's "
-                    "SECRET_KEY is not the hub's", session_id)
-        return "lease lost"
+        return _shut_out(session_id, owner)
     except (InvalidModelSpec, PathRefused, RoomPermissionError, CheckoutTooLarge, HubRefused) as exc:
         _fail(session_id, owner, _refusal(exc))
         return "failed"

@@ -207,8 +207,7 @@ class SessionRunner:
                 self.stop(states.TIMED_OUT, claims.time_out_reason(self.session.time_limit_seconds))
                 return
             result = self.loop.advance()
-            if result.call_records:
-                self.host.checkpoint(self.ctx.step)
+            self.host.checkpoint(self.ctx.step)
             if not self.commit(result):
                 return
             if self.state.inputs_taken:

@@ -84,8 +84,9 @@ def test_a_sessions_first_step_on_a_cold_worker_against_a_warm_one(daphne_server
 
 
 def test_what_a_unit_of_tool_calls_adds_on_a_worker_elsewhere(daphne_server, tmp_path):
-    """Each unit that called tools is committed and pushed there (the checkpoint), so a
-    worker that takes the session over finds its files; beside it, the commit alone."""
+    """Each unit's files are committed and pushed there (the checkpoint), so a worker that
+    takes the session over finds them; beside it, the commit alone, and the look at a
+    worktree in which nothing changed (most units: a model call)."""
     owner = make_user()
     room = room_create(owner=owner, name="Checkpoints", source=TemplateRepository(_project(tmp_path / "src", 100)))
     task = Task.objects.create(room=room, title="Work", objective="Work", created_by=owner)
@@ -108,8 +109,14 @@ def test_what_a_unit_of_tool_calls_adds_on_a_worker_elsewhere(daphne_server, tmp
                 copy.committed(worktree.branch)
             return time.perf_counter() - started
 
+        def unchanged() -> float:
+            started = time.perf_counter()
+            assert worktree_commit(worktree=worktree, message="nothing") is None
+            return time.perf_counter() - started
+
         unit(True)
         alone = statistics.median(unit(False) for _ in range(RUNS * 4))
         pushed = statistics.median(unit(True) for _ in range(RUNS * 4))
+        idle = statistics.median(unchanged() for _ in range(RUNS * 4))
     print(f"\na unit's checkpoint (median of {RUNS * 4}): commit {alone * 1000:.0f} ms, commit and push "
-          f"{pushed * 1000:.0f} ms ({pushed / alone:.2f}x)")
+          f"{pushed * 1000:.0f} ms ({pushed / alone:.2f}x); a unit that changed nothing {idle * 1000:.0f} ms")

@@ -41,8 +41,8 @@ pytestmark = [pytest.mark.django_db(transaction=True),
 
 
 def _machine(hub_workers, daphne_server, folder: Path, **env: str):
-    return hub_workers(ATRIUM_DATA_DIR=str(folder), ATRIUM_HUB_URL=daphne_server.url, SECRET_KEY=settings.SECRET_KEY,
-                       ATRIUM_BLOB_STORE="database", **env)
+    return hub_workers(**{"ATRIUM_DATA_DIR": str(folder), "ATRIUM_HUB_URL": daphne_server.url,
+                          "SECRET_KEY": settings.SECRET_KEY, "ATRIUM_BLOB_STORE": "database", **env})
 
 
 def _writes_allowed(room, *, check: str) -> None:
@@ -93,12 +93,11 @@ def test_two_workers_on_machines_of_their_own_run_one_rooms_sessions_to_merges(
                            REDIS_URL=_seen_from_elsewhere(os.environ["REDIS_URL"]))
 
     try:
-        workers = [machine(machine_a)]
+        workers = [machine(machine_a), machine(machine_b)]
         first = session_start(task=task_create(room=demo_room, actor=person, title="Part A", objective="Write A"),
                               agent=agent_in(demo_room, "alpha", "elsewhere-a.json"), actor=person)
-        # The first worker is busy with it (its shell sleeps) when the second session comes.
+        # The worker that took it is busy with it (its shell sleeps) when the second session comes.
         wait_for(lambda: Session.objects.get(pk=first.pk).worktree_path, 60, "the first worktree", workers)
-        workers.append(machine(machine_b))
         second = session_start(task=task_create(room=demo_room, actor=person, title="Part B", objective="Write B"),
                                agent=agent_in(demo_room, "beta", "elsewhere-b.json"), actor=person)
         for session in (first, second):
@@ -111,8 +110,8 @@ def test_two_workers_on_machines_of_their_own_run_one_rooms_sessions_to_merges(
     repo = Path(demo_room.repo_path)
     first.refresh_from_db()
     second.refresh_from_db()
-    assert Path(first.worktree_path).is_relative_to(machine_a / "worktrees")
-    assert Path(second.worktree_path).is_relative_to(machine_b / "worktrees")
+    on = {next(m for m in (machine_a, machine_b) if Path(s.worktree_path).is_relative_to(m)) for s in (first, second)}
+    assert on == {machine_a, machine_b}  # one session on each machine
     for name in ("part_a.txt", "part_b.txt"):
         assert git("show", f"main:{name}", cwd=repo) == "written on a worker of its own\n"
     # Each branch came to the hub by push, and no worktree of the hub's repository was made.
@@ -203,9 +202,10 @@ def test_a_worker_killed_mid_session_leaves_it_to_another_that_resumes_from_the_
     session = session_start(task=task_create(room=demo_room, actor=person, title="Part", objective="Write it"),
                             agent=agent_in(demo_room, "alpha", "elsewhere-killed.json"), actor=person)
     repo, branch = Path(demo_room.repo_path), session_branch(session.pk)
-    # Its second call's file is on the hub's branch: the third (a six-second sleep) runs.
-    wait_for(lambda: git("rev-parse", "--verify", "--quiet", f"{branch}:runs.txt", cwd=repo, check=False).strip(),
-             60, "the second call's file on the pushed branch", workers)
+    # Its second call is recorded (so its file was pushed before): the third, a six-second sleep, runs.
+    wait_for(lambda: Observation.objects.filter(session=session, arguments__command="echo run >> runs.txt").exists(),
+             60, "the second call recorded", workers)
+    assert git("show", f"{branch}:runs.txt", cwd=repo) == "run\n"
     victim = holder(workers, session)
     first_claims = len(claims(session))
     os.killpg(victim.hub_process.process.pid, signal.SIGKILL)
@@ -265,3 +265,14 @@ def test_a_worker_removes_the_old_worktrees_of_its_own_machine(daphne_server, pe
         assert branches == [session_branch(live.pk), demo_room.default_branch]
     assert Session.objects.get(pk=old.pk).worktree_path == ""
     assert Session.objects.get(pk=live.pk).worktree_path == str(made[live.pk].path)
+
+
+def test_a_worker_the_hub_cannot_read_fails_its_session_saying_why(hub_workers, daphne_server, person, demo_room,
+                                                                   tmp_path):
+    _writes_allowed(demo_room, check="")
+    worker = _machine(hub_workers, daphne_server, tmp_path / "machine-a", SECRET_KEY="not the hub's " + "k" * 40)
+    session = session_start(task=task_create(room=demo_room, actor=person, title="Part A", objective="Write A"),
+                            agent=agent_in(demo_room, "alpha", "elsewhere-a.json"), actor=person)
+    wait_for(lambda: ended(session), 60, "the session to end", [worker])
+    assert session.state == "failed"
+    assert "the worker's SECRET_KEY is not the hub's, or their clocks disagree" in session.reason
