@@ -11,6 +11,7 @@ from rooms.repository.git import git
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.worktrees import (
     Worktree,
+    WorktreeError,
     admin_dir,
     merge_under_way,
     registered_worktrees,
@@ -35,6 +36,16 @@ def worktree_reading(*, repo: Path, path: Path, commit: str, branch: str) -> Wor
             worktree_remove_locked(reading, delete_branch=False)
             git("worktree", "add", "--quiet", "--detach", str(reading.path), commit, cwd=repo)
     return reading
+
+
+def reading_at(reading: Worktree) -> str:
+    """The commit a reviewer's checkout shows (as its repository records it, never found
+    through the checkout's own ``.git``); empty if it is not a checkout of the repository."""
+    try:
+        return git(f"--git-dir={admin_dir(reading)}", "rev-parse", "--verify", "--quiet", "HEAD",
+                   cwd=reading.repo, check=False).strip()
+    except WorktreeError:
+        return ""
 
 
 def worktree_release(*, repo: Path, branch: str, message: str) -> bool:

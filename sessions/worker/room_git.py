@@ -22,7 +22,7 @@ from rooms.branch_merge import branch_merge, merge_heard
 from rooms.models import Room
 from rooms.repository.activity import branch_tip, is_ancestor
 from rooms.repository.git import GitError, git
-from rooms.repository.handover import worktree_reading
+from rooms.repository.handover import reading_at, worktree_reading
 from rooms.repository.lock import room_repo_lock
 from rooms.repository.mirror import (
     HubRefused,
@@ -155,9 +155,10 @@ class CopyRoomGit(RoomGit):
         remote = self.remote
         tips = mirror_tips(self.repo, remote, (author.branch,))
         mirror_fetch(self.repo, remote, tips, into=REVIEWED)
-        reading = Path(settings.WORKTREES_DIR) / f"review-{reviewer_id}"
-        if tips and reading.is_dir() and _tip_here(reading, "HEAD") == tips[author.branch]:
-            return Worktree(path=Path(os.path.realpath(reading)), branch=author.branch, repo=self.repo)
+        reading = Worktree(path=Path(os.path.realpath(Path(settings.WORKTREES_DIR) / f"review-{reviewer_id}")),
+                           branch=author.branch, repo=self.repo)
+        if tips and reading.path.is_dir() and reading_at(reading) == tips[author.branch]:
+            return reading
         return self._reading(author, tips.get(author.branch, ""), reviewer_id)
 
     def committed(self, branch: str) -> None:
@@ -209,11 +210,10 @@ def room_git(room: Room, *, session_id: int, owner: str) -> RoomGit:
     return CopyRoomGit(room, session_id=session_id, owner=owner) if settings.HUB_URL else RoomGit(room)
 
 
-def _tip_here(repo: Path, ref: str) -> str:
-    """What ``ref`` (a branch, or ``HEAD`` of a checkout) names here; empty if nothing."""
-    name = ref if ref == "HEAD" else f"refs/heads/{ref}"
+def _tip_here(repo: Path, branch: str) -> str:
+    """What ``branch`` names in the copy; empty if nothing."""
     try:
-        return branch_tip(repo, name)
+        return branch_tip(repo, f"refs/heads/{branch}")
     except GitError:
         return ""
 

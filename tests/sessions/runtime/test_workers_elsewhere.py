@@ -276,3 +276,41 @@ def test_a_worker_the_hub_cannot_read_fails_its_session_saying_why(hub_workers, 
     wait_for(lambda: ended(session), 60, "the session to end", [worker])
     assert session.state == "failed"
     assert "the worker's SECRET_KEY is not the hub's, or their clocks disagree" in session.reason
+
+
+def test_a_reviewers_checkout_moves_only_when_the_authors_branch_does(daphne_server, person, demo_room, tmp_path):
+    task = Task.objects.create(room=demo_room, title="Work", objective="Work", created_by=person)
+    agent = agent_in(demo_room, "alpha", "elsewhere-a.json")
+    author, reviewer = (Session.objects.create(task=task, agent=agent, attempt=attempt, state="running",
+                                               lease_owner=f"worker@{name}:1",
+                                               lease_expires_at=timezone.now() + timedelta(minutes=5))
+                        for attempt, name in ((1, "a"), (2, "b")))
+
+    def machine(name: str):
+        return override_settings(HUB_URL=daphne_server.url, COPIES_DIR=tmp_path / name / "copies",
+                                 WORKTREES_DIR=tmp_path / name / "worktrees")
+
+    def author_writes(text: str) -> None:
+        with machine("a"):
+            copy = CopyRoomGit(demo_room, session_id=author.pk, owner="worker@a:1")
+            worktree = copy.worktree(author.pk)
+            (worktree.path / "work.txt").write_text(text)
+            worktree_commit(worktree=worktree, message=text)
+            copy.committed(worktree.branch)
+            Session.objects.filter(pk=author.pk).update(branch=worktree.branch, worktree_path=str(worktree.path))
+        author.refresh_from_db()
+
+    def reviewer_reads():
+        with machine("b"):
+            return CopyRoomGit(demo_room, session_id=reviewer.pk, owner="worker@b:1").reviewed_worktree(
+                author, reviewer.pk)
+
+    author_writes("first version\n")
+    reading = reviewer_reads()
+    assert (reading.path / "work.txt").read_text() == "first version\n"
+    (reading.path / "scratch.txt").write_text("the reviewer's own\n")
+    assert reviewer_reads().path == reading.path and (reading.path / "scratch.txt").exists()  # not moved
+    author_writes("second version\n")
+    assert reviewer_reads().path == reading.path
+    assert (reading.path / "work.txt").read_text() == "second version\n"
+    assert not (reading.path / "scratch.txt").exists()  # moved: only the author's work is there
