@@ -68,6 +68,15 @@ class PolicyView:
         """Consumed results and payloads worth a receipt, oldest message first."""
         return self._ctx.book.candidates(self._ctx.observations, self._ctx.payloads)
 
+    def consumed_items(self) -> Iterator[Evictable]:
+        """Every consumed result and payload worth a receipt, whether a fold took it yet
+        or not (the oracle's search bounds what a fold can free with it)."""
+        ctx, book = self._ctx, self._ctx.book
+        for items, upto in ((ctx.observations, book.consumed_upto), (ctx.payloads, book.payloads_consumed_upto)):
+            for item in items[:upto]:
+                if item.gain and item.state in (ObsState.CONSUMED, ObsState.RECEIPTED):
+                    yield item
+
     def remaining_requests(self) -> float:
         return self._ctx.length_prior.remaining(self._ctx.step)
 

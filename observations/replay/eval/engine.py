@@ -57,6 +57,8 @@ NO_SEGMENTS = "on_demand-no-segments"
 NO_GUARD = "on_demand-no-guard"
 NO_WORKING_SET = "on_demand-no-working-set"
 NO_LEAST_FOLD = "on_demand-no-least-fold"
+# The hindsight limit of on_demand-no-guard's family (oracle.py).
+ORACLE_NO_GUARD = "oracle-no-guard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +82,8 @@ _VARIANTS: dict[str, _Variant] = {
 # instead (peers.py), and "oracle" (oracle.py), the hindsight limit every other policy
 # is measured against.
 POLICIES = (*POLICY_TABLE, ROOM_DEDUP, *PEERS, "oracle")
-OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS, NO_GUARD, NO_WORKING_SET, NO_LEAST_FOLD)
+OPTIONAL_POLICIES = (NO_NOTES, NO_PAYLOADS, LEGACY_RECEIPTS, NO_SEGMENTS, NO_GUARD, NO_WORKING_SET, NO_LEAST_FOLD,
+                     ORACLE_NO_GUARD)
 
 
 def replayable() -> tuple[str, ...]:

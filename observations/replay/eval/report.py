@@ -6,7 +6,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from observations.replay.eval.oracle import ORACLE
+from observations.replay.eval.oracle import LIMITS
 from observations.replay.eval.results import ResultSet
 from observations.replay.eval.summary import SummaryRow, summarize
 
@@ -163,7 +163,7 @@ def _ratio(value: float | None) -> str:
 def _cheapest_by_window(rows: list[SummaryRow]) -> dict[int, str]:
     best: dict[int, tuple[float, str]] = {}
     for row in rows:
-        if row.policy == ORACLE:  # the limit, not a contender
+        if row.policy in LIMITS:  # the limits, not contenders
             continue
         if row.cost_ratio_full_write is not None and (
             row.window not in best or row.cost_ratio_full_write < best[row.window][0]

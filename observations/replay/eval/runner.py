@@ -14,7 +14,7 @@ from observations.gateway.economics import LengthPrior
 from observations.replay.eval.calibration import FULL_HISTORY_SOURCES, estimator_error
 from observations.replay.eval.cost import PRICES
 from observations.replay.eval.engine import ReplaySettings, replay, replayable
-from observations.replay.eval.oracle import ORACLE, oracle
+from observations.replay.eval.oracle import LIMITS
 from observations.replay.eval.results import ResultSet, TrajectoryResult, fingerprint
 from observations.replay.eval.summary import BASELINE
 from observations.replay.load import load_trajectories
@@ -117,8 +117,8 @@ def replay_all(
     )
     for window in windows:
         for policy in policies:
-            if policy == ORACLE:
-                run = oracle(trajectory, window, settings, prior).run
+            if policy in LIMITS:
+                run = LIMITS[policy](trajectory, window, settings, prior).run
             else:
                 run = replay(trajectory, policy, window, settings, prior=prior)
             result.add(run)
