@@ -9,7 +9,8 @@ times it out (sessions.runtime.claims.WORKER_ORIGIN): its client's requests run 
 Each request runs ``proxied_turn`` in a worker thread, holding the conversation's lock
 (two requests of one conversation are served one after the other; the upstream call is
 made under it): on PostgreSQL a transaction holding the conversation's row lock, on
-SQLite, where any open write transaction locks the whole database, a file lock, with
+SQLite, where any open write transaction locks the whole database, ``turn_lock`` (a
+lock of the conversation's own in the process, a file lock across processes), with
 only the saving in a transaction. Under the lock: restore the gateway
 state, feed what is new, deliver the room's steers, let the gateway prepare the
 request, send it, record the calls and save the state, as a worker's unit does
@@ -18,8 +19,6 @@ request, send it, record the calls and save the state, as a worker's unit does
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import logging
 import re
 import secrets
@@ -36,6 +35,7 @@ from django.utils import timezone
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.providers.base import DeltaSink
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
+from endpoint import turn_lock
 from endpoint.cache import BoundedCache
 from endpoint.conversation import (
     Answered,
@@ -79,7 +79,6 @@ log = logging.getLogger(__name__)
 
 TITLE_MAX = 80
 OBJECTIVE_MAX = 4000
-LOCK_STRIPES = 4096  # SQLite: the lock files conversations take
 FORKS_LOOKED_AT = 50  # a retried fork's first request is among the newest
 
 # Providers by endpoint, shared by the requests of every conversation (as the
@@ -145,19 +144,8 @@ def _one_request_at_a_time(key: GatewayKey, conversation: str) -> Iterator[None]
         with transaction.atomic():  # _conversation_locked takes the row lock in it
             yield
         return
-    # A write transaction open while the request is upstream would stop every writer of
-    # the hub (a person's steer, every worker) for as long as the model takes.
-    # A fixed set of lock files (one per conversation would grow for good); two of the
-    # hub's conversations share one only by chance, one in LOCK_STRIPES.
-    stripe = int(hashlib.sha256(f"{key.pk}:{conversation}".encode()).hexdigest(), 16) % LOCK_STRIPES
-    folder = Path(settings.DATA_DIR) / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"gateway-{stripe}.lock", "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with turn_lock.one_request_at_a_time(Path(settings.DATA_DIR) / "locks", f"{key.pk}:{conversation}"):
+        yield
 
 
 def _conversation_locked(key: GatewayKey, conversation: str, request: Request) -> GatewayConversation:
