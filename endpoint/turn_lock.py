@@ -6,7 +6,8 @@ Across processes, a fixed set of lock files (one per conversation would grow for
 good): two conversations share one only by chance, one in ``STRIPES``. Within a
 process, each conversation has its own lock and the process holds a stripe's file
 lock for all its conversations on it at once, so the conversations one web process
-serves never wait for each other.
+serves never wait for each other. Another process's request on that stripe then
+waits until none of them is in (``manage.py start`` runs one web process).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class _Stripe:
 
 _registry = threading.Lock()
 _conversations: dict[str, _Users] = {}
-_stripes: dict[int, _Stripe] = {}
+_stripes: dict[tuple[Path, int], _Stripe] = {}
 
 
 @contextmanager
@@ -60,9 +61,9 @@ def one_request_at_a_time(folder: Path, name: str) -> Iterator[None]:
 @contextmanager
 def _stripe_held(folder: Path, number: int) -> Iterator[None]:
     with _registry:
-        stripe = _stripes.setdefault(number, _Stripe())
+        stripe = _stripes.setdefault((folder, number), _Stripe())
     with stripe.taking:
-        if not stripe.holders:
+        if stripe.handle is None:
             folder.mkdir(parents=True, exist_ok=True)
             handle = open(folder / f"gateway-{number}.lock", "a+")  # noqa: SIM115 closed on the last release
             try:

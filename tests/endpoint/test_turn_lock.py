@@ -3,6 +3,7 @@ other, even on a shared lock file; one conversation's requests, in threads or in
 processes, are served one at a time."""
 
 import contextlib
+import fcntl
 import hashlib
 import itertools
 import subprocess
@@ -50,7 +51,19 @@ def _held_together(folder: Path, names: list[str]) -> int:
         thread.start()
     for thread in threads:
         thread.join(10)
+        assert not thread.is_alive()
     return most
+
+
+def _free(folder: Path, name: str) -> bool:
+    """Whether ``name``'s lock file is free (a second open of it conflicts with a
+    holder's, this process's included)."""
+    with open(folder / f"gateway-{_stripe(name)}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
 
 
 def test_conversations_on_one_lock_file_are_served_at_once(tmp_path):
@@ -59,6 +72,23 @@ def test_conversations_on_one_lock_file_are_served_at_once(tmp_path):
     assert _held_together(tmp_path, [first, second, "1:another"]) == 3
     assert not turn_lock._conversations
     assert all(not stripe.holders and stripe.handle is None for stripe in turn_lock._stripes.values())
+
+
+def test_the_file_is_held_until_the_last_conversation_on_it_is_let_go(tmp_path):
+    first, second = _sharing_a_stripe()
+    with turn_lock.one_request_at_a_time(tmp_path, second):
+        with turn_lock.one_request_at_a_time(tmp_path, first):
+            assert not _free(tmp_path, first)
+        assert not _free(tmp_path, first)
+    assert _free(tmp_path, first)
+
+
+def test_the_same_stripe_in_another_folder_takes_that_folders_file(tmp_path):
+    one, other = tmp_path / "one", tmp_path / "other"
+    first, second = _sharing_a_stripe()
+    with turn_lock.one_request_at_a_time(one, first), turn_lock.one_request_at_a_time(other, second):
+        assert not _free(one, first)
+        assert not _free(other, second)
 
 
 def test_one_conversation_is_served_one_request_at_a_time(tmp_path):
@@ -87,7 +117,6 @@ def test_another_process_waits_for_the_conversation_and_gets_it_when_let_go(tmp_
         assert holder.wait(10) == 0
     finally:
         holder.kill()
+        holder.stdout.close()
     assert waited > 0.5
-    began = time.monotonic()
-    with turn_lock.one_request_at_a_time(tmp_path, "1:shared"):
-        assert time.monotonic() - began < 0.5  # the file lock went with the last holder
+    assert _free(tmp_path, "1:shared")  # the file lock went with the last holder
