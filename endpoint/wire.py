@@ -11,12 +11,18 @@ traceback); fields they do not know pass through to the upstream untouched.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 Format = Literal["openai", "anthropic", "responses"]  # a name in endpoint.formats.FORMATS
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # Anthropic's own request limit
+# JSON escapes of surrogates, a pair whole where there is one: one of 6 bytes is half a
+# pair without its other half, which json.loads lets through as a character no text
+# can be encoded with (an escaped backslash before it matches too: the body is then
+# checked whole).
+_SURROGATE_ESCAPES = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 class WireError(Exception):
@@ -58,7 +64,18 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise WireError("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise WireError("The request body must be a JSON object.")
+    if any(len(escape[0]) == 6 for escape in _SURROGATE_ESCAPES.finditer(raw)) and not _encodable(body):
+        raise WireError("The request body is not valid Unicode: it escapes half of a surrogate pair (\\ud800-\\udfff) "
+                        "without the other half.")
     return body
+
+
+def _encodable(body: dict[str, Any]) -> bool:
+    try:
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def check_type(body: Mapping[str, Any], field: str, kind: type, *, required: bool = False) -> Any:

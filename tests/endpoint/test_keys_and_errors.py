@@ -91,6 +91,9 @@ OPENAI_BAD = [
     (b"not json", None),
     (b"[1, 2]", None),
     (b"\xff\xfe", None),
+    # Unpaired surrogates: JSON escapes of no Unicode character (a pair, an emoji, is one).
+    (b'{"model": "m", "messages": [{"role": "user", "content": "hi \\ud83d there"}]}', None),
+    (b'{"model": "m", "messages": [{"role": "user", "content": "\\ude00"}]}', None),
     (json.dumps({"messages": [{"role": "user", "content": "hi"}]}), "model"),
     (json.dumps({"model": "m"}), "messages"),
     (json.dumps({"model": "m", "messages": "hi"}), "messages"),
@@ -108,6 +111,7 @@ OPENAI_BAD = [
      "temperature"),
 ]
 ANTHROPIC_BAD = [
+    (b'{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "\\ud800"}]}', "The request body"),
     (json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}), "max_tokens"),
     (json.dumps({"model": "m", "max_tokens": 0, "messages": []}), "max_tokens"),
     (json.dumps({"model": "m", "max_tokens": 5}), "messages"),
