@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from endpoint.wire import WireError
-from observations.gateway.messages import Message, ModelTurn, Request, ToolCall, serialize_message
+from observations.gateway.messages import (
+    Message,
+    ModelTurn,
+    Request,
+    ToolCall,
+    message_digest,
+    serialize_message,
+)
 
 SESSION_HEADER = "X-Atrium-Session"
 _HEADER_VALUE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -71,7 +78,7 @@ def named(conversation: str) -> bool:
 def message_digests(messages: Sequence[Message]) -> list[str]:
     """One digest per message, of its canonical form: what a session keeps to compare
     the next request's history with."""
-    return [hashlib.sha256(serialize_message(m).encode()).hexdigest()[:32] for m in messages]
+    return [message_digest(m).hexdigest()[:32] for m in messages]
 
 
 def answer_digest(turn: ModelTurn) -> str:

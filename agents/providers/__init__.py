@@ -26,7 +26,7 @@ from agents.providers.factory import (
     parse_spec,
     provider_for,
 )
-from agents.providers.records import CallRecord, Completion, prefix_hash, stable_prefix
+from agents.providers.records import CallRecord, Completion, prefix_hash
 from agents.providers.replay import DEFAULT_REPLAY_DIR, ReplayProvider
 from agents.providers.resilience import ResilientProvider, RetryPolicy
 from agents.providers.toolcalls import MALFORMED_ARGUMENTS_KEY, arguments_are_malformed
@@ -55,5 +55,4 @@ __all__ = [
     "parse_spec",
     "prefix_hash",
     "provider_for",
-    "stable_prefix",
 ]

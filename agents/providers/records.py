@@ -6,32 +6,20 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from observations.gateway.messages import ModelTurn, Request, serialize_message, serialize_request
+from observations.gateway.messages import ModelTurn, Request, message_digest, serialize_request
 from observations.gateway.turn import Usage
 
 
-def stable_prefix(request: Request) -> str:
-    """Serialized system, tools and messages up to ``stable_prefix_end`` (inclusive).
-
-    A negative index means no message belongs to the prefix yet. The result is a byte
-    prefix of ``serialize_request(request)``, so equal hashes across calls mean the
-    provider could serve the prefix from its cache.
-    """
-    head = serialize_request(
-        Request(
-            model=request.model,
-            system=request.system,
-            tools=request.tools,
-            messages=(),
-            max_tokens=request.max_tokens,
-        )
-    )
-    end = min(request.stable_prefix_end, len(request.messages) - 1)
-    return head + "".join(serialize_message(m) for m in request.messages[: end + 1])
-
-
 def prefix_hash(request: Request) -> str:
-    return hashlib.sha256(stable_prefix(request).encode("utf-8")).hexdigest()
+    """The hash of system, tools and messages up to ``stable_prefix_end`` (inclusive; a
+    negative index: no message yet): equal hashes across calls mean the provider could
+    serve the prefix from its cache."""
+    head = serialize_request(Request(model=request.model, system=request.system, tools=request.tools, messages=(),
+                                     max_tokens=request.max_tokens))
+    prefix = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    for message in request.messages[: max(request.stable_prefix_end + 1, 0)]:
+        prefix.update(message_digest(message).digest())
+    return prefix.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

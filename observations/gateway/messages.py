@@ -1,12 +1,13 @@
 """Provider-neutral request and response shapes.
 
 Providers translate these to and from the OpenAI and Anthropic wire formats. A
-request's messages are built by the gateway; `serialize_message` is the canonical
-byte form used to check that requests within an epoch are append-only.
+request's messages are built by the gateway; `serialize_message` is their canonical
+byte form, `message_digest` the hash of the same content.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -175,6 +176,18 @@ def serialize_message(message: Message) -> str:
         body["tool_call_id"] = message.tool_call_id
         body["tool_name"] = message.tool_name
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def message_digest(message: Message) -> hashlib._Hash:
+    """The sha256 of what ``serialize_message`` holds of ``message``, without escaping
+    its text as JSON (most of a long session's bytes, and most of the time that took):
+    a JSON head of the other fields and the text's length, then the text as it is."""
+    head = json.dumps([message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
+                       message.tool_call_id, message.tool_name],
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    digest.update(message.text.encode("utf-8", "surrogatepass"))  # a lone surrogate a client escaped
+    return digest
 
 
 def serialize_request(request: Request) -> str:
