@@ -76,7 +76,7 @@ def named(conversation: str) -> bool:
 
 
 def message_digests(messages: Sequence[Message]) -> list[str]:
-    """One digest per message, of its canonical form: what a session keeps to compare
+    """One digest per message, of its canonical content: what a session keeps to compare
     the next request's history with."""
     return [message_digest(m).hexdigest()[:32] for m in messages]
 

@@ -18,11 +18,13 @@ from typing import Any, Literal
 Format = Literal["openai", "anthropic", "responses"]  # a name in endpoint.formats.FORMATS
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # Anthropic's own request limit
-# JSON escapes of surrogates, a pair whole where there is one: one of 6 bytes is half a
-# pair without its other half, which json.loads lets through as a character no text
-# can be encoded with (an escaped backslash before it matches too: the body is then
-# checked whole).
-_SURROGATE_ESCAPES = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# A JSON escape of a surrogate (\ud800-\udfff), rare: a body with one is looked at closer.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+# Half of a surrogate pair without its other half, which json.loads lets through as a
+# character no text can be encoded with: what comes before it is skipped a piece at a
+# time (escaped backslashes and whole pairs included), possessively, never backtracking.
+_LONE_SURROGATE = re.compile(rb"(?:[^\\]++|\\[^u]|\\u(?![dD][89a-fA-F])"
+                             rb"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*+\\u[dD][89a-fA-F]")
 
 
 class WireError(Exception):
@@ -57,25 +59,18 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         raise WireError(f"The request body is larger than {MAX_BODY_BYTES} bytes.", status=413,
                         kind="request_too_large")
     try:
-        body = json.loads(raw)
+        # UTF-8 only (json.loads would take UTF-16 and surrogates written out in bytes).
+        body = json.loads(raw.decode("utf-8-sig"))
     except RecursionError:
         raise WireError("The request body nests too deeply.") from None
     except (ValueError, UnicodeDecodeError):
         raise WireError("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise WireError("The request body must be a JSON object.")
-    if any(len(escape[0]) == 6 for escape in _SURROGATE_ESCAPES.finditer(raw)) and not _encodable(body):
+    if _SURROGATE_ESCAPE.search(raw) and _LONE_SURROGATE.match(raw):
         raise WireError("The request body is not valid Unicode: it escapes half of a surrogate pair (\\ud800-\\udfff) "
                         "without the other half.")
     return body
-
-
-def _encodable(body: dict[str, Any]) -> bool:
-    try:
-        json.dumps(body, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def check_type(body: Mapping[str, Any], field: str, kind: type, *, required: bool = False) -> Any:

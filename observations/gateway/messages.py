@@ -179,14 +179,15 @@ def serialize_message(message: Message) -> str:
 
 
 def message_digest(message: Message) -> hashlib._Hash:
-    """The sha256 of what ``serialize_message`` holds of ``message``, without escaping
-    its text as JSON (most of a long session's bytes, and most of the time that took):
-    a JSON head of the other fields and the text's length, then the text as it is."""
+    """The sha256 of what ``serialize_message`` holds of ``message`` (and its
+    ``tool_name`` even without an id), without escaping its text as JSON (most of a long
+    session's bytes, and most of the time that took): a JSON head of the other fields
+    and the text's length, then the text as it is."""
     head = json.dumps([message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
                        message.tool_call_id, message.tool_name],
                       sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
-    digest.update(message.text.encode("utf-8", "surrogatepass"))  # a lone surrogate a client escaped
+    digest.update(message.text.encode("utf-8", "surrogatepass"))  # an upstream's text may hold half a pair
     return digest
 
 

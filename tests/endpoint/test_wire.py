@@ -40,6 +40,40 @@ def test_a_body_that_is_not_a_json_object_is_refused(raw):
     assert caught.value.status == 400
 
 
+# JSON text of a string, as a client writes it, and the text it stands for.
+WHOLE_UNICODE = [
+    (rb'"\ud83d\ude00"', "\U0001f600"), (rb'"\uD83D\uDE00"', "\U0001f600"),  # a pair: one character
+    (rb'"a\\ud800"', "a\\ud800"),  # an escaped backslash, then letters
+    (rb'"\\\ud83d\ude00"', "\\\U0001f600"), (rb'"\ud7ff\ue000"', "\ud7ff\ue000"), ('"é"'.encode(), "é"),
+]
+HALF_A_PAIR = [
+    rb'"\ud83d"', rb'"\ude00"', rb'"x\ud83d y"', rb'"\ud83d\ud83d\ude00"', rb'"\ude00\ud83d"',
+    rb'"\\ud83d\ude00"',  # the backslash is escaped: the low half stands alone
+    rb'"\\\\\udbff"',
+]
+NOT_UTF8 = [b'{"content": "\xed\xa0\xbd"}', '{"content": "é"}'.encode("utf-16")]  # a surrogate in bytes; UTF-16
+
+
+@pytest.mark.parametrize(("text", "meant"), WHOLE_UNICODE)
+def test_escapes_of_whole_characters_pass(text, meant):
+    assert parse_body(b'{"content": ' + text + b', ' + text + b': 1}') == {"content": meant, meant: 1}
+    assert parse_body(b"\xef\xbb\xbf" + b'{"content": ' + text + b"}") == {"content": meant}  # a UTF-8 BOM
+
+
+@pytest.mark.parametrize("text", HALF_A_PAIR)
+def test_half_of_a_surrogate_pair_is_refused_wherever_it_is(text):
+    for raw in (b'{"content": ' + text + b"}", b"{" + text + b": 1}"):
+        with pytest.raises(WireError, match="half of a surrogate pair") as caught:
+            parse_body(raw)
+        assert caught.value.status == 400
+
+
+@pytest.mark.parametrize("raw", NOT_UTF8)
+def test_a_body_not_in_utf8_is_refused(raw):
+    with pytest.raises(WireError, match="not valid JSON"):
+        parse_body(raw)
+
+
 def test_booleans_are_not_numbers():
     for field in ("max_tokens", "temperature"):
         with pytest.raises(WireError, match=field):
