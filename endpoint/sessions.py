@@ -127,8 +127,8 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
         # lock already makes this request the session's only writer of its state and
         # counts, and a lock held while the request is upstream would hold up a person
         # who cancels or steers it (a cancel is seen by the next request).
-        session = Session.objects.select_related("task", "task__room", "agent").defer("gateway_state").get(
-            pk=talk.session_id)
+        session = (Session.objects.select_related("task", "task__room", "agent").defer("gateway_state")
+                   .annotate(state_seq=gateway_state_seq()).get(pk=talk.session_id))
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request, digests, on_delta)
@@ -237,7 +237,7 @@ def _context(session: Session, request: Request) -> tuple[SessionContext, StateJ
     }
     kept = CONTEXTS.take(session.pk)
     if kept is not None and (kept.model, kept.policy) == (agent.model, agent.eviction_policy) \
-            and kept.seq == gateway_state_seq(session):
+            and kept.seq == session.state_seq:
         return reuse_state(kept.ctx, **settings_now), kept.journal
     common = {**settings_now, "model": agent.model, "policy": agent.eviction_policy}
     stored = gateway_state_read(session)

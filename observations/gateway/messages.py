@@ -183,12 +183,29 @@ def message_digest(message: Message) -> hashlib._Hash:
     ``tool_name`` even without an id), without escaping its text as JSON (most of a long
     session's bytes, and most of the time that took): a JSON head of the other fields
     and the text's length, then the text as it is."""
-    head = json.dumps([message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
-                       message.tool_call_id, message.tool_name],
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    digest = hashlib.sha256(digest_head(message).encode("utf-8", "surrogatepass"))
     digest.update(message.text.encode("utf-8", "surrogatepass"))  # an upstream's text may hold half a pair
     return digest
+
+
+def digest_head(message: Message) -> str:
+    """``message_digest``'s head: the JSON of [role, the text's length, the calls as
+    [id, name, arguments], tool_call_id, tool_name]. Most messages call no tool; theirs
+    is written out with json's own string encoder, byte for byte what json.dumps writes
+    and several times faster (a long session's request hashes some 1,200 heads)."""
+    if message.tool_calls:
+        return json.dumps([message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
+                           message.tool_call_id, message.tool_name],
+                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return (f"[{_json_string(message.role)},{len(message.text)},[],{_json_optional(message.tool_call_id)},"
+            f"{_json_optional(message.tool_name)}]")
+
+
+_json_string = json.encoder.encode_basestring  # json.dumps' own, for ensure_ascii=False
+
+
+def _json_optional(text: str | None) -> str:
+    return "null" if text is None else _json_string(text)
 
 
 def serialize_request(request: Request) -> str:

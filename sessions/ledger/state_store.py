@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Max, Subquery
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from observations.gateway.journal import Record, StateJournal, apply_delta
 from sessions.models import StateRecord
@@ -58,9 +59,11 @@ def gateway_state_read(session) -> StoredState | None:
     return StoredState(state=state, seq=rows[-1][0], snapshot_bytes=rows[0][2], since_snapshot=sum(size for _, _, size in rows[1:]))
 
 
-def gateway_state_seq(session) -> int:
-    """The session's newest state record (0: none)."""
-    return StateRecord.objects.filter(session=session).aggregate(newest=Max("seq"))["newest"] or 0
+def gateway_state_seq() -> Coalesce:
+    """The newest state record of the session a query reads (0: none), for it to
+    annotate its rows with: read with the session, not in a statement of its own."""
+    newest = StateRecord.objects.filter(session=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    return Coalesce(Subquery(newest), 0)
 
 
 def gateway_state_save(*, session, record: Record) -> None:

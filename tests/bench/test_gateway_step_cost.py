@@ -18,9 +18,11 @@ the previous commit, run right before):
 | 10 | 31 → 15 | 27.0 | 14.5 | 0.54 |
 | 300 | 31 → 15 | 58.0 | 26.3 | 0.45 |
 
-15 statements in 1 transaction at a step that folds, as every step of this bench does
-(its small window): 13 for the request itself, plus the fold's row and the calibration
-the fold's next reported count re-learns. The session is read in a statement of its
+15 statements in 1 transaction at a step that folds: 13 for the request itself, plus the
+fold's row and the calibration the fold's next reported count re-learns. Since the
+saved state's newest record (whether the context kept in memory is current) is read
+with the session's row, not in a statement of its own: 12 for the request itself
+(median; the rare steps that fold, 14). The session is read in a statement of its
 own after the conversation's lock (joined to the lock's statement, a request that
 waited for the lock would see the counts and chat cursor from before the request it
 waited for). What went: the unit's rows read before they

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agents.providers import CallRecord, prefix_hash
-from observations.gateway.messages import Message, ToolCall, message_digest, serialize_message
+from observations.gateway.messages import (
+    Message,
+    ToolCall,
+    digest_head,
+    message_digest,
+    serialize_message,
+)
 from tests.agents.providers.requests import session_request
 
 TEXTS = st.sampled_from(["", "a", "ab", "\n", '"', "[1]", ',"x"]', "é", "\ud800"]) | st.text(max_size=12)
@@ -39,6 +46,14 @@ def test_two_turns_have_one_digest_when_their_calls_are_equal(calls, others):
     one, other = Message("assistant", "x", tool_calls=calls), Message("assistant", "x", tool_calls=others)
     assert (message_digest(one).digest() == message_digest(other).digest()) == (
         serialize_message(one) == serialize_message(other))
+
+
+@given(st.builds(Message, role=st.sampled_from(["user", "tool"]) | st.text(max_size=4), text=TEXTS,
+                 tool_calls=CALLS, tool_call_id=st.none() | TEXTS, tool_name=st.none() | TEXTS))
+def test_a_digests_head_is_the_json_of_its_fields(message):
+    assert digest_head(message) == json.dumps(
+        [message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
+         message.tool_call_id, message.tool_name], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_the_text_is_hashed_apart_from_the_fields_before_it():
