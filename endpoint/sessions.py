@@ -19,6 +19,7 @@ request, send it, record the calls and save the state, as a worker's unit does
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import secrets
@@ -34,6 +35,7 @@ from django.utils import timezone
 
 from agents.providers import Completion, ProviderError, RetryPolicy, provider_for
 from agents.providers.base import DeltaSink
+from agents.providers.storable import storable_delta, storable_turn
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from endpoint import turn_lock
 from endpoint.cache import BoundedCache
@@ -98,7 +100,10 @@ class _Host:
     events: list[tuple[str, dict[str, Any]]]
 
     def call_model(self, request: Request, on_delta: DeltaSink | None = None) -> Completion:
-        return self.provider.call(request, on_delta=on_delta)
+        # What the client is given is what the session stores: NUL and lone halves cleaned.
+        sink = None if on_delta is None else lambda delta: on_delta(storable_delta(delta))
+        completion = self.provider.call(request, on_delta=sink)
+        return dataclasses.replace(completion, turn=storable_turn(completion.turn))
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self.events.append((kind, payload))

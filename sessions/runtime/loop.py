@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from agents.providers import CallRecord, Completion, ProviderError
+from agents.providers.storable import storable_turn
 from agents.tools import registry
 from agents.tools.outcome import ToolOutcome
-from agents.tools.text import clean_data, clean_text
 from observations.gateway.breakdown import request_breakdown
 from observations.gateway.context import Boundary, ContextTooLarge, SessionContext
 from observations.gateway.messages import ToolCall
@@ -91,10 +91,9 @@ class StepLoop:
             return done(UnitResult(Outcome.FAILED, reason=f"model call failed: {exc}"))
         turn = completion.turn
         # What a model writes is stored (PostgreSQL refuses NUL and lone surrogates).
-        text = clean_text(turn.text)
-        calls = unique_call_ids(tuple(
-            ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls
-        ), ctx, host)
+        stored = storable_turn(turn)
+        text = stored.text
+        calls = unique_call_ids(stored.tool_calls, ctx, host)
         # A call whose arguments had to be cleaned is not run with altered arguments.
         unstorable = {clean.id for clean, raw in zip(calls, turn.tool_calls, strict=True)
                       if clean.arguments != raw.arguments}
