@@ -14,8 +14,8 @@ from observations.gateway.messages import ModelTurn, ToolCall, TurnDelta
 
 def storable_turn(turn: ModelTurn) -> ModelTurn:
     """``turn`` with NUL and lone surrogates in its text and calls replaced
-    (``clean_text``); itself when it holds none. Thinking blocks are left as they came:
-    their signatures vouch for them, and they are stored as JSON text, escaped."""
+    (``clean_text``); itself when it holds none. Thinking blocks are left as they came,
+    for their signatures: a NUL in one is stored as JSON's escape, a lone half is not."""
     calls = tuple(ToolCall(clean_text(c.id), clean_text(c.name), clean_data(c.arguments)) for c in turn.tool_calls)
     text = clean_text(turn.text)
     if text == turn.text and calls == turn.tool_calls:
