@@ -78,7 +78,7 @@ def named(conversation: str) -> bool:
 def message_digests(messages: Sequence[Message]) -> list[str]:
     """One digest per message, of its canonical content: what a session keeps to compare
     the next request's history with."""
-    return [message_digest(m).hexdigest()[:32] for m in messages]
+    return [message_digest(m).hex()[:32] for m in messages]
 
 
 def answer_digest(turn: ModelTurn) -> str:

@@ -18,7 +18,7 @@ def prefix_hash(request: Request) -> str:
                                      max_tokens=request.max_tokens))
     prefix = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
     for message in request.messages[: max(request.stable_prefix_end + 1, 0)]:
-        prefix.update(message_digest(message).digest())
+        prefix.update(message_digest(message))
     return prefix.hexdigest()
 
 

@@ -50,4 +50,9 @@ def arguments_text(arguments: dict[str, Any]) -> str:
     raw = arguments.get(MALFORMED_ARGUMENTS_KEY)
     if isinstance(raw, str) and len(arguments) == 1:
         return raw
-    return json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+    return _ARGUMENTS.encode(arguments)
+
+
+# json.dumps(arguments, sort_keys=True, ensure_ascii=False), its encoder made once: a long
+# session's request renders every call's arguments again.
+_ARGUMENTS = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
