@@ -90,7 +90,15 @@ def answer_digest(turn: ModelTurn) -> str:
 def answer_digests(messages: Sequence[Message]) -> list[str]:
     """Per message of a history, the ``answer_digest`` it matches if it is an answer of
     the gateway's ("" for a message of another role)."""
-    return [_answer(m.text, m.tool_calls) if m.role == "assistant" else "" for m in messages]
+    return [_answer_of(m) if m.role == "assistant" else "" for m in messages]
+
+
+def _answer_of(message: Message) -> str:
+    if message.text == message.text.strip() and message.tool_call_id is None and message.tool_name is None:
+        # The message as an answer is the message itself: its digest, made once for
+        # the history's comparison, serves (a long session's history holds hundreds).
+        return message_digests([message])[0]
+    return _answer(message.text, message.tool_calls)
 
 
 def _answer(text: str, tool_calls: tuple[ToolCall, ...]) -> str:

@@ -92,6 +92,15 @@ def test_the_gateways_answer_is_recognised_as_the_client_sends_it_back():
     assert answer_digests([ASK, Message("assistant", said.text.rstrip("\n"))]) == ["", answer_digest(said)]
 
 
+@given(st.builds(Message, role=st.just("assistant"), text=st.sampled_from(["", "a", " a", "a\n", "\n"]) | st.text(max_size=6),
+                 tool_calls=st.lists(st.builds(ToolCall, id=st.sampled_from(["c1", "c2"]), name=st.just("read"),
+                                               arguments=st.just({"path": "a.py"})), max_size=2).map(tuple),
+                 tool_call_id=st.none() | st.just("c1"), tool_name=st.none() | st.just("read")))
+def test_an_assistant_message_matches_the_answer_it_says_whatever_its_spaces_and_ids(message):
+    message_digests([message])  # the history's digests come first, as a request's do
+    assert answer_digests([message]) == [answer_digest(ModelTurn(text=message.text, tool_calls=message.tool_calls))]
+
+
 def test_a_history_goes_to_the_conversation_of_the_latest_answer_it_holds():
     history = (ASK, ANSWER, RESULT, OTHER_ANSWER)
     answers = answer_digests(history)
