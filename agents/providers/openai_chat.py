@@ -18,7 +18,7 @@ from agents.providers.base import DeltaSink
 from agents.providers.errors import Rejected, Transient, sdk_errors
 from agents.providers.sdk_body import as_built
 from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
-from agents.providers.toolcalls import arguments_text, parse_arguments
+from agents.providers.toolcalls import call_arguments_text, parse_arguments
 from observations.gateway.messages import (
     ModelTurn,
     Params,
@@ -186,7 +186,7 @@ def to_chat_params(request: Request, *, model: str, token_limit_field: str) -> d
                         "type": "function",
                         "function": {
                             "name": call.name,
-                            "arguments": arguments_text(call.arguments),
+                            "arguments": call_arguments_text(call),
                         },
                     }
                     for call in message.tool_calls

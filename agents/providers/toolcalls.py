@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from observations.gateway.messages import MALFORMED_ARGUMENTS_KEY
+from observations.gateway.messages import MALFORMED_ARGUMENTS_KEY, ToolCall
 
-__all__ = ["MALFORMED_ARGUMENTS_KEY", "arguments_are_malformed", "arguments_text", "canonical", "parse_arguments"]
+__all__ = ["MALFORMED_ARGUMENTS_KEY", "arguments_are_malformed", "arguments_text", "call_arguments_text", "canonical",
+           "parse_arguments"]
 
 
 def parse_arguments(raw: str | dict[str, Any] | None) -> dict[str, Any]:
@@ -51,6 +52,13 @@ def arguments_text(arguments: dict[str, Any]) -> str:
     if isinstance(raw, str) and len(arguments) == 1:
         return raw
     return _ARGUMENTS.encode(arguments)
+
+
+def call_arguments_text(call: ToolCall) -> str:
+    """``arguments_text`` of the call's arguments, written once per call."""
+    if call._arguments_text is None:
+        object.__setattr__(call, "_arguments_text", arguments_text(call.arguments))
+    return call._arguments_text
 
 
 # json.dumps(arguments, sort_keys=True, ensure_ascii=False), its encoder made once: a long

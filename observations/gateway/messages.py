@@ -28,6 +28,9 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    # agents.providers.toolcalls.call_arguments_text's, kept once written (as a message's
+    # digest is): a long session's request renders every earlier call again.
+    _arguments_text: str | None = field(default=None, init=False, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,13 @@ waits), the calibration and the finished sessions' lengths on every request (kep
 the process). The CPU at step 300:
 the session's context is kept in memory between its requests (endpoint/hot.py), not
 restored from its state with every message rendered again.
+
+Since the boundary's question of what waits is one statement written out (the ORM's
+three ``Exists`` took some 2 ms to build and compile), a call's arguments are rendered
+for the upstream once per call, and a request that delivers nothing builds no query to
+deliver it: hub thread CPU, three runs each alternating with a worktree of the commit
+before, 14.6 → 12.3 ms at step 10 (0.84) and 20.7 → 18.8 ms at step 300 (0.91); this
+box ran the same code twice as fast as the box of the figures above.
 """
 
 from __future__ import annotations

@@ -17,7 +17,10 @@ the previous commit, run right before): 18 → 10 statements in 1 transaction at
 steps; 17.5 → 11.0 ms of CPU at step 10 (0.63×) and 21.2 → 20.5 ms at step 300 (0.97×:
 a worker keeps its context between units already; what grows is the request prepared
 from a longer history). Since the boundary reads the intent from the task's row (issue
-32: the same on every machine) instead of the room's checkout: 11 statements.
+32: the same on every machine) instead of the room's checkout: 11 statements. Since the
+boundary's question of what waits is one statement written out, not three ORM
+``Exists`` built and compiled each step, two runs alternating with the commit before:
+13.2 → 11.1 ms at step 10 (0.84) and 14.9 → 12.3 ms at step 300 (0.83).
 """
 
 from __future__ import annotations
