@@ -7,17 +7,13 @@ message the same way the page does.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.template.loader import render_to_string
 
 from rooms.broadcast import group_send
 from rooms.models import Message
-
-log = logging.getLogger(__name__)
 
 # Group event types (channels maps "room.message" to the consumer method room_message).
 MESSAGE_POSTED = "room.message"
@@ -55,8 +51,4 @@ def broadcast_on_commit(room_id: int, event: dict[str, Any]) -> None:
 
 
 def _send(room_id: int, event: dict[str, Any]) -> None:
-    layer = get_channel_layer()
-    if layer is None:  # pragma: no cover - settings always configure one
-        log.warning("no channel layer configured; room %s event dropped", room_id)
-        return
     group_send(room_group(room_id), event)

@@ -77,10 +77,14 @@ def _nothing_remembered_from_another_tests_database() -> Iterator[None]:
 def _a_channel_layer_per_test() -> Iterator[None]:
     """Each test gets a channel layer of its own. channels-redis refuses two event loops
     receiving on one layer (Daphne runs one); a test whose loop ended with a read still
-    waiting would otherwise hold the layer's receive locks against the next test's loop."""
+    waiting would otherwise hold the layer's receive locks against the next test's loop.
+    The test's queued broadcasts leave on its layer, not the next test's."""
     yield
     from channels.layers import channel_layers
 
+    from rooms import broadcast
+
+    broadcast.flush()
     channel_layers.backends.clear()
 
 

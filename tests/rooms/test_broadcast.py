@@ -1,9 +1,12 @@
-"""Broadcasts from sync code with no event loop (a Celery worker) share one loop and its
-Redis connection, instead of a new loop and connection per send; they still arrive."""
+"""Broadcasts from sync code share one loop per process and its Redis connection,
+instead of a new loop and connection per send; they still arrive, in the order they
+were queued, and the caller never waits for them."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 
 from asgiref.sync import async_to_sync
 from channels.layers import channel_layers, get_channel_layer
@@ -46,3 +49,43 @@ def test_sends_from_plain_threads_share_one_loop_and_one_connection():
         assert sorted(async_to_sync(receive_all)()) == list(range(30))
     finally:
         async_to_sync(receiver.group_discard)("broadcast-test", channel)
+
+
+def test_a_send_is_queued_in_order_and_never_waited_for_and_a_failed_one_is_logged(monkeypatch, caplog):
+    layer = get_channel_layer()
+    real, arrived = layer.group_send, []
+
+    async def group_send(group: str, event: dict) -> None:
+        if event["n"] == 0:
+            await asyncio.sleep(2)  # Redis slow to answer the first
+        if event["n"] == 1:
+            raise ConnectionError("Redis went away")
+        arrived.append(event["n"])
+        await real(group, event)
+
+    monkeypatch.setattr(layer, "group_send", group_send)
+    started = time.monotonic()
+    for n in range(5):
+        broadcast.group_send("broadcast-order", {"type": "test.event", "n": n})
+    assert time.monotonic() - started < 1  # the caller went on while the first send waited
+    assert arrived == []
+    assert broadcast.flush(timeout=30)
+    assert arrived == [0, 2, 3, 4]  # in order, and the one that failed did not stop the rest
+    assert "broadcast to broadcast-order failed" in caplog.text and "Redis went away" in caplog.text
+
+
+def test_sends_past_the_queues_bound_are_dropped_and_logged_while_redis_is_slow(monkeypatch, caplog):
+    layer = get_channel_layer()
+    arrived = []
+
+    async def group_send(group: str, event: dict) -> None:
+        await asyncio.sleep(0.5)
+        arrived.append(event["n"])
+
+    monkeypatch.setattr(layer, "group_send", group_send)
+    monkeypatch.setattr(broadcast, "QUEUED_MAX", 3)
+    for n in range(5):
+        broadcast.group_send("broadcast-bound", {"type": "test.event", "n": n})
+    assert broadcast.flush(timeout=30)
+    assert arrived == [0, 1, 2]
+    assert caplog.text.count("broadcast queue full") == 2
