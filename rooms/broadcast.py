@@ -12,8 +12,11 @@ session's events reach its page in order), while the caller goes on.
 
 A send that fails, or hangs past SEND_TIMEOUT_SECONDS, is logged and dropped, as are
 sends past QUEUED_MAX while Redis is away: the rows are committed, and clients catch
-up from the database when they reconnect. At exit what is queued is sent first, for
-up to FLUSH_SECONDS.
+up from the database when they reconnect. What is queued when a process ends is sent
+first where that can still be done, for up to FLUSH_SECONDS: at interpreter exit (a
+Redis named by its host name cannot be reached any more then: its address is looked up
+in a thread, which Python refuses by then) and when a Celery pool process ends (it
+leaves by ``os._exit``, which skips exit handlers).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from celery.signals import worker_process_shutdown
 from channels.layers import get_channel_layer
 
 log = logging.getLogger(__name__)
@@ -44,14 +48,20 @@ class _Sender:
         self._queued: deque[tuple[str, dict[str, Any]]] = deque()  # touched on the loop only
         self._draining = False
         self._unsent = 0  # queued and not yet sent or given up on
+        self._dropped = 0  # past QUEUED_MAX since the queue was last below it
         self._done = threading.Condition()
         threading.Thread(target=self.loop.run_forever, name="atrium-broadcast", daemon=True).start()
 
     def put(self, group: str, event: dict[str, Any]) -> None:
         with self._done:
             if self._unsent >= QUEUED_MAX:
-                log.warning("broadcast queue full (%s unsent): an event to %s dropped", self._unsent, group)
+                self._dropped += 1
+                if self._dropped == 1:  # once while it stays full: Redis is away, not each event
+                    log.warning("broadcast queue full (%s unsent): events are dropped until it drains", self._unsent)
                 return
+            if self._dropped:
+                log.warning("broadcast queue drains again: %s events were dropped", self._dropped)
+                self._dropped = 0
             self._unsent += 1
         self.loop.call_soon_threadsafe(self._enqueue, group, event)
 
@@ -68,18 +78,20 @@ class _Sender:
             self.loop.create_task(self._drain())
 
     async def _drain(self) -> None:
-        layer = get_channel_layer()
-        while self._queued:
-            group, event = self._queued.popleft()
-            try:
-                await asyncio.wait_for(layer.group_send(group, event), SEND_TIMEOUT_SECONDS)
-            except Exception:  # a timeout included: the next sends must not wait behind it
-                log.exception("broadcast to %s failed", group)
-            finally:
-                with self._done:
-                    self._unsent -= 1
-                    self._done.notify_all()
-        self._draining = False
+        try:
+            while self._queued:
+                group, event = self._queued.popleft()
+                try:
+                    await asyncio.wait_for(get_channel_layer().group_send(group, event), SEND_TIMEOUT_SECONDS)
+                # A timeout, and a cancel from inside the layer: the next sends must not wait behind it.
+                except (Exception, asyncio.CancelledError):
+                    log.exception("broadcast to %s failed", group)
+                finally:
+                    with self._done:
+                        self._unsent -= 1
+                        self._done.notify_all()
+        finally:
+            self._draining = False
 
 
 _lock = threading.Lock()
@@ -114,3 +126,4 @@ def flush(timeout: float = FLUSH_SECONDS) -> bool:
 
 
 atexit.register(flush)
+worker_process_shutdown.connect(lambda **_: flush(), weak=False)

@@ -5,10 +5,12 @@ were queued, and the caller never waits for them."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 
 from asgiref.sync import async_to_sync
+from celery.signals import worker_process_shutdown
 from channels.layers import channel_layers, get_channel_layer
 
 from rooms import broadcast
@@ -31,6 +33,7 @@ def test_sends_from_plain_threads_share_one_loop_and_one_connection():
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
+        assert broadcast.flush(timeout=30)  # the sends were queued: the pool is there once they left
         loop = broadcast._shared_loop()
         pool = layer._layers[loop]._connections[0].connection_pool
         opened = len(pool._available_connections) + len(pool._in_use_connections)
@@ -60,6 +63,8 @@ def test_a_send_is_queued_in_order_and_never_waited_for_and_a_failed_one_is_logg
             await asyncio.sleep(2)  # Redis slow to answer the first
         if event["n"] == 1:
             raise ConnectionError("Redis went away")
+        if event["n"] == 2:
+            raise asyncio.CancelledError  # as a layer's own cancelled read surfaces
         arrived.append(event["n"])
         await real(group, event)
 
@@ -70,22 +75,38 @@ def test_a_send_is_queued_in_order_and_never_waited_for_and_a_failed_one_is_logg
     assert time.monotonic() - started < 1  # the caller went on while the first send waited
     assert arrived == []
     assert broadcast.flush(timeout=30)
-    assert arrived == [0, 2, 3, 4]  # in order, and the one that failed did not stop the rest
+    assert arrived == [0, 3, 4]  # in order, and the ones that failed did not stop the rest
     assert "broadcast to broadcast-order failed" in caplog.text and "Redis went away" in caplog.text
 
 
-def test_sends_past_the_queues_bound_are_dropped_and_logged_while_redis_is_slow(monkeypatch, caplog):
-    layer = get_channel_layer()
-    arrived = []
+def _redis_slow(monkeypatch, seconds: float) -> list[int]:
+    """Each send takes ``seconds``; the ``n`` of those that arrived, in order."""
+    arrived: list[int] = []
 
     async def group_send(group: str, event: dict) -> None:
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(seconds)
         arrived.append(event["n"])
 
-    monkeypatch.setattr(layer, "group_send", group_send)
+    monkeypatch.setattr(get_channel_layer(), "group_send", group_send)
+    return arrived
+
+
+def test_sends_past_the_queues_bound_are_dropped_and_logged_while_redis_is_slow(monkeypatch, caplog):
+    arrived = _redis_slow(monkeypatch, 0.5)
     monkeypatch.setattr(broadcast, "QUEUED_MAX", 3)
     for n in range(5):
         broadcast.group_send("broadcast-bound", {"type": "test.event", "n": n})
     assert broadcast.flush(timeout=30)
     assert arrived == [0, 1, 2]
-    assert caplog.text.count("broadcast queue full") == 2
+    assert caplog.text.count("broadcast queue full") == 1  # once while it stays full, not per event
+    broadcast.group_send("broadcast-bound", {"type": "test.event", "n": 5})
+    assert "2 events were dropped" in caplog.text
+    assert broadcast.flush(timeout=30) and arrived == [0, 1, 2, 5]
+
+
+def test_a_celery_pool_process_that_ends_sends_what_it_queued_first(monkeypatch):
+    arrived = _redis_slow(monkeypatch, 1)
+    broadcast.group_send("broadcast-exit", {"type": "test.event", "n": 1})
+    # What billiard's pool process sends before its os._exit, which skips atexit.
+    worker_process_shutdown.send(sender=None, pid=os.getpid(), exitcode=0)
+    assert arrived == [1]

@@ -7,6 +7,7 @@ so database_sync_to_async inside the consumer shares the test's database connect
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,7 +21,7 @@ from django.conf import settings
 from django.test import Client
 
 from hub.asgi import application
-from rooms import events, services
+from rooms import broadcast, events, services
 from rooms.consumers import CLOSE_FORBIDDEN
 from rooms.models import Message, Room
 from tests.rooms.factories import make_room, make_user
@@ -79,6 +80,7 @@ class Socket:
         return frame
 
     async def nothing(self) -> bool:
+        await asyncio.to_thread(broadcast.flush)  # what was queued has left: it would be here
         return await self.communicator.receive_nothing(timeout=0.3)
 
     async def close_code(self) -> int:

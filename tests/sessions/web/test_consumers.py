@@ -7,6 +7,7 @@ the consumer shares the test's database connection.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.test import Client
 
 from hub.asgi import application
+from rooms import broadcast
 from rooms.streams import CLOSE_FORBIDDEN
 from sessions.events import SESSION_EVENT, event_frame, session_group
 from sessions.models import SessionEvent
@@ -64,6 +66,7 @@ class Socket:
         return replayed
 
     async def nothing(self) -> bool:
+        await asyncio.to_thread(broadcast.flush)  # what was queued has left: it would be here
         return await self.communicator.receive_nothing(timeout=0.3)
 
     async def close_code(self) -> int:
