@@ -6,19 +6,25 @@ Playwright, against Daphne and a real Celery worker in subprocesses."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from django.db import connections, transaction
+from playwright.sync_api import Page, Route, expect, sync_playwright
 
 from agents.models import AgentProfile
 from hub.management.commands.seed_demo import DEMO_TEST_COMMAND
+from rooms import broadcast
 from rooms.models import RoomAgent
 from rooms.repository.prepare import TemplateRepository
 from rooms.services import room_create
-from sessions.models import Approval, ApprovalRule, Session, SessionEvent
+from sessions.events import session_event_append
+from sessions.models import Approval, ApprovalRule, Session, SessionEvent, Task
+from sessions.services.approvals import approval_request
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in
-from tests.rooms.factories import make_user
+from tests.rooms.factories import make_agent, make_room, make_user
 
 DEMO_REPO = Path(__file__).resolve().parents[2] / "hub" / "demo_repo"
 SESSION_TIMEOUT_MS = 90_000
@@ -96,3 +102,60 @@ def watch_and_approve(page: Page) -> None:
     # Every event once, in order: the live stream neither skipped nor repeated one.
     seqs = [int(s) for s in page.locator("#session-events > li").evaluate_all("items => items.map(i => i.dataset.seq)")]
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+@pytest.mark.browser
+def test_an_approval_asked_for_while_the_status_reloads_is_shown(daphne_server):
+    """The status region reloads when an event changes it. An approval whose event
+    arrives while a reload is under way, read before the approval was, is shown by
+    the reload after it (htmx dropped that one: it was queued on the region the
+    stale answer replaced, and the page showed no approval until the next event)."""
+    person = make_user("ada", password=PASSWORD)
+    room = make_room(person, "Status room")
+    task = Task.objects.create(room=room, title="Fix it", objective="Fix it", created_by=person)
+    session = Session.objects.create(task=task, agent=make_agent("fixer"))
+    held = []
+
+    def hold_the_first_reload(route: Route) -> None:
+        if held:
+            route.continue_()
+            return
+        stale = route.fetch()  # read now, before the approval
+        held.append(stale)
+        in_a_thread(lambda: approval_request(session=session, call_id="c1", tool="edit_file",
+                                             arguments={"path": "a.py", "old": "1", "new": "2"}))
+        assert broadcast.flush(timeout=10)
+        time.sleep(1)  # its event reaches the page, whose reload waits behind this one
+        route.fulfill(response=stale)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = log_in(browser, daphne_server.url, "ada")
+            page.route(f"**/sessions/{session.pk}/status/", hold_the_first_reload)
+            page.goto(f"/sessions/{session.pk}/")
+            expect(page.locator("#connection-status")).to_have_text("live")
+            in_a_thread(lambda: transaction.atomic()(session_event_append)(session, "step.started", {"step": 1}))
+            expect(page.locator("#session-status .approval")).to_contain_text("edit_file", timeout=10_000)
+            assert len(held) == 1
+        finally:
+            browser.close()
+
+
+def in_a_thread(work) -> None:
+    """The ORM from a thread of its own: Playwright's sync API runs an event loop in this one."""
+    failed = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            failed.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    if failed:
+        raise failed[0]

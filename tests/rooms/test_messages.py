@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection, transaction
 
-from rooms import events, services
+from rooms import broadcast, events, services
 from rooms.errors import RoomError
 from rooms.models import Message, Room
 from tests.rooms.factories import make_agent, make_room, make_user
@@ -122,6 +122,7 @@ def listen(room: Room):
     A plain (non-"specific") channel name: channels_redis reads it straight from Redis,
     with no receive buffer tied to one event loop, so each receive may use a new loop.
     """
+    broadcast.flush()  # what the test posted before has left: this listens from here on
     layer = get_channel_layer()
     channel = f"test-listener-{uuid.uuid4().hex}"
     async_to_sync(layer.group_add)(events.room_group(room.pk), channel)

@@ -36,9 +36,23 @@
   plumbing.addEventListener("change", showPlumbing);
   showPlumbing(); // a box the browser kept checked across a reload
 
+  // A reload of the status asked for while one is under way would be lost: htmx queues
+  // it on the region the answer then replaces (outerHTML), and drops a request of an
+  // element no longer on the page. That answer was read before the event that asked
+  // again (an approval, say), so the region would keep showing the status from before
+  // it until the next such event. Once it has settled, the new region asks again.
+  let refreshesAsked = 0;
+  let refreshesCovered = 0; // asked before the status request under way was sent
   function refreshStatus() {
+    refreshesAsked += 1;
     session.dispatchEvent(new CustomEvent("session-refresh"));
   }
+  document.body.addEventListener("htmx:beforeRequest", (event) => {
+    if (event.target.id === "session-status") refreshesCovered = refreshesAsked;
+  });
+  document.body.addEventListener("htmx:afterSettle", (event) => {
+    if (event.target.id === "session-status" && refreshesAsked > refreshesCovered) refreshStatus();
+  });
 
   // "waiting for the model, 42 s" from when the worker sent its request until the
   // next event (the answer, or what came of it) arrives.
