@@ -69,14 +69,20 @@ def _waiting(session: Session, chat_after: int) -> tuple[bool, bool, bool]:
     so it is written out: the ORM's three ``Exists`` cost some 2 ms to build and compile
     each time, the statement itself a fraction of that. It asks what ``_steers``,
     ``_agent_mentions`` and ``_chat_naming`` do (a test holds them to it)."""
-    named = f"%{connection.ops.prep_for_like_query(f'@{session.agent.name}')}%"
     params = [session.task.room_id, Message.Kind.STEER, session.pk, session.agent_id,
               session.pk, AgentMention.State.PENDING,
               session.task.room_id, Message.Kind.CHAT, chat_after,
-              connection.ops.adapt_datetimefield_value(session.created_at), named]
+              connection.ops.adapt_datetimefield_value(session.created_at),
+              _containing(f"@{session.agent.name}"), session.pk]
     with connection.cursor() as cursor:
         cursor.execute(_WAITING, params)
-        return tuple(bool(found) for found in cursor.fetchone())
+        found = cursor.fetchone()
+    return tuple(bool(one) for one in found) if found else (False, False, False)  # a session deleted
+
+
+def _containing(text: str) -> str:
+    """A LIKE pattern (escaped with !, the same on every backend) of text that holds ``text``."""
+    return "%" + text.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
 
 
 # icontains as Django writes it for PostgreSQL (SQLite's LIKE ignores ASCII case anyway).
@@ -86,4 +92,5 @@ _WAITING = """SELECT
            AND (l.session_id = %s OR (l.message_id IS NULL AND m.agent_id = %s))),
  EXISTS (SELECT 1 FROM agents_agentmention a WHERE a.session_id = %s AND a.state = %s),
  EXISTS (SELECT 1 FROM rooms_message m WHERE m.room_id = %s AND m.kind = %s AND m.seq > %s
-           AND m.created_at >= %s AND UPPER(m.text) LIKE UPPER(%s) ESCAPE '\\')"""
+           AND m.created_at >= %s AND UPPER(m.text) LIKE UPPER(%s) ESCAPE '!')
+FROM agents_session WHERE id = %s"""

@@ -64,7 +64,10 @@ class Socket:
         return await self.communicator.receive_json_from(timeout=TIMEOUT)
 
     async def hello(self, last_seq: int = 0) -> list[dict[str, Any]]:
-        """Say hello; return the replayed message frames (the "synced" frame ends them)."""
+        """Say hello; return the replayed message frames (the "synced" frame ends them).
+        What the test did before has been broadcast first: the socket joins its groups at
+        hello, and a send still queued would reach it as if it came after."""
+        await asyncio.to_thread(broadcast.flush)
         await self.send(type="hello", last_seq=last_seq)
         replayed = []
         while (frame := await self.receive())["type"] != "synced":

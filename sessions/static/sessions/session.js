@@ -38,20 +38,23 @@
 
   // A reload of the status asked for while one is under way would be lost: htmx queues
   // it on the region the answer then replaces (outerHTML), and drops a request of an
-  // element no longer on the page. That answer was read before the event that asked
+  // element no longer on the page (as it drops a reload under way when a control's
+  // answer replaces the region). That answer was read before the event that asked
   // again (an approval, say), so the region would keep showing the status from before
-  // it until the next such event. Once it has settled, the new region asks again.
+  // it until the next such event. Each request that answers with the region notes how
+  // many reloads were asked when it left; once its answer has settled, the new region
+  // asks again if more were asked since.
   let refreshesAsked = 0;
-  let refreshesCovered = 0; // asked before the status request under way was sent
   function refreshStatus() {
     refreshesAsked += 1;
     session.dispatchEvent(new CustomEvent("session-refresh"));
   }
   document.body.addEventListener("htmx:beforeRequest", (event) => {
-    if (event.target.id === "session-status") refreshesCovered = refreshesAsked;
+    if (event.detail.target?.id === "session-status") event.detail.xhr.refreshesAsked = refreshesAsked;
   });
   document.body.addEventListener("htmx:afterSettle", (event) => {
-    if (event.target.id === "session-status" && refreshesAsked > refreshesCovered) refreshStatus();
+    const asked = event.detail.xhr?.refreshesAsked;
+    if (event.target.id === "session-status" && asked !== undefined && refreshesAsked > asked) refreshStatus();
   });
 
   // "waiting for the model, 42 s" from when the worker sent its request until the

@@ -1,7 +1,8 @@
 """The boundary's one query for what waits (sessions.worker.inputs._waiting, written as
 SQL) asks what the ORM's querysets of steers, agents' mentions and chat naming the agent
 ask, whatever the messages: bound or not, delivered or not, the name's case, a name
-holding LIKE's own wildcards, chat before the cursor or before the session."""
+holding LIKE's own wildcards and escape, chat before the cursor or before the session;
+and nothing for a session deleted."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.utils import timezone
 from agents.models import AgentProfile
 from rooms.models import Message, RoomAgent
 from rooms.services import message_post
-from sessions.models import AgentMention, SessionMessage
+from sessions.models import AgentMention, Session, SessionMessage
 from sessions.services.lifecycle import session_start
 from sessions.services.tasks import task_create
 from sessions.worker.inputs import _agent_mentions, _chat_naming, _steers, _waiting
@@ -23,8 +24,8 @@ def asked_of_the_orm(session, chat_after: int) -> tuple[bool, bool, bool]:
 
 def test_the_waiting_query_answers_as_the_orms_querysets(person, demo_room, replay_agent):
     post = lambda kind, text, **kw: message_post(room=demo_room, author=person, kind=kind, text=text, **kw)  # noqa: E731
-    early = post("chat", "@fix_er% before the session")
-    agent = AgentProfile.objects.create(name="fix_er%", model=replay_agent.model, context_window=32_000)
+    early = post("chat", "@fix_er%! before the session")
+    agent = AgentProfile.objects.create(name="fix_er%!", model=replay_agent.model, context_window=32_000)
     RoomAgent.objects.create(room=demo_room, agent=agent)
     first, second = (session_start(task=task_create(room=demo_room, actor=person, title=title, objective=title),
                                    agent=agent, actor=person) for title in ("Fix median", "Fix mean"))
@@ -39,10 +40,10 @@ def test_the_waiting_query_answers_as_the_orms_querysets(person, demo_room, repl
         checked.append(expected_first)
 
     check((False, False, False))
-    post("chat", "@fixXer%, not the name: LIKE's _ would match it")
-    post("chat", "@fix_erX: not the name either")
+    post("chat", "@fixXer%!, not the name: LIKE's _ would match it")
+    post("chat", "@fix_erX! and @fix_er%%: not the name either")
     check((False, False, False))
-    post("chat", "@FIX_ER%S, the name in capitals at the start of a longer one")
+    post("chat", "@FIX_ER%!S, the name in capitals at the start of a longer one")
     check((False, False, True))
     steer = post("steer", "keep it small", agent=agent)
     check((True, False, True))
@@ -59,3 +60,7 @@ def test_the_waiting_query_answers_as_the_orms_querysets(person, demo_room, repl
     AgentMention.objects.filter(pk=mention.pk).update(state=AgentMention.State.DELIVERED)
     check((False, False, True))
     assert len(checked) == 8
+    post("steer", "for whichever session", agent=agent)
+    Session.objects.filter(pk=second.pk).delete()
+    assert _waiting(first, 0) == (True, False, True)
+    assert _waiting(second, 0) == (False, False, False)  # nothing waits for a session that is gone
