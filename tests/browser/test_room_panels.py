@@ -7,11 +7,20 @@ figures and settings sit behind tabs."""
 
 from __future__ import annotations
 
-import pytest
-from playwright.sync_api import expect, sync_playwright
+import contextlib
+import time
 
-from sessions.models import Task
+import pytest
+from django.db import transaction
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Route, expect, sync_playwright
+
+from rooms import broadcast
+from sessions.events import session_event_append
+from sessions.models import Session, Task
+from sessions.runtime import states
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
+from tests.browser.test_session_live import in_a_thread
 from tests.rooms.factories import make_agent, make_room, make_user
 
 
@@ -104,5 +113,50 @@ def test_on_a_phone_a_new_key_and_the_agents_buttons_stay_inside_their_panels(da
             expect(keys.locator("#gateway-key-token code").first).to_contain_text("atr-gw-")
             expect(agents.get_by_role("button", name="unassign")).to_be_visible()
             assert outside_their_panel(page) == []
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+def test_a_state_change_that_arrives_while_the_task_list_reloads_is_shown(daphne_server):
+    """The task list reloads when a session of the room changes. A change whose event
+    arrives while a reload is under way, read before the change was, is shown by the
+    reload after it (htmx queued that one on the region the stale answer replaced, and
+    dropped it: the list showed the state from before until the next change)."""
+    owner = make_user("ada", password=PASSWORD)
+    room = make_room(owner, "Reloads")
+    task = Task.objects.create(room=room, title="Fix median", objective="Make the failing test pass.")
+    session = Session.objects.create(task=task, agent=make_agent("Fixer", owner=owner), state=states.QUEUED)
+    held = []
+
+    def becomes(state: str) -> None:
+        with transaction.atomic():
+            Session.objects.filter(pk=session.pk).update(state=state)
+            session_event_append(session, "session.state_changed", {"state": state})
+
+    def hold_the_first_reload(route: Route) -> None:
+        if held:
+            route.continue_()
+            return
+        stale = route.fetch()  # read now, before the session awaits an approval
+        held.append(stale)
+        in_a_thread(lambda: becomes(states.AWAITING_APPROVAL))
+        assert broadcast.flush(timeout=10)
+        time.sleep(1)  # its event reaches the page, whose reload waits behind this one
+        with contextlib.suppress(PlaywrightError):  # the page may have let this request go
+            route.fulfill(response=stale)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = log_in(browser, daphne_server.url, "ada")
+            page.route(f"**/rooms/{room.slug}/tasks/", hold_the_first_reload)
+            page.goto(f"/rooms/{room.slug}/")
+            row = page.locator(f"#session-row-{session.pk}")
+            expect(row).to_have_attribute("data-state", states.QUEUED)
+            expect(page.locator("#connection-status")).to_have_text("live")
+            in_a_thread(lambda: becomes(states.RUNNING))
+            expect(row).to_have_attribute("data-state", states.AWAITING_APPROVAL, timeout=10_000)
+            assert len(held) == 1
         finally:
             browser.close()
