@@ -7,20 +7,15 @@ figures and settings sit behind tabs."""
 
 from __future__ import annotations
 
-import contextlib
-import time
-
 import pytest
 from django.db import transaction
-from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Route, expect, sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
-from rooms import broadcast
 from sessions.events import session_event_append
 from sessions.models import Session, Task
 from sessions.runtime import states
 from tests.browser.test_room_chat import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, open_room_tab
-from tests.browser.test_session_live import in_a_thread
+from tests.browser.test_session_live import holding_the_first_answer, in_a_thread
 from tests.rooms.factories import make_agent, make_room, make_user
 
 
@@ -127,24 +122,14 @@ def test_a_state_change_that_arrives_while_the_task_list_reloads_is_shown(daphne
     room = make_room(owner, "Reloads")
     task = Task.objects.create(room=room, title="Fix median", objective="Make the failing test pass.")
     session = Session.objects.create(task=task, agent=make_agent("Fixer", owner=owner), state=states.QUEUED)
-    held = []
+    held: list = []
 
     def becomes(state: str) -> None:
         with transaction.atomic():
             Session.objects.filter(pk=session.pk).update(state=state)
             session_event_append(session, "session.state_changed", {"state": state})
 
-    def hold_the_first_reload(route: Route) -> None:
-        if held:
-            route.continue_()
-            return
-        stale = route.fetch()  # read now, before the session awaits an approval
-        held.append(stale)
-        in_a_thread(lambda: becomes(states.AWAITING_APPROVAL))
-        assert broadcast.flush(timeout=10)
-        time.sleep(1)  # its event reaches the page, whose reload waits behind this one
-        with contextlib.suppress(PlaywrightError):  # the page may have let this request go
-            route.fulfill(response=stale)
+    hold_the_first_reload = holding_the_first_answer(held, meanwhile=lambda: becomes(states.AWAITING_APPROVAL))
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -6,12 +6,15 @@ Playwright, against Daphne and a real Celery worker in subprocesses."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from django.db import connections, transaction
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, Route, expect, sync_playwright
 
 from agents.models import AgentProfile
@@ -114,19 +117,9 @@ def test_an_approval_asked_for_while_the_status_reloads_is_shown(daphne_server):
     room = make_room(person, "Status room")
     task = Task.objects.create(room=room, title="Fix it", objective="Fix it", created_by=person)
     session = Session.objects.create(task=task, agent=make_agent("fixer"))
-    held = []
-
-    def hold_the_first_reload(route: Route) -> None:
-        if held:
-            route.continue_()
-            return
-        stale = route.fetch()  # read now, before the approval
-        held.append(stale)
-        in_a_thread(lambda: approval_request(session=session, call_id="c1", tool="edit_file",
-                                             arguments={"path": "a.py", "old": "1", "new": "2"}))
-        assert broadcast.flush(timeout=10)
-        time.sleep(1)  # its event reaches the page, whose reload waits behind this one
-        route.fulfill(response=stale)
+    held: list = []
+    hold_the_first_reload = holding_the_first_answer(held, meanwhile=lambda: approval_request(
+        session=session, call_id="c1", tool="edit_file", arguments={"path": "a.py", "old": "1", "new": "2"}))
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -140,6 +133,27 @@ def test_an_approval_asked_for_while_the_status_reloads_is_shown(daphne_server):
             assert len(held) == 1
         finally:
             browser.close()
+
+
+def holding_the_first_answer(held: list, *, meanwhile: Callable[[], object]) -> Callable[[Route], None]:
+    """A route handler for a region's reloads: the first is answered as it was read,
+    but only after ``meanwhile`` changed what it shows and that change's event reached
+    the page (which asks for another reload while the first is under way); the answer
+    goes into ``held``. Later reloads go through."""
+
+    def handle(route: Route) -> None:
+        if held:
+            route.continue_()
+            return
+        stale = route.fetch()  # read now, before the change
+        held.append(stale)
+        in_a_thread(meanwhile)
+        assert broadcast.flush(timeout=10)
+        time.sleep(1)  # its event reaches the page, whose reload waits behind this one
+        with contextlib.suppress(PlaywrightError):  # the page may have let this request go
+            route.fulfill(response=stale)
+
+    return handle
 
 
 def in_a_thread(work) -> None:
