@@ -235,10 +235,11 @@ class AnthropicMessages(WireFormat):
 
     def relay_call(self, client: Any, *, model: str, body: dict[str, Any], extra_headers: dict[str, str],
                    timeout: float) -> Any:
-        # The SDK takes max_tokens as an argument.
-        rest = {k: v for k, v in body.items() if k not in ("model", "messages", "max_tokens")}
+        # The SDK takes max_tokens as an argument; the rest goes as the client wrote it, past
+        # the SDK's rewriting (agents.providers.sdk_body), the history left empty in its place.
+        rest = {k: v for k, v in body.items() if k not in ("model", "max_tokens")}
         return client.messages.with_streaming_response.create(
-            model=model, messages=body["messages"], max_tokens=body["max_tokens"], extra_body=rest,
+            model=model, messages=[], max_tokens=body["max_tokens"], extra_body=rest,
             extra_headers=extra_headers, timeout=timeout)
 
     def answer_shaped(self, answer: dict[str, Any]) -> bool:

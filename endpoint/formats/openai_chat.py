@@ -177,10 +177,11 @@ class OpenAIChat(WireFormat):
 
     def relay_call(self, client: Any, *, model: str, body: dict[str, Any], extra_headers: dict[str, str],
                    timeout: float) -> Any:
-        # The SDK passes max_tokens on with the rest.
-        rest = {k: v for k, v in body.items() if k not in ("model", "messages")}
+        # The body as the client wrote it, past the SDK's rewriting (agents.providers.sdk_body):
+        # the history too, which the SDK requires, is left empty in its place.
+        rest = {k: v for k, v in body.items() if k != "model"}
         return client.chat.completions.with_streaming_response.create(
-            model=model, messages=body["messages"], extra_body=rest, extra_headers=extra_headers)
+            model=model, messages=[], extra_body=rest, extra_headers=extra_headers)
 
     def answer_shaped(self, answer: dict[str, Any]) -> bool:
         return isinstance(answer.get("choices"), list)

@@ -46,6 +46,7 @@ def test_the_openai_sdk_lists_the_model_and_calls_tools_streamed_and_not(setup, 
     sent = wire.requests_to("/v1/chat/completions")[-1]
     assert sent.json["model"] == "gpt-4.1"  # the profile's, not the client's
     assert sent.json["tools"] == TOOLS_OPENAI
+    assert sent.json["messages"] == [{"role": "user", "content": "fix it"}]  # in the SDK's place, left empty
     assert sent.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
     assert setup.openai_key not in sent.raw.decode() + json.dumps(sent.headers)
 
@@ -77,6 +78,7 @@ def test_the_anthropic_sdk_calls_tools_streamed_and_not(setup, wire, relay_hub):
     sent = wire.requests_to("/v1/messages")[-1]
     assert (sent.json["model"], sent.json["max_tokens"], sent.json["tools"]) == (
         "claude-sonnet-5", 1000, TOOLS_ANTHROPIC)
+    assert sent.json["messages"] == [{"role": "user", "content": "run the tests"}]
     # The key as this SDK sends it: x-api-key or, in newer SDKs, a Bearer token.
     assert UPSTREAM_KEY in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "")[len("Bearer "):])
     assert sent.headers["anthropic-beta"] == "some-beta-2026"
