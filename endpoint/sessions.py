@@ -66,7 +66,7 @@ from rooms.models import Message
 from rooms.services import message_mark_delivered
 from sessions.events import session_event_append
 from sessions.ledger.history import history_record
-from sessions.ledger.state_store import gateway_state_read, gateway_state_save, gateway_state_seq
+from sessions.ledger.state_store import gateway_session_read, gateway_state_read, gateway_state_save
 from sessions.models import Session, Task
 from sessions.runtime import states
 from sessions.runtime.delivery import chat_cursor_after, deliver_inputs
@@ -132,8 +132,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
         # lock already makes this request the session's only writer of its state and
         # counts, and a lock held while the request is upstream would hold up a person
         # who cancels or steers it (a cancel is seen by the next request).
-        session = (Session.objects.select_related("task", "task__room", "agent").defer("gateway_state")
-                   .annotate(state_seq=gateway_state_seq()).get(pk=talk.session_id))
+        session = gateway_session_read(talk.session_id)
         if session.state != states.RUNNING:
             raise _ended(session)
         turn, failure = _unit(session, talk, request, digests, on_delta)

@@ -8,15 +8,12 @@ anyone. The one rule; services, workers and the endpoint ask it."""
 from __future__ import annotations
 
 import os
-from typing import Any
-
-from django.db.models import Exists, Q
 
 from agents.models import AgentProfile
 from agents.providers.factory import operator_url
 from rooms.checks import may_act
 from rooms.errors import RoomPermissionError
-from rooms.models import Membership, Room, RoomAgent
+from rooms.models import Room, RoomAgent
 from rooms.selectors import membership_of
 
 
@@ -32,7 +29,8 @@ def may_assign(agent: AgentProfile, actor) -> bool:
 
 
 def may_spend_here(agent: AgentProfile, room: Room | int, *, creator_allows: bool | None = None) -> bool:
-    """``creator_allows``: ``creator_allows_here`` as a query already read it."""
+    """``creator_allows``: what this asks of the creator, as a query already read it (the
+    gateway key's look-up, endpoint/keys.py)."""
     if not spends_its_creators(agent):
         return True
     if creator_allows is not None:
@@ -41,16 +39,6 @@ def may_spend_here(agent: AgentProfile, room: Room | int, *, creator_allows: boo
     room_id = room.pk if isinstance(room, Room) else room
     return (creator.is_active and may_act(membership_of(room_id, creator))
             and RoomAgent.objects.filter(room_id=room_id, agent=agent, added_by=creator).exists())
-
-
-def creator_allows_here(room_id: Any, agent_id: Any, creator_id: Any) -> Q:
-    """What ``may_spend_here`` asks of the creator, as a condition of a query (its
-    arguments: expressions such as OuterRef): active, acting in the room, and the one
-    who put the profile there."""
-    acts = Membership.objects.filter(room_id=room_id, user_id=creator_id, user__is_active=True,
-                                     role__in=[Membership.Role.OWNER, Membership.Role.MEMBER])
-    assigned = RoomAgent.objects.filter(room_id=room_id, agent_id=agent_id, added_by_id=creator_id)
-    return Q(Exists(acts), Exists(assigned))
 
 
 def check_may_assign(agent: AgentProfile, actor) -> None:

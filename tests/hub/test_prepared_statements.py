@@ -28,5 +28,5 @@ def test_the_key_look_up_is_planned_once_then_run_from_its_plan():
         assert _lookup(token_digest("atr-gw-no-such-key"), None) is None
     assert not any('FROM "agents_gatewaykey"' in statement for statement in _prepared())
     assert _lookup(token_digest("atr-gw-no-such-key"), None) is None
-    (look_up,) = [statement for statement in _prepared() if 'FROM "agents_gatewaykey"' in statement]
-    assert re.search(r'"agents_gatewaykey"\."digest" = \$\d+ ', look_up)  # the value bound, not written in
+    (look_up,) = [statement for statement in _prepared() if 'FROM "agents_gatewaykey" k' in statement]
+    assert re.search(r'k\."digest" = \$\d+ ', look_up)  # the value bound, not written in

@@ -8,6 +8,8 @@ import re
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.test.utils import CaptureQueriesContext
 
 from observations.gateway.journal import StateJournal
@@ -15,12 +17,13 @@ from observations.gateway.state import dump_state, load_state
 from observations.models import Blob
 from sessions.ledger.state_store import (
     StateRecordsBroken,
+    gateway_session_read,
     gateway_state_read,
     gateway_state_save,
     session_gateway_state,
 )
 from sessions.ledger.sync import observations_sync
-from sessions.models import Observation, StateRecord
+from sessions.models import Observation, Session, StateRecord
 from tests.gateway.factories import (
     TOOLS,
     call,
@@ -71,6 +74,38 @@ def test_the_rows_read_back_to_the_whole_state_and_old_records_go_with_each_snap
     assert snapshots >= 2 and len(ctx.folds) > 2
     first = StateRecord.objects.filter(session=session).order_by("seq").first()
     assert first.snapshot, "records before the newest snapshot are deleted with it"
+
+
+def test_the_session_is_read_with_its_newest_record_as_the_orms_query_read_it(make_session):
+    """gateway_session_read is a statement written out: it reads the session, its task,
+    room and agent, and the newest record's seq, as the ORM's query did."""
+    session = make_session()
+    Session.objects.filter(pk=session.pk).update(gateway_state={"legacy": True}, runtime_state={"chat_cursor": 3})
+    newest = StateRecord.objects.filter(session=OuterRef("pk")).order_by("-seq").values("seq")[:1]
+    ctx = make_context(window=12_000, output_budget=1_000)
+    ctx.add_user("Fix it.", kind="task")
+    journal = StateJournal()
+    for n in range(4):
+        read = gateway_session_read(session.pk)
+        orm = (Session.objects.select_related("task", "task__room", "agent").defer("gateway_state")
+               .annotate(state_seq=Coalesce(Subquery(newest), 0)).get(pk=session.pk))
+        assert read.state_seq == orm.state_seq == n
+        for mine, theirs in [(read, orm), (read.task, orm.task), (read.task.room, orm.task.room),
+                             (read.agent, orm.agent)]:
+            assert fields(mine) == fields(theirs)
+        assert read.get_deferred_fields() == {"gateway_state"}
+        with CaptureQueriesContext(connection) as queries:
+            assert read.gateway_state == {"legacy": True}  # read when used, as the ORM's defer does
+        assert len(queries) == 1
+        unit(ctx, n)
+        save(session, journal, ctx)
+    with pytest.raises(Session.DoesNotExist):
+        gateway_session_read(session.pk + 1000)
+
+
+def fields(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in instance._meta.concrete_fields
+            if f.attname not in instance.get_deferred_fields()}
 
 
 def test_a_save_that_did_not_commit_leaves_the_last_committed_unit(make_session):
