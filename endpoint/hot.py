@@ -1,6 +1,7 @@
 """Sessions' contexts kept in memory between their requests, by the process that served
 the last one: restoring a context from its saved state takes every message of the
 history rendered and estimated again, the larger part of a long session's request.
+(And conversations' last histories, whose digests the next request's serve again.)
 
 A kept context is used only while it is what the session's saved state holds (its
 journal's last record is the session's newest) and under the same model and policy;
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from observations.gateway.context import SessionContext
 from observations.gateway.journal import StateJournal
+from observations.gateway.messages import Message, digests_carried
 
 KEPT = 128  # contexts a process keeps, the least recently used leaving first,
 KEPT_TOKENS = 8_000_000  # and their requests' estimated tokens, all of them (some 30 MB of text)
@@ -70,3 +73,43 @@ class KeptContexts:
 
 
 CONTEXTS = KeptContexts()
+
+
+HISTORIES_KEPT = 128  # histories a process keeps, the least recently seen leaving first,
+HISTORIES_KEPT_CHARS = 32_000_000  # and their texts' characters, all of them
+
+
+class KeptHistories:
+    """The history each conversation sent last, by the process that served it: the next
+    request resends it, and its messages' digests serve again (``digests_carried``).
+    Digests depend on nothing but the messages, so a history is kept whether its request
+    went well or not."""
+
+    def __init__(self, size: int = HISTORIES_KEPT, chars: int = HISTORIES_KEPT_CHARS) -> None:
+        self.size, self.budget = size, chars
+        self._kept: OrderedDict[Hashable, tuple[Sequence[Message], int]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def carry(self, conversation: Hashable, messages: Sequence[Message]) -> None:
+        """Give ``messages`` the digests of the conversation's last history, and keep them
+        as its last history instead."""
+        chars = sum(len(m.text) for m in messages)
+        with self._lock:
+            held = self._kept.pop(conversation, None)
+            if held is not None:
+                self._chars -= held[1]
+            self._kept[conversation] = (messages, chars)
+            self._chars += chars
+            while self._kept and (len(self._kept) > self.size or self._chars > self.budget):
+                self._chars -= self._kept.popitem(last=False)[1][1]
+        if held is not None:
+            digests_carried(held[0], messages)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._chars = 0
+
+
+HISTORIES = KeptHistories()

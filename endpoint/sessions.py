@@ -50,7 +50,7 @@ from endpoint.conversation import (
     route,
 )
 from endpoint.feed import Exchange, changed_by, output_reserved, take
-from endpoint.hot import CONTEXTS, Kept
+from endpoint.hot import CONTEXTS, HISTORIES, Kept
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
@@ -117,6 +117,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
     the turn is streamed from the upstream, each piece given to it as it arrives; it is
     recorded when the stream ends (a stream the client left: the call, failed)."""
     failure: WireError | None = None
+    HISTORIES.carry((key.pk, conversation), request.messages)
     digests = message_digests(request.messages)
     # A conversation the client named is placed without the gateway's answers.
     answers = [] if named(conversation) else answer_digests(request.messages)

@@ -59,10 +59,10 @@ def _a_database_for_the_room_locks(request) -> None:
 
 @pytest.fixture(autouse=True)
 def _nothing_remembered_from_another_tests_database() -> Iterator[None]:
-    """What a process keeps of database rows in memory (blob texts, calibrations, session lengths, gateway sessions' contexts) is of
+    """What a process keeps of database rows in memory (blob texts, calibrations, session lengths, gateway sessions' contexts and histories) is of
     the rows of one test's database: the next test's is emptied."""
     yield
-    from endpoint.hot import CONTEXTS
+    from endpoint.hot import CONTEXTS, HISTORIES
     from observations.blobs import blob_texts_forget
     from observations.calibration import calibration_forget
     from sessions.selectors import session_lengths_forget
@@ -71,6 +71,7 @@ def _nothing_remembered_from_another_tests_database() -> Iterator[None]:
     calibration_forget()
     session_lengths_forget()
     CONTEXTS.clear()
+    HISTORIES.clear()
 
 
 @pytest.fixture(autouse=True)

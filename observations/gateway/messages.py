@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -195,6 +195,31 @@ def message_digest(message: Message) -> bytes:
         digest.update(message.text.encode("utf-8", "surrogatepass"))  # an upstream's text may hold half a pair
         object.__setattr__(message, "_digest", digest.digest())
     return message._digest
+
+
+def digests_carried(held: Sequence[Message], messages: Sequence[Message]) -> None:
+    """Give ``messages`` the digests ``held`` (a history digested before) made already,
+    message for message while the two are alike: a client resends its whole history with
+    every request, all of it but the newest messages digested for the request before.
+    Comparing equal messages costs a fraction of hashing them."""
+    for old, new in zip(held, messages, strict=False):
+        if old != new or not all(_same_json(a.arguments, b.arguments)
+                                 for a, b in zip(old.tool_calls, new.tool_calls, strict=True)):
+            return
+        if new._digest is None:
+            object.__setattr__(new, "_digest", old._digest)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` (equal) are written alike as JSON: Python's equality takes
+    1, 1.0 and True (and 0.0 and -0.0) for one another, JSON does not."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return all(_same_json(value, b[name]) for name, value in a.items())
+    if isinstance(a, list):
+        return all(_same_json(x, y) for x, y in zip(a, b, strict=True))
+    return repr(a) == repr(b) if isinstance(a, float) else True
 
 
 def digest_head(message: Message) -> str:

@@ -6,17 +6,20 @@ the local wire-protocol server, PostgreSQL or SQLite with real commits."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
 
 from endpoint import sessions as endpoint_sessions
+from endpoint.conversation import message_digests
 from endpoint.formats import FORMATS
-from endpoint.hot import CONTEXTS, Kept, KeptContexts
+from endpoint.hot import CONTEXTS, Kept, KeptContexts, KeptHistories
 from endpoint.models import GatewayConversation, GatewayKey
 from endpoint.sessions import proxied_turn
 from observations.calibration import calibration_forget
 from observations.gateway.journal import StateJournal
+from observations.gateway.messages import Message
 from observations.models import Calibration
 from sessions.models import Fold
 from tests.endpoint.conftest import owner, setup, wire  # noqa: F401
@@ -112,3 +115,24 @@ def test_a_process_keeps_the_newest_contexts_within_a_count_and_a_size():
     assert len(contexts) == 0
     contexts.keep(5, kept(5_000))  # one larger than the whole budget is not kept
     assert contexts.take(5) is None
+
+
+def test_a_conversations_last_history_gives_its_digests_to_the_next_and_few_are_kept():
+    histories = KeptHistories(size=2, chars=30)
+    first = [Message("user", "fix it"), Message("assistant", "done")]
+    histories.carry((1, "a"), first)
+    assert [m._digest for m in first] == [None, None]  # nothing kept before it
+    message_digests(first)
+    resent = [replace(m) for m in first] + [Message("user", "again")]
+    histories.carry((1, "a"), resent)
+    assert [m._digest for m in resent] == [first[0]._digest, first[1]._digest, None]
+    message_digests(resent)
+    histories.carry((1, "b"), [Message("user", "b" * 10)])
+    histories.carry((1, "c"), [Message("user", "c" * 10)])  # a third: the least recently seen leaves
+    again = [replace(m) for m in resent]
+    histories.carry((1, "a"), again)
+    assert [m._digest for m in again] == [None, None, None]
+    histories.carry((1, "d"), [Message("user", "d" * 25)])  # over the characters kept: the older leave
+    fresh = [Message("user", "c" * 10)]
+    histories.carry((1, "c"), fresh)
+    assert fresh[0]._digest is None

@@ -13,6 +13,7 @@ from observations.gateway.messages import (
     Message,
     ToolCall,
     digest_head,
+    digests_carried,
     message_digest,
     serialize_message,
 )
@@ -63,6 +64,52 @@ def test_a_digests_head_is_the_json_of_its_fields(message):
     assert digest_head(message) == json.dumps(
         [message.role, len(message.text), [[c.id, c.name, c.arguments] for c in message.tool_calls],
          message.tool_call_id, message.tool_name], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+# Values Python takes for equal and JSON writes apart (1, 1.0, True; 0.0, -0.0), nested too.
+ALIKE_VALUES = [0, 0.0, -0.0, False, 1, 1.0, True, "1"]
+ALIKE = st.sampled_from(ALIKE_VALUES)
+ALIKE_CALLS = st.lists(st.builds(ToolCall, id=st.just("c"), name=st.just("read"), arguments=st.dictionaries(
+    st.just("p"), ALIKE | st.lists(ALIKE, max_size=2) | st.dictionaries(st.just("q"), ALIKE, max_size=1),
+    max_size=1)), max_size=1).map(tuple)
+HISTORY_MESSAGES = st.builds(Message, role=st.sampled_from(["user", "assistant"]), text=st.sampled_from(["", "a"]),
+                             tool_calls=ALIKE_CALLS)
+
+
+def _twin(value, data):
+    """``value`` with each of its scalars replaced by one Python takes for equal."""
+    if isinstance(value, dict):
+        return {name: _twin(v, data) for name, v in value.items()}
+    if isinstance(value, list):
+        return [_twin(v, data) for v in value]
+    return data.draw(st.sampled_from([v for v in ALIKE_VALUES if v == value and type(v) is type(value)] +
+                                     [v for v in ALIKE_VALUES if v == value]))
+
+
+@given(st.lists(HISTORY_MESSAGES, max_size=6), st.lists(HISTORY_MESSAGES, max_size=2), st.data())
+def test_a_digest_carried_from_the_last_history_is_the_messages_own(held, drawn, data):
+    """The next request's messages take the digests of the last history's equal ones
+    (endpoint/hot.py): never one its own content would not make."""
+    for message in held:
+        message_digest(message)
+    # The history resent, some of its calls' arguments written apart, then new messages.
+    messages = [Message(m.role, m.text, tool_calls=tuple(ToolCall(c.id, c.name, _twin(c.arguments, data))
+                                                         for c in m.tool_calls)) for m in held] + drawn
+    digests_carried(held, messages)
+    assert [message_digest(m) for m in messages] == [message_digest(replace(m)) for m in messages]
+
+
+def test_digests_are_carried_while_the_histories_are_alike():
+    held = [Message("user", "fix it"), Message("assistant", "", tool_calls=(ToolCall("c", "read", {"p": 1}),)),
+            Message("tool", "x = 1", tool_call_id="c"), Message("user", "more")]
+    for message in held:
+        message_digest(message)
+    resent = [replace(m) for m in held[:3]] + [Message("user", "other"), replace(held[3])]
+    digests_carried(held, resent)
+    assert [m._digest for m in resent] == [m._digest for m in held[:3]] + [None, None]
+    written_apart = [replace(held[0]), replace(held[1], tool_calls=(ToolCall("c", "read", {"p": 1.0}),))]
+    digests_carried(held, written_apart)
+    assert written_apart[1]._digest is None and written_apart[1] == held[1]
 
 
 def test_the_text_is_hashed_apart_from_the_fields_before_it():
