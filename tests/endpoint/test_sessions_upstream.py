@@ -60,6 +60,24 @@ def test_two_requests_of_one_new_conversation_at_once_make_one_session_and_go_on
     assert ProviderCall.objects.filter(session=session).count() == 2
 
 
+def test_two_requests_of_one_conversation_at_once_go_one_after_the_other(setup, wire, hub):
+    """The conversation's row lock (endpoint/sessions._conversation_locked) holds the
+    second request until the first committed, upstream call and all."""
+    wire.reply(PATH, json_body=completion(text="Hello.", n=1))
+    gateway = client(hub, setup.openai_key)
+    messages = [{"role": "user", "content": "Say hello"}]
+    gateway.chat.completions.create(model="m", messages=messages)
+    messages += [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Again"}]
+    for n in (2, 3):
+        wire.reply(PATH, json_body=completion(text="Again.", n=n), delay=0.8)
+    started = time.monotonic()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: gateway.chat.completions.create(model="m", messages=messages), range(2)))
+    assert time.monotonic() - started >= 1.6  # each waited 0.8 s upstream, one after the other
+    assert GatewayConversation.objects.get().requests == 3
+    assert sent(wire)[1]["messages"] == sent(wire)[2]["messages"]
+
+
 def test_a_steer_while_a_request_is_upstream_is_stored_at_once_and_delivered_with_the_next(setup, wire, hub, owner):
     wire.reply(PATH, json_body=completion(call=("read_file", {"path": "geo.py"}), n=1))
     upstream = threading.Event()
