@@ -199,27 +199,33 @@ def message_digest(message: Message) -> bytes:
 
 def digests_carried(held: Sequence[Message], messages: Sequence[Message]) -> None:
     """Give ``messages`` the digests ``held`` (a history digested before) made already,
-    message for message while the two are alike: a client resends its whole history with
-    every request, all of it but the newest messages digested for the request before.
-    Comparing equal messages costs a fraction of hashing them."""
+    message for message while the two are alike in what a digest holds: a client resends
+    its whole history with every request, all of it but the newest messages digested for
+    the request before. Comparing them costs a fraction of hashing them again."""
     for old, new in zip(held, messages, strict=False):
-        if old != new or not all(_same_json(a.arguments, b.arguments)
-                                 for a, b in zip(old.tool_calls, new.tool_calls, strict=True)):
+        if not (old.text == new.text and old.role == new.role and old.tool_call_id == new.tool_call_id
+                and old.tool_name == new.tool_name and _calls_alike(old.tool_calls, new.tool_calls)):
             return
         if new._digest is None:
             object.__setattr__(new, "_digest", old._digest)
 
 
+def _calls_alike(one: tuple[ToolCall, ...], other: tuple[ToolCall, ...]) -> bool:
+    return len(one) == len(other) and all(
+        a.id == b.id and a.name == b.name and _same_json(a.arguments, b.arguments) for a, b in zip(one, other, strict=True))
+
+
 def _same_json(a: Any, b: Any) -> bool:
-    """Whether ``a`` and ``b`` (equal) are written alike as JSON: Python's equality takes
-    1, 1.0 and True (and 0.0 and -0.0) for one another, JSON does not."""
-    if type(a) is not type(b):
+    """Whether ``a`` and ``b`` are written alike as JSON: Python's equality takes 1, 1.0
+    and True (and 0.0 and -0.0) for one another, JSON does not."""
+    kind = type(a)
+    if kind is not type(b):
         return False
-    if isinstance(a, dict):
-        return all(_same_json(value, b[name]) for name, value in a.items())
-    if isinstance(a, list):
-        return all(_same_json(x, y) for x, y in zip(a, b, strict=True))
-    return repr(a) == repr(b) if isinstance(a, float) else True
+    if kind is dict:
+        return a.keys() == b.keys() and all(_same_json(value, b[name]) for name, value in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(map(_same_json, a, b))
+    return repr(a) == repr(b) if kind is float else a == b
 
 
 def digest_head(message: Message) -> str:

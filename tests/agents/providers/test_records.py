@@ -107,9 +107,15 @@ def test_digests_are_carried_while_the_histories_are_alike():
     resent = [replace(m) for m in held[:3]] + [Message("user", "other"), replace(held[3])]
     digests_carried(held, resent)
     assert [m._digest for m in resent] == [m._digest for m in held[:3]] + [None, None]
-    written_apart = [replace(held[0]), replace(held[1], tool_calls=(ToolCall("c", "read", {"p": 1.0}),))]
-    digests_carried(held, written_apart)
-    assert written_apart[1]._digest is None and written_apart[1] == held[1]
+    for apart in ({"p": 1.0}, {"p": True}):
+        written_apart = [replace(held[0]), replace(held[1], tool_calls=(ToolCall("c", "read", apart),))]
+        digests_carried(held, written_apart)
+        assert written_apart[1]._digest is None and written_apart[1] == held[1]
+    zero = [Message("assistant", "", tool_calls=(ToolCall("c", "read", {"p": 0.0}),))]
+    message_digest(zero[0])
+    negative = [Message("assistant", "", tool_calls=(ToolCall("c", "read", {"p": -0.0}),))]
+    digests_carried(zero, negative)
+    assert negative[0]._digest is None
 
 
 def test_the_text_is_hashed_apart_from_the_fields_before_it():
