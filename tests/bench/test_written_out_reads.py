@@ -4,12 +4,15 @@ sessions/ledger/state_store.py), against the ORM's queries they replaced, measur
 the same run: this thread's CPU per read, median of 300, on one open connection.
 
 Run: .venv/bin/pytest -m bench tests/bench/test_written_out_reads.py -s -n0 (with
-DATABASE_URL set for PostgreSQL). On the 2-core development box:
+DATABASE_URL set for PostgreSQL). On the 2-core development box, with another process
+busy on the other core:
 
 | read | ORM ms | written out ms | ratio |
 |--|--:|--:|--:|
-| the key's look-up | 5.85 | 0.41 | 0.07 |
-| the session | 2.63 | 0.49 | 0.19 |
+| the key's look-up | 7.12 | 0.41 | 0.06 |
+| the session | 3.20 | 0.44 | 0.14 |
+
+Run again an hour later, the box slower: 10.70 → 0.52 ms (0.05) and 5.10 → 0.54 ms (0.11).
 """
 
 from __future__ import annotations
