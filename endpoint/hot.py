@@ -76,7 +76,7 @@ CONTEXTS = KeptContexts()
 
 
 HISTORIES_KEPT = 128  # histories a process keeps, the least recently seen leaving first,
-HISTORIES_KEPT_CHARS = 32_000_000  # and their texts' characters, all of them
+HISTORIES_KEPT_CHARS = 32_000_000  # and their characters (texts, thinking, calls' arguments), all of them
 
 
 class KeptHistories:
@@ -93,14 +93,15 @@ class KeptHistories:
 
     def carry(self, conversation: Hashable, messages: Sequence[Message]) -> None:
         """Give ``messages`` the digests of the conversation's last history, and keep them
-        as its last history instead."""
-        chars = sum(len(m.text) for m in messages)
+        as its last history instead (unless they alone are more than all kept may be)."""
+        chars = sum(map(_chars, messages))
         with self._lock:
             held = self._kept.pop(conversation, None)
             if held is not None:
                 self._chars -= held[1]
-            self._kept[conversation] = (messages, chars)
-            self._chars += chars
+            if chars <= self.budget:
+                self._kept[conversation] = (messages, chars)
+                self._chars += chars
             while self._kept and (len(self._kept) > self.size or self._chars > self.budget):
                 self._chars -= self._kept.popitem(last=False)[1][1]
         if held is not None:
@@ -113,3 +114,22 @@ class KeptHistories:
 
 
 HISTORIES = KeptHistories()
+
+
+def _chars(message: Message) -> int:
+    """The characters ``message`` holds: its text, thinking and calls' arguments (a call
+    that writes a file holds the file), each string counted once, however nested."""
+    count = len(message.text) + sum(map(len, message.thinking))
+    values: list = [call.arguments for call in message.tool_calls]
+    while values:
+        value = values.pop()
+        if isinstance(value, str):
+            count += len(value)
+        elif isinstance(value, dict):
+            count += sum(len(str(name)) for name in value)
+            values.extend(value.values())
+        elif isinstance(value, list):
+            values.extend(value)
+        else:
+            count += 8
+    return count

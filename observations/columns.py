@@ -3,8 +3,8 @@ row, each value read as the ORM reads it (the field's and the backend's converte
 
 For the few statements the hub runs on every request, where building and compiling the
 ORM's query cost ten times what the database takes to answer it (the gateway key's
-look-up: three subqueries and three joined models, some 5 ms to build and compile, 0.2 ms
-to run)."""
+look-up: four EXISTS and three joined models, some 5 ms to build and compile, 0.2 ms to
+run)."""
 
 from __future__ import annotations
 

@@ -203,8 +203,12 @@ def digests_carried(held: Sequence[Message], messages: Sequence[Message]) -> Non
     its whole history with every request, all of it but the newest messages digested for
     the request before. Comparing them costs a fraction of hashing them again."""
     for old, new in zip(held, messages, strict=False):
-        if not (old.text == new.text and old.role == new.role and old.tool_call_id == new.tool_call_id
-                and old.tool_name == new.tool_name and _calls_alike(old.tool_calls, new.tool_calls)):
+        try:
+            alike = (old.text == new.text and old.role == new.role and old.tool_call_id == new.tool_call_id
+                     and old.tool_name == new.tool_name and _calls_alike(old.tool_calls, new.tool_calls))
+        except RecursionError:  # arguments nested deeper than Python recurses: hashed instead
+            return
+        if not alike:
             return
         if new._digest is None:
             object.__setattr__(new, "_digest", old._digest)
@@ -225,7 +229,9 @@ def _same_json(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(_same_json(value, b[name]) for name, value in a.items())
     if kind is list:
         return len(a) == len(b) and all(map(_same_json, a, b))
-    return repr(a) == repr(b) if kind is float else a == b
+    if kind is float:
+        return repr(a) == repr(b)
+    return kind in (str, int, bool, type(None)) and a == b
 
 
 def digest_head(message: Message) -> str:

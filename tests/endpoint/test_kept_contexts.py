@@ -19,7 +19,7 @@ from endpoint.models import GatewayConversation, GatewayKey
 from endpoint.sessions import proxied_turn
 from observations.calibration import calibration_forget
 from observations.gateway.journal import StateJournal
-from observations.gateway.messages import Message
+from observations.gateway.messages import Message, ToolCall
 from observations.models import Calibration
 from sessions.models import Fold
 from tests.endpoint.conftest import owner, setup, wire  # noqa: F401
@@ -118,7 +118,7 @@ def test_a_process_keeps_the_newest_contexts_within_a_count_and_a_size():
 
 
 def test_a_conversations_last_history_gives_its_digests_to_the_next_and_few_are_kept():
-    histories = KeptHistories(size=2, chars=30)
+    histories = KeptHistories(size=2, chars=1_000)
     first = [Message("user", "fix it"), Message("assistant", "done")]
     histories.carry((1, "a"), first)
     assert [m._digest for m in first] == [None, None]  # nothing kept before it
@@ -127,12 +127,44 @@ def test_a_conversations_last_history_gives_its_digests_to_the_next_and_few_are_
     histories.carry((1, "a"), resent)
     assert [m._digest for m in resent] == [first[0]._digest, first[1]._digest, None]
     message_digests(resent)
-    histories.carry((1, "b"), [Message("user", "b" * 10)])
-    histories.carry((1, "c"), [Message("user", "c" * 10)])  # a third: the least recently seen leaves
+    histories.carry((1, "b"), [Message("user", "b")])
+    histories.carry((1, "c"), [Message("user", "c")])  # a third: the least recently seen leaves
     again = [replace(m) for m in resent]
     histories.carry((1, "a"), again)
     assert [m._digest for m in again] == [None, None, None]
-    histories.carry((1, "d"), [Message("user", "d" * 25)])  # over the characters kept: the older leave
-    fresh = [Message("user", "c" * 10)]
-    histories.carry((1, "c"), fresh)
+
+
+def _digested(text: str, **fields) -> list[Message]:
+    messages = [Message("user", text, **fields)]
+    message_digests(messages)
+    return messages
+
+
+def test_the_histories_kept_hold_at_most_so_many_characters_arguments_and_thinking_included():
+    histories = KeptHistories(size=10, chars=110)
+    histories.carry("a", _digested("a" * 40))
+    written = ToolCall("w", "write_file", {"path": "f.py", "content": ["x" * 30, {"y": "y" * 10}]})
+    b = _digested("", tool_calls=(written,), thinking=("t" * 10,))  # 10 + 4+4 + 7+30 + 1+10 = 66
+    histories.carry("b", b)  # 106 kept
+    histories.carry("c", c := _digested("c" * 10))  # 116: the least recently seen, a, leaves
+    histories.carry("a", again := [Message("user", "a" * 40)])  # and b leaves for it
+    assert again[0]._digest is None
+    histories.carry("z", _digested("z" * 111))  # more than all kept may be: not kept, nothing leaves for it
+    histories.carry("z", fresh := [Message("user", "z" * 111)])
     assert fresh[0]._digest is None
+    histories.carry("c", resent := [replace(c[0])])
+    assert resent[0]._digest == c[0]._digest
+
+
+def test_arguments_nested_deeper_than_python_recurses_are_hashed_not_carried():
+    deep: dict = {}
+    for _ in range(5_000):
+        deep = {"p": deep}
+    held = [Message("assistant", "", tool_calls=(ToolCall("c", "read", deep),))]
+    object.__setattr__(held[0], "_digest", b"digest")
+    resent = [Message("assistant", "", tool_calls=(ToolCall("c", "read", deep),))]
+    KeptHistories().carry("deep", held)
+    histories = KeptHistories()
+    histories.carry("deep", held)
+    histories.carry("deep", resent)
+    assert resent[0]._digest is None
