@@ -97,6 +97,7 @@ class GroupFanout:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                _stop_if_cancelled()
                 log.warning("could not read %s; retrying", group, exc_info=True)
                 await asyncio.sleep(RETRY_SECONDS)
                 with contextlib.suppress(Exception):  # a Redis that restarted empty forgot us
@@ -112,7 +113,17 @@ class GroupFanout:
                 try:
                     await self.layer.group_add(group, channel)
                 except Exception:
+                    _stop_if_cancelled()
                     log.warning("could not renew %s", group, exc_info=True)
+
+
+def _stop_if_cancelled() -> None:
+    """Ends a task cancelled while the layer was reading: the layer may answer its
+    cancellation with an error of its own (a connection torn down mid-read), and a task
+    that retried then would never end, holding its event loop open as it closes."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _put(inbox: Inbox, event: dict[str, Any], group: str) -> None:

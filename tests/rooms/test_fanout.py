@@ -156,6 +156,38 @@ def test_a_failed_read_is_retried_and_the_membership_stays(monkeypatch, caplog):
     assert layer.failed and "retrying" in caplog.text
 
 
+class CancelBecomesError(FailsOnce):
+    """The real layer, answering a read's cancellation with an error of its own, as a
+    connection torn down mid-read does."""
+
+    async def receive(self, channel):
+        try:
+            return await self.layer.receive(channel)
+        except asyncio.CancelledError:
+            raise ConnectionError("connection closed while reading") from None
+
+
+@pytest.mark.timeout(30)
+def test_a_reader_cancelled_while_the_layer_reads_ends_whatever_the_layer_raises(monkeypatch):
+    """Else it retried and read on: an event loop closing with it never closed (a test's
+    socket, seen hanging in CI until its timeout)."""
+    monkeypatch.setattr(fanout, "RETRY_SECONDS", 0.05)
+    layer = CancelBecomesError(get_channel_layer())
+
+    async def scenario():
+        group = "fanout-cancelled-read"
+        hub = fanout.GroupFanout(layer)
+        inbox = fanout.new_inbox()
+        await hub.join(group, inbox)
+        _channel, reader = hub._readers[group]
+        await asyncio.sleep(0.1)  # the reader is inside the layer's read
+        await hub.leave(group, inbox)
+        await asyncio.wait([reader], timeout=2)
+        assert reader.cancelled()
+
+    async_to_sync(scenario)()
+
+
 def test_a_frame_is_encoded_once_for_all_the_sockets_that_send_it():
     frame = {"type": "message", "seq": 1, "html": "<p>hi</p>"}
     assert streams.encoded(frame) is streams.encoded(frame) == '{"type": "message", "seq": 1, "html": "<p>hi</p>"}'
