@@ -26,7 +26,7 @@ def range_key(path: str, start: int | None, end: int | None, content_hash: str) 
     return hashlib.sha256(json.dumps([path, start, end, content_hash]).encode()).hexdigest()
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure fails the caller's unit whole: no savepoint's two round trips
 def observations_sync(*, session, ctx: SessionContext, touched: Mapping[str, list[int]] | None = None) -> None:
     """Bring the session's observation, payload, ledger, fold and segment rows up to
     date with ``ctx``. ``touched`` (StateJournal's Record.touched): the positions the
