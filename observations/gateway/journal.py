@@ -58,6 +58,10 @@ class Record:
     size: int  # bytes of ``text``
     text: str  # ``data`` as compact JSON
     seq: int  # the record's position among the session's records, from 1
+    # A snapshot written because the deltas since the last one outweighed it: the unit's
+    # delta all the same, so that its rows are synced as any unit's (at step 300 syncing
+    # every row of the session took about 140 ms of the request).
+    changes: dict[str, Any] | None = None
 
     @property
     def decisions_changed(self) -> bool:
@@ -66,11 +70,13 @@ class Record:
     @property
     def touched(self) -> dict[str, list[int]] | None:
         """Per list (observations, payloads, ledger, folds, ...): the positions this unit
-        added or changed; None for a snapshot (anything may have changed)."""
-        if self.snapshot:
+        added or changed; None for a snapshot the journal could not follow the unit to
+        (a new segment, a first record: anything may have changed)."""
+        delta = self.changes if self.snapshot else self.data
+        if delta is None:
             return None
-        touched = {name: [i for i, _ in self.data.get("set", {}).get(name, ())] for name in LISTS}
-        touched["segment_log"] = [0] if "segment_log" in self.data.get("scalars", {}) else []
+        touched = {name: [i for i, _ in delta.get("set", {}).get(name, ())] for name in LISTS}
+        touched["segment_log"] = [0] if "segment_log" in delta.get("scalars", {}) else []
         return touched
 
 
@@ -118,18 +124,18 @@ class StateJournal:
         text = encode(delta)
         size = len(text.encode())
         if self.since_snapshot + size > max(self.snapshot_bytes, MIN_SNAPSHOT_EVERY_BYTES):
-            return self._snapshot(ctx)
+            return self._snapshot(ctx, changes=delta)
         self.since_snapshot += size
         self.seq += 1
         return Record(snapshot=False, data=delta, size=size, text=text, seq=self.seq)
 
-    def _snapshot(self, ctx: SessionContext) -> Record:
+    def _snapshot(self, ctx: SessionContext, changes: dict[str, Any] | None = None) -> Record:
         state = dump_state(ctx)
         text = encode(state)
         self._remember_all(ctx)
         self.snapshot_bytes, self.since_snapshot = len(text.encode()), 0
         self.seq += 1
-        return Record(snapshot=True, data=state, size=self.snapshot_bytes, text=text, seq=self.seq)
+        return Record(snapshot=True, data=state, size=self.snapshot_bytes, text=text, seq=self.seq, changes=changes)
 
     def _delta(self, ctx: SessionContext) -> dict[str, Any] | None:
         lens = _lengths(ctx)

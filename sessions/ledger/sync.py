@@ -59,8 +59,9 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
     """One unit's rows: new and changed observations, payloads, ledger entries and folds,
     each kind in one statement that inserts the new rows and updates the changed ones
     (nothing read first: the journal knows what the unit touched). What only a segment
-    start changes (archiving, ranges leaving the ledger) comes with a snapshot, which
-    syncs everything."""
+    start changes (archiving, ranges leaving the ledger) comes with a snapshot the
+    journal could not follow the unit to (every segment start is one), which syncs
+    everything."""
     observations = [ctx.observations[i] for i in touched["observations"]]
     payloads = [ctx.payloads[i] for i in touched["payloads"]]
     blobs_put({**{o.source.sha256: o.source.text for o in observations},

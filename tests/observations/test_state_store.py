@@ -23,7 +23,7 @@ from sessions.ledger.state_store import (
     session_gateway_state,
 )
 from sessions.ledger.sync import observations_sync
-from sessions.models import Observation, Session, StateRecord
+from sessions.models import Fold, LedgerEntry, Observation, Payload, Segment, Session, StateRecord
 from tests.gateway.factories import (
     TOOLS,
     call,
@@ -74,6 +74,46 @@ def test_the_rows_read_back_to_the_whole_state_and_old_records_go_with_each_snap
     assert snapshots >= 2 and len(ctx.folds) > 2
     first = StateRecord.objects.filter(session=session).order_by("seq").first()
     assert first.snapshot, "records before the newest snapshot are deleted with it"
+
+
+SYNCED_ROWS = (Observation, Payload, LedgerEntry, Fold, Segment)
+
+
+def rows(session) -> list[list[dict]]:
+    return [sorted((_columns(row) for row in model.objects.filter(session=session)), key=repr)
+            for model in SYNCED_ROWS]
+
+
+def _columns(row) -> dict:
+    return {f.attname: getattr(row, f.attname) for f in row._meta.concrete_fields
+            if f.attname not in ("id", "session_id", "created_at")}
+
+
+def test_a_snapshot_written_for_its_size_syncs_only_the_rows_its_unit_touched(make_session):
+    """A snapshot the deltas outgrew still knows its unit's delta: its rows are synced as
+    any unit's, nothing read back, and they are the rows a whole sync writes."""
+    by_unit, whole = make_session(), make_session(attempt=2)
+    ctx = make_context(window=12_000, output_budget=1_000, segment_ratio=0.7)
+    ctx.add_user("Fix it.", kind="task")
+    journal, snapshots, whole_syncs = StateJournal(), 0, 0
+    for n in range(120):
+        unit(ctx, n)
+        if n == 70:
+            new_segment(ctx, "asked for")
+        with transaction.atomic():
+            record = journal.record(ctx)
+            with CaptureQueriesContext(connection) as queries:
+                observations_sync(session=by_unit, ctx=ctx, touched=record.touched)
+            observations_sync(session=whole, ctx=ctx, touched=None)
+        snapshots += record.snapshot
+        if record.touched is None:
+            whole_syncs += 1
+        else:  # as a delta's unit: only a segment's new figures read its rows first
+            reads = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+            assert all('FROM "observations_segment"' in sql for sql in reads) and len(reads) <= 1, reads
+        assert rows(by_unit) == rows(whole)
+    # Whole only where the journal could not follow the unit (the first record, the new segment, ...).
+    assert snapshots - whole_syncs >= 2 and len(ctx.folds) > 2, (snapshots, whole_syncs)
 
 
 def test_the_session_is_read_with_its_newest_record_as_the_orms_query_read_it(make_session):
