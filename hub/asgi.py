@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django (the gateway endpoint through its own handler,
+hub.gateway_handler), websockets through Channels."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from hub.body_limit import install as bound_request_bodies  # noqa: E402
+from hub.gateway_handler import ByPath, GatewayHandler  # noqa: E402
 from hub.origins import OriginValidator  # noqa: E402
 from hub.routing import websocket_urlpatterns  # noqa: E402
 
@@ -20,7 +22,7 @@ bound_request_bodies()  # in Daphne's HTTP protocol, before a body is read (hub.
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": ByPath(gateway=GatewayHandler(), pages=django_asgi_app),
         # Origin by scheme, host and port (hub.origins), then the session's user.
         "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
