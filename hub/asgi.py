@@ -4,6 +4,7 @@ hub.gateway_handler), websockets through Channels."""
 from __future__ import annotations
 
 import os
+from importlib import import_module
 
 from django.core.asgi import get_asgi_application
 
@@ -12,9 +13,11 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from hub.body_limit import install as bound_request_bodies  # noqa: E402
 from hub.gateway_handler import ByPath, GatewayHandler  # noqa: E402
+from hub.gc_freeze import freeze_startup_objects  # noqa: E402
 from hub.origins import OriginValidator  # noqa: E402
 from hub.routing import websocket_urlpatterns  # noqa: E402
 
@@ -27,3 +30,5 @@ application = ProtocolTypeRouter(
         "websocket": OriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+import_module(settings.ROOT_URLCONF)  # every view, imported now rather than by the first request
+freeze_startup_objects()
