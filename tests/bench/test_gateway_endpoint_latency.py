@@ -51,6 +51,13 @@ times as slow as the table's (direct 9.7 ms p50 at one client):
 
 (the direct calls at 20 clients took 238 / 689 ms in the first run and 160 / 238 ms in
 the second: the ratios at 20 move with them).
+
+Since the gateway's paths take their own handler (hub/gateway_handler.py), the hubs
+here run with DEBUG off and a hub process freezes its startup objects
+(hub/gc_freeze.py): four runs alternating with four of 0882c30 (hubs with DEBUG off
+too), added over direct p50 at one client: the pass-through 7.1-9.9 ms (11.0-14.8
+before), the session 20.7-32.0 ms (23.8-36.0); at 20 clients the session's p99 ×5.2-6.6
+direct (×6.0-11.1 before).
 """
 
 from __future__ import annotations
@@ -111,11 +118,12 @@ def wire() -> Iterator[ToolLoopUpstream]:
 @pytest.fixture
 def hubs(transactional_db, tmp_path) -> Iterator[dict[str, DaphneServer]]:
     """The hub twice: proxied sessions (the default) and pass-through; one key may have
-    every conversation in flight."""
-    session = start_daphne(tmp_path / "daphne-session.log", ATRIUM_GATEWAY_KEY_CONCURRENCY=str(max(CONCURRENCY)))
+    every conversation in flight; DEBUG off, as a hub runs (on, Django keeps every
+    statement's text and time)."""
+    options = {"ATRIUM_GATEWAY_KEY_CONCURRENCY": str(max(CONCURRENCY)), "DEBUG": "false"}
+    session = start_daphne(tmp_path / "daphne-session.log", **options)
     try:
-        relay = start_daphne(tmp_path / "daphne-relay.log", ATRIUM_GATEWAY_SESSIONS="False",
-                             ATRIUM_GATEWAY_KEY_CONCURRENCY=str(max(CONCURRENCY)))
+        relay = start_daphne(tmp_path / "daphne-relay.log", ATRIUM_GATEWAY_SESSIONS="False", **options)
         try:
             yield {"session": session, "pass-through": relay}
         finally:
