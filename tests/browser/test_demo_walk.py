@@ -63,9 +63,13 @@ def walk_the_demo(walk: Walk, password: str, room_slug: str, session_pk: int, *,
     if answer_in_chat:
         page.goto(f"/rooms/{room_slug}/")
         expect(page.locator("#room")).to_contain_text("Found it:")
+        expect(page.locator("#connection-status")).to_have_text("live")
         page.fill("#composer-text", "@Demo fixer go ahead, and keep the tests as they are.")
         page.keyboard.press("Enter")
-        expect(page.locator("#room")).to_contain_text("go ahead, and keep the tests")
+        # The hub's copy, not the line the page shows while it sends: leaving before the hub
+        # has it would take the message away with the socket.
+        expect(page.locator("#messages .message--pending")).to_have_count(0)
+        expect(page.locator("#messages .message--chat").last).to_contain_text("go ahead, and keep the tests")
         page.goto(f"/sessions/{session_pk}/")
     else:
         page.fill("#session-steer textarea", "Go ahead, and keep the tests as they are.")
