@@ -64,6 +64,7 @@ from observations.gateway.economics import CacheEconomics, LengthPrior
 from observations.gateway.journal import StateJournal
 from observations.gateway.messages import ModelTurn, Request
 from observations.gateway.state import load_state, reuse_state
+from observations.inserts import rows_insert
 from rooms.models import Message
 from rooms.services import message_mark_delivered
 from sessions.events import session_event_append
@@ -370,6 +371,6 @@ def _save(session: Session, talk: GatewayConversation, digests: list[str], ctx: 
     fields = ["digests", "requests", "updated_at"]
     if turn is not None:
         talk.last_answer = answer_digest(turn)
-        GatewayAnswer.objects.create(key_id=talk.key_id, conversation=talk, digest=talk.last_answer)
+        rows_insert(GatewayAnswer, [GatewayAnswer(key_id=talk.key_id, conversation=talk, digest=talk.last_answer)])
         fields.append("last_answer")
     talk.save(update_fields=fields)

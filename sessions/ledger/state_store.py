@@ -18,6 +18,7 @@ from django.db.models import Subquery
 from agents.models import AgentProfile
 from observations.columns import Columns, instances
 from observations.gateway.journal import Record, StateJournal, apply_delta
+from observations.inserts import rows_insert
 from rooms.models import Room
 from sessions.models import Session, StateRecord, Task
 
@@ -102,8 +103,8 @@ def _session_statement() -> str:
 def gateway_state_save(*, session, record: Record) -> None:
     """Write one unit's record; a snapshot drops the records it supersedes. Called in
     the unit's transaction, holding the session row lock."""
-    StateRecord.objects.create(session=session, seq=record.seq, snapshot=record.snapshot, data=record.text,
-                               size=record.size)
+    rows_insert(StateRecord, [StateRecord(session=session, seq=record.seq, snapshot=record.snapshot, data=record.text,
+                                          size=record.size)])
     if record.snapshot:
         StateRecord.objects.filter(session=session, seq__lt=record.seq).delete()
 

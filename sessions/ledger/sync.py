@@ -14,6 +14,7 @@ from observations.blobs import blobs_put
 from observations.gateway.context import SessionContext
 from observations.gateway.rendering import payload_receipt
 from observations.gateway.transcript import ObsState
+from observations.inserts import rows_insert
 from sessions.models import Fold, LedgerEntry, Observation, Payload, Segment
 
 
@@ -66,18 +67,15 @@ def _sync_touched(session, room_id: int, ctx: SessionContext, touched: Mapping[s
     payloads = [ctx.payloads[i] for i in touched["payloads"]]
     blobs_put({**{o.source.sha256: o.source.text for o in observations},
                **{p.sha256: p.spec.text for p in payloads}})
-    Observation.objects.bulk_create([_observation_row(session, room_id, ctx, obs) for obs in observations],
-                                    update_conflicts=True, unique_fields=["session", "seq"],
-                                    update_fields=SYNCED_FIELDS)
-    Payload.objects.bulk_create([_payload_row(session, room_id, ctx, p) for p in payloads],
-                                update_conflicts=True, unique_fields=["session", "pid"],
-                                update_fields=["state", "fold_number", "receipt_text"])
+    rows_insert(Observation, [_observation_row(session, room_id, ctx, obs) for obs in observations],
+                unique_fields=["session", "seq"], update_fields=SYNCED_FIELDS)
+    rows_insert(Payload, [_payload_row(session, room_id, ctx, p) for p in payloads],
+                unique_fields=["session", "pid"], update_fields=["state", "fold_number", "receipt_text"])
     if touched["ledger"]:
         entries = list(ctx.ledger)
-        LedgerEntry.objects.bulk_create([_ledger_row(session, entries[i]) for i in touched["ledger"]],
-                                        update_conflicts=True, unique_fields=["session", "range_key"],
-                                        update_fields=list(LEDGER_FIELDS))
-    Fold.objects.bulk_create([_fold_row(session, ctx.folds[i]) for i in touched["folds"]])  # only ever added
+        rows_insert(LedgerEntry, [_ledger_row(session, entries[i]) for i in touched["ledger"]],
+                    unique_fields=["session", "range_key"], update_fields=list(LEDGER_FIELDS))
+    rows_insert(Fold, [_fold_row(session, ctx.folds[i]) for i in touched["folds"]])  # only ever added
     if touched["segment_log"]:
         _sync_segments(session, ctx)
 

@@ -12,6 +12,7 @@ from observations.blobs import blobs_put, sha256_text
 from observations.calibration import calibration_save
 from observations.gateway.context import SessionContext
 from observations.gateway.messages import Usage
+from observations.inserts import rows_insert
 from sessions.events import session_events_append
 from sessions.ledger.sync import observations_sync
 from sessions.models import (
@@ -57,7 +58,7 @@ def unit_records_save(*, session: Session, ctx: SessionContext, touched, fields:
         calls.append(_provider_call_row(session=session, step=ctx.step, record=record))
     blobs_put({call.request_sha256: record.request for call, record in zip(calls, records, strict=True)
                if record.request})
-    ProviderCall.objects.bulk_create(calls)
+    rows_insert(ProviderCall, calls)
     session_events_append(session, events, fields=fields)
     observations_sync(session=session, ctx=ctx, touched=touched)
     calibration_save(ctx.calibration)
