@@ -41,18 +41,17 @@ from agents.providers.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from endpoint import turn_lock
 from endpoint.cache import BoundedCache
 from endpoint.conversation import (
-    Answered,
     answer_digest,
     answer_digests,
     continues,
     message_digests,
     named,
     placement,
-    route,
 )
 from endpoint.feed import Exchange, changed_by, output_reserved, take
 from endpoint.hot import CONTEXTS, HISTORIES, Kept
 from endpoint.models import GatewayAnswer, GatewayConversation, GatewayKey
+from endpoint.routing import routed
 from endpoint.upstream import profile_endpoint, provider_failure
 from endpoint.wire import WireError
 from observations.blobs import blob_texts
@@ -125,7 +124,7 @@ def proxied_turn(*, key: GatewayKey, conversation: str, request: Request,
     # A conversation the client named is placed without the gateway's answers.
     answers = [] if named(conversation) else answer_digests(request.messages)
     if not named(conversation):
-        conversation = _routed(key, digests, answers) or conversation
+        conversation = routed(key, digests, answers) or conversation
     with _one_request_at_a_time(key, conversation):
         talk = _conversation_locked(key, conversation, request)
         if placement(talk.digests, talk.last_answer, digests, answers, client_named=named(conversation)) == "fork":
@@ -184,17 +183,6 @@ def _locked_statement() -> str:
         lock = " " + connection.ops.for_update_sql(no_key=features.has_select_for_no_key_update)
     c = _CONVERSATION
     return f"SELECT {c.select()} FROM {c.table} WHERE {c.column('key')} = %s AND {c.column('conversation')} = %s{lock}"
-
-
-def _routed(key: GatewayKey, digests: list[str], answers: list[str]) -> str | None:
-    """The conversation that gave the latest of the gateway's answers in the history
-    (``answers``: its ``answer_digests``)."""
-    if not any(answers):
-        return None
-    rows = (GatewayAnswer.objects.filter(key=key, digest__in={d for d in answers if d})
-            .values_list("digest", "conversation__conversation", "conversation__digests"))
-    found = [Answered(digest, talk, continues(held, digests)) for digest, talk, held in rows]
-    return route(answers, found)
 
 
 def _conversation_forked(key: GatewayKey, talk: GatewayConversation, request: Request,
