@@ -9,14 +9,23 @@ login, messages, htmx and the login lockout (django-axes) have nothing to do for
 views are CSRF-exempt and need no login). What stays is what every response of the hub
 gets: the host checked against ALLOWED_HOSTS, and the security headers (HSTS among them
 behind a TLS proxy).
+
+Django's handler also gives each request a thread of its own for its thread-sensitive
+calls, started on the request's first call and joined by another thread started when it
+ends: two threads started per request, the event loop waiting for each to start. The
+gateway's handler keeps them for the next request (``RequestThreads``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
+from asgiref.sync import ThreadSensitiveContext
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
@@ -87,7 +96,56 @@ def gateway_middleware() -> list[tuple[str, Callable[[GetResponse], GetResponse]
     return chain
 
 
+class RequestThreads:
+    """One thread for each request's thread-sensitive calls (Django's request signals,
+    the key's look-up, the response's close: one at a time, on one thread, as Django's
+    handler runs them), kept for a later request once the request has ended; at most
+    ``idle_kept`` idle threads are kept, the rest end."""
+
+    def __init__(self, idle_kept: int) -> None:
+        self.idle: list[ThreadPoolExecutor] = []
+        self.idle_kept = idle_kept
+
+    @asynccontextmanager
+    async def context(self) -> AsyncIterator[None]:
+        executor = self.idle.pop() if self.idle else ThreadPoolExecutor(1, thread_name_prefix="gateway-request")
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                yield
+        finally:
+            # Idle only once whatever the request left queued has run (a call it stopped
+            # awaiting when its client left): the next request must not wait behind it.
+            loop = asyncio.get_running_loop()
+            executor.submit(_nothing).add_done_callback(lambda _: self._ended(executor, loop))
+
+    def _ended(self, executor: ThreadPoolExecutor, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            loop.call_soon_threadsafe(self._keep, executor)
+        except RuntimeError:  # the loop is closed: the process is stopping
+            executor.shutdown(wait=False)
+
+    def _keep(self, executor: ThreadPoolExecutor) -> None:
+        if len(self.idle) < self.idle_kept:
+            self.idle.append(executor)
+        else:
+            executor.shutdown(wait=False)
+
+
+def _nothing() -> None:
+    pass
+
+
 class GatewayHandler(ASGIHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads = RequestThreads(idle_kept=settings.ATRIUM_GATEWAY_THREADS)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        async with self.threads.context():  # for ASGIHandler's ThreadSensitiveContext()
+            await self.handle(scope, receive, send)
+
     def load_middleware(self, is_async: bool = False) -> None:
         assert is_async, "the gateway's handler is an ASGI one"
         self._view_middleware, self._template_response_middleware, self._exception_middleware = [], [], []

@@ -117,8 +117,9 @@ DATABASES = {
     )
 }
 # The web process draws its PostgreSQL connections from a pool of at most DB_POOL_SIZE
-# (0: none): under ASGI each request and websocket frame runs in a thread of its own, so
-# a kept connection would leak, and opening one each time cost 3-5 ms of this process
+# (0: none): under ASGI a request and a websocket frame run in threads that come and go
+# (a gateway request's are kept for the next, hub/gateway_handler.py), so a kept
+# connection would leak, and opening one each time cost 3-5 ms of this process
 # and a new server process. A full pool makes a request wait. Django checks a pooled
 # connection before it hands it out (its own `check`: Django 5.2 refuses a second one).
 DB_POOL_SIZE = envint("DB_POOL_SIZE", "0")
@@ -269,7 +270,8 @@ ATRIUM_GATEWAY_SESSIONS = envbool("ATRIUM_GATEWAY_SESSIONS", "True")
 # Requests one gateway key may have in flight in one web process; more are a 429.
 ATRIUM_GATEWAY_KEY_CONCURRENCY = envint("ATRIUM_GATEWAY_KEY_CONCURRENCY", "8")
 # Gateway requests one web process has upstream at once (each holds a thread and, on
-# PostgreSQL, a database connection while the model answers: keep it under DB_POOL_SIZE).
+# PostgreSQL, a database connection while the model answers: keep it under DB_POOL_SIZE);
+# also the most idle threads kept for gateway requests' own quick calls.
 ATRIUM_GATEWAY_THREADS = envint("ATRIUM_GATEWAY_THREADS", "32")
 # A check command (verify) that runs longer than this counts as failed.
 ATRIUM_CHECK_TIMEOUT_SECONDS = envint("ATRIUM_CHECK_TIMEOUT_SECONDS", "600")
