@@ -20,8 +20,10 @@ from hub.gateway_handler import ByPath, GatewayHandler  # noqa: E402
 from hub.gc_freeze import freeze_startup_objects  # noqa: E402
 from hub.origins import OriginValidator  # noqa: E402
 from hub.routing import websocket_urlpatterns  # noqa: E402
+from hub.unparsed_forms import install as leave_forms_to_django  # noqa: E402
 
 bound_request_bodies()  # in Daphne's HTTP protocol, before a body is read (hub.body_limit)
+leave_forms_to_django()  # Twisted's parse of a form's body, which Daphne never reads (hub.unparsed_forms)
 
 application = ProtocolTypeRouter(
     {
