@@ -58,6 +58,13 @@ here run with DEBUG off and a hub process freezes its startup objects
 too), added over direct p50 at one client: the pass-through 7.1-9.9 ms (11.0-14.8
 before), the session 20.7-32.0 ms (23.8-36.0); at 20 clients the session's p99 ×5.2-6.6
 direct (×6.0-11.1 before).
+
+Since a request is routed by the latest of the gateway's answers alone, the unit's rows
+are INSERTs written out and the gateway's handler keeps each request's thread for the
+next (docs/operations.md), alternating with 063669f on a box about twice as fast: added
+over direct p50 at one client, the session 12.2-13.1 ms (14.5-16.1 before; three runs
+each, CONCURRENCY = (1,), SAMPLES = 300), p99 24.3-28.5 ms; at 20 clients the session's
+p99 ×6.0-7.6 direct (×6.6-7.3), the pass-through's ×1.2-1.4 (×1.6-2.0).
 """
 
 from __future__ import annotations
